@@ -1,0 +1,93 @@
+# cairn - build, test, demo.  `make demo` and `make check` install what is
+# missing (Debian packages) before they build.
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+PKGS := libzstd libxxhash sqlite3 libcrypto
+OPT ?= -O2 -g
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter \
+	-Wno-missing-field-initializers -Iinclude -Ilib $(PKG_CFLAGS) -fPIC -pthread \
+	-D_FILE_OFFSET_BITS=64
+LDLIBS += $(PKG_LIBS) -pthread
+B ?= build
+
+LIB_SRC := $(sort $(wildcard lib/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+CLI_SRC := $(sort $(wildcard cli/*.c))
+CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
+
+.PHONY: all deps demo check check-long unit asan install clean fuzz
+all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
+
+deps:
+	@scripts/deps.sh
+
+$(B)/%.o: %.c include/cairn.h $(wildcard lib/*.h cli/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(B)/libcairn.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/libcairn.so: $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libcairn.so.0 -o $@ $^ $(LDLIBS)
+
+$(B)/cairn: $(CLI_OBJ) $(B)/libcairn.a
+	$(CC) -o $@ $(CLI_OBJ) $(B)/libcairn.a $(LDLIBS)
+
+$(B)/cairn.pc: Makefile
+	@mkdir -p $(B)
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: cairn\nDescription: deduplicating backup datastore\nVersion: 0.1\nRequires.private: %s\nLibs: -L$${libdir} -lcairn\nCflags: -I$${includedir}\n' \
+		'$(PREFIX)' '$(PKGS)' > $@
+
+$(B)/tests/%: tests/unit/%.c tests/unit/unit.h $(B)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(B)/libcairn.a $(LDLIBS)
+
+# Fuzz targets build two ways: with a replay driver (plain cc, used by
+# `make check` on the stored corpus) and, via `make fuzz`, with libFuzzer.
+$(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< tests/fuzz/replay.c $(B)/libcairn.a $(LDLIBS)
+
+unit: $(UNIT_BIN)
+
+check: deps
+	$(MAKE) all unit $(FUZZ_BIN)
+	tests/run.sh
+
+check-long: deps
+	$(MAKE) all unit $(FUZZ_BIN)
+	CAIRN_LONG=1 tests/run.sh
+
+asan: deps
+	$(MAKE) B=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+		LDLIBS="$(PKG_LIBS) -pthread -fsanitize=address,undefined" all unit $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%)
+	CAIRN_BUILD=build-asan tests/run.sh
+
+fuzz: deps
+	scripts/fuzz.sh
+
+demo: deps
+	$(MAKE) all
+	scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 0755 $(B)/cairn $(DESTDIR)$(PREFIX)/bin/cairn
+	install -m 0644 $(B)/libcairn.a $(DESTDIR)$(PREFIX)/lib/libcairn.a
+	install -m 0755 $(B)/libcairn.so $(DESTDIR)$(PREFIX)/lib/libcairn.so.0
+	ln -sf libcairn.so.0 $(DESTDIR)$(PREFIX)/lib/libcairn.so
+	install -m 0644 include/cairn.h $(DESTDIR)$(PREFIX)/include/cairn.h
+	install -m 0644 $(B)/cairn.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/cairn.pc
+
+clean:
+	rm -rf build build-asan

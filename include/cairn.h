@@ -1,0 +1,230 @@
+/* cairn.h - the public API of libcairn, a deduplicating backup datastore.
+ *
+ * A store is one directory holding a SQLite catalog and a content-addressed
+ * chunk store.  Datasets form a hierarchy ("pool/www/logs"); a snapshot
+ * ("pool/www@daily-1") is an immutable copy of a dataset's source.
+ *
+ * Conventions
+ * - Every function that can fail returns 0 (or a count) on success and a
+ *   negative errno or a negative CAIRN_E* code on failure.  cairn_strerror()
+ *   names both.  cairn_store_errdetail() gives the failing object and reason
+ *   of the last error on a handle.
+ * - The library never prints.  Progress is reported through callbacks.
+ * - Handles are opaque.  Every pointer a function returns says who owns it;
+ *   every free/close function accepts NULL.
+ * - A handle is used by one thread at a time.  Several processes may open
+ *   the same store at once; the catalog serialises their commits.
+ */
+#ifndef CAIRN_H
+#define CAIRN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CAIRN_VERSION_MAJOR 0
+#define CAIRN_VERSION_MINOR 1
+
+/** @defgroup errors Error codes
+ * Domain errors, below every errno value.
+ * @{ */
+#define CAIRN_E_FIRST -10000
+#define CAIRN_ECORRUPT -10001  /**< a chunk, stream or catalog record is damaged */
+#define CAIRN_ENOTSTORE -10002 /**< the directory is not a cairn store */
+#define CAIRN_EBADNAME -10003  /**< a dataset, snapshot or tag name is invalid */
+#define CAIRN_EVERSION -10004  /**< the store or stream has an unknown version */
+#define CAIRN_ENOATIME -10005  /**< the filesystem does not update atimes */
+#define CAIRN_ENOSOURCE -10006 /**< the dataset's source cannot be read */
+#define CAIRN_EBADPROP -10007  /**< unknown property or invalid value */
+#define CAIRN_EPARTIAL -10008  /**< done, but some files could not be read */
+#define CAIRN_EHELD -10009     /**< the snapshot has holds */
+#define CAIRN_EEXIST_DS -10010 /**< reserved */
+#define CAIRN_E_LAST -10099
+/** @} */
+
+/** Returns a static, human-readable description of err (negative errno or
+ * CAIRN_E* code).  Never NULL. */
+const char *cairn_strerror(int err);
+
+/** An open store.  Opaque. */
+typedef struct cairn_store cairn_store;
+
+/** Options for cairn_store_init(). Zero-initialise, then set fields. */
+typedef struct cairn_init_opts {
+	uint32_t chunk_size; /**< average chunk size in bytes; 0 = default (1 MiB) */
+	/** Skip the atime check.  For tests only; a store without working atimes
+	 * cannot be garbage-collected safely. */
+	bool skip_atime_check;
+} cairn_init_opts;
+
+/** Creates a new store at path (created mode 0700 if missing; an existing
+ * directory must be empty).  Checks that the filesystem updates atimes set
+ * with utimensat(); fails with CAIRN_ENOATIME where it does not.
+ * @return 0, -EEXIST (not empty), CAIRN_ENOATIME, or another negative errno. */
+int cairn_store_init(const char *path, const cairn_init_opts *opts);
+
+/** Opens the store at path.  On success *out is a handle the caller closes
+ * with cairn_store_close().  Fails with CAIRN_ENOTSTORE when path is not a
+ * store.  On failure *out is NULL. */
+int cairn_store_open(const char *path, cairn_store **out);
+
+/** Closes a store handle; NULL is allowed. */
+void cairn_store_close(cairn_store *st);
+
+/** The object and reason of the last failure on st, e.g.
+ * "chunk 3fa1...: digest mismatch (file etc/passwd)".  Owned by st, valid
+ * until the next call on st.  Empty string when nothing failed. */
+const char *cairn_store_errdetail(const cairn_store *st);
+
+/** @defgroup config Store settings
+ * Settings live in the catalog.  For one process, the environment variable
+ * CAIRN_<KEY in upper case> overrides a stored setting.
+ * @{ */
+
+/** Describes one setting. */
+typedef struct cairn_config_info {
+	const char *key;
+	const char *description;
+	int64_t min, max, def; /**< allowed range and default */
+	const char *unit;      /**< "bytes", "minutes", ... */
+} cairn_config_info;
+
+/** Returns the table of settings, terminated by an entry with key NULL.
+ * Static; not owned by the caller. */
+const cairn_config_info *cairn_config_table(void);
+
+/** Reads a setting's effective value (environment override, else stored,
+ * else default) into *value.  *from_env tells whether the environment won.
+ * @return 0, or CAIRN_EBADPROP for an unknown key or a bad env value. */
+int cairn_config_get(cairn_store *st, const char *key, int64_t *value, bool *from_env);
+
+/** Stores a setting.  value is parsed with its unit ("1M", "64K", "1445").
+ * @return 0, or CAIRN_EBADPROP (unknown key, bad value, out of range: see
+ * cairn_store_errdetail for the allowed range). */
+int cairn_config_set(cairn_store *st, const char *key, const char *value);
+/** @} */
+
+/** @defgroup datasets Datasets and properties
+ * @{ */
+typedef enum cairn_type {
+	CAIRN_TYPE_FILESYSTEM = 1,
+	CAIRN_TYPE_VOLUME = 2,
+	CAIRN_TYPE_SNAPSHOT = 4,
+	CAIRN_TYPE_BOOKMARK = 8,
+} cairn_type;
+
+/** A property assignment name=value. */
+typedef struct cairn_prop {
+	const char *name;
+	const char *value;
+} cairn_prop;
+
+/** Checks a dataset name (components of [A-Za-z0-9_.:-], no "." or ".."
+ * component, at most 255 bytes).  With with_snap, accepts "ds@snap" too.
+ * On failure, if why is not NULL, writes a reason naming the offending
+ * character or component into why (at most whylen bytes).
+ * @return 0 or CAIRN_EBADNAME. */
+int cairn_name_check(const char *name, bool with_snap, char *why, size_t whylen);
+
+/** Creates a dataset.  With parents, missing ancestors are created as
+ * filesystems.  props are set locally on the new dataset.
+ * @return 0, -EEXIST, -ENOENT (missing parent without parents),
+ * CAIRN_EBADNAME, CAIRN_EBADPROP. */
+int cairn_dataset_create(cairn_store *st, const char *name, cairn_type type,
+			 const cairn_prop *props, size_t nprops, bool parents);
+
+/** Sets local properties on a dataset, all in one transaction. */
+int cairn_dataset_set(cairn_store *st, const char *name, const cairn_prop *props, size_t nprops);
+
+/** Reads a property's effective value.  *value is malloc'd (caller frees);
+ * *source receives "local", "inherited from X" or "default" (malloc'd too;
+ * source may be NULL).  @return 0, -ENOENT, CAIRN_EBADPROP. */
+int cairn_dataset_get(cairn_store *st, const char *name, const char *prop, char **value,
+		      char **source);
+/** @} */
+
+/** @defgroup snapshots Snapshots (backup)
+ * @{ */
+
+/** Progress of a long operation, reported at most a few times a second. */
+typedef struct cairn_progress {
+	const char *phase;        /**< "backup", "restore", ... */
+	const char *object;       /**< the dataset or snapshot at work */
+	uint64_t files;           /**< files done */
+	uint64_t bytes;           /**< plain bytes read or written */
+	uint64_t bytes_total;     /**< when known, else 0 */
+	int64_t elapsed_ns;
+} cairn_progress;
+typedef void (*cairn_progress_fn)(const cairn_progress *p, void *arg);
+
+/** A problem with one item of a batch that did not stop the batch (an
+ * unreadable file), or the item that made a batch fail. */
+typedef void (*cairn_warn_fn)(const char *object, int err, void *arg);
+
+/** Options and results of cairn_snapshot_create(). */
+typedef struct cairn_snapshot_opts {
+	bool recursive;            /**< also every descendant dataset */
+	bool strict;               /**< fail on an unreadable file instead of skipping it */
+	const cairn_prop *props;   /**< user properties to set on each snapshot */
+	size_t nprops;
+	cairn_progress_fn progress;
+	cairn_warn_fn warn;
+	void *arg;                 /**< passed to progress and warn */
+	/* results, summed over all snapshots taken */
+	uint64_t files, bytes_read, bytes_reused, chunks_new, stored_new, skipped;
+} cairn_snapshot_opts;
+
+/** Takes the snapshots named in names ("ds@snap"), all committed in ONE
+ * catalog transaction with one createtxg.  Either every snapshot becomes
+ * visible or none.  Unreadable files inside a source are reported through
+ * opts->warn and skipped (the call then returns CAIRN_EPARTIAL after
+ * committing) unless opts->strict.
+ * @return 0, CAIRN_EPARTIAL, -ENOENT (dataset), -EEXIST (snapshot),
+ * CAIRN_ENOSOURCE, CAIRN_EBADNAME, -ENOSPC, -EIO ... */
+int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
+			  cairn_snapshot_opts *opts);
+/** @} */
+
+/** @defgroup restore Restore
+ * @{ */
+typedef struct cairn_restore_opts {
+	bool force;                 /**< allow a non-empty target */
+	const char *const *paths;   /**< restore only these paths (and below) */
+	size_t npaths;
+	cairn_progress_fn progress;
+	cairn_warn_fn warn;         /**< each file that could not be restored */
+	void *arg;
+	/* results */
+	uint64_t files, bytes, errors;
+} cairn_restore_opts;
+
+/** Restores snapshot snap ("ds@name") into target.  A filesystem snapshot
+ * becomes a directory tree (created if missing; must be empty unless
+ * force); a volume snapshot is written to target as an image (a file, or a
+ * block device).  Every chunk is verified against its digest.
+ * @return 0; CAIRN_ECORRUPT or -ENOENT naming the chunk and file in
+ * cairn_store_errdetail (the restore goes on with other files and the
+ * first such error is returned); -ENOTEMPTY; -ENOENT (snapshot or path). */
+int cairn_restore(cairn_store *st, const char *snap, const char *target,
+		  cairn_restore_opts *opts);
+/** @} */
+
+/** @defgroup list Listing
+ * @{ */
+/** Calls fn for every dataset (type filesystem or volume) in name order, then
+ * never again.  A non-zero return from fn stops the walk and is returned. */
+int cairn_dataset_iter(cairn_store *st, int (*fn)(const char *name, cairn_type type, void *arg),
+		       void *arg);
+/** Calls fn for every snapshot of every dataset, by dataset then createtxg. */
+int cairn_snapshot_iter(cairn_store *st, int (*fn)(const char *name, void *arg), void *arg);
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

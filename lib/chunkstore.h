@@ -1,0 +1,66 @@
+/* chunkstore.h - the content-addressed chunk directory of a store.
+ *
+ * A chunk lives in <chunks>/<first 4 hex digits>/<64 hex digits>, as a blob
+ * (blob.h).  Writing is crash safe and batched:
+ *   1. put() writes new chunks to temporary files "<hex>.tmp.<pid>.<n>";
+ *   2. when the batch is full (or on flush), ONE syncfs() makes the data
+ *      durable, then every temporary file is renamed to its final name;
+ *   3. flush() ends with a second syncfs() so the renames are durable too.
+ * So a final name never holds an incomplete file, and no fsync is paid
+ * per chunk.  A chunk that already exists is not rewritten: put() touches
+ * its atime (utimensat UTIME_NOW) so that a running GC sees it in use.
+ */
+#ifndef CAIRN_CHUNKSTORE_H
+#define CAIRN_CHUNKSTORE_H
+
+#include "util.h"
+
+typedef struct chunkstore chunkstore_t;
+
+/* Creates <dir> (mode 0700) and its 65536 subdirectories 0000..ffff. */
+int chunkstore_create(const char *dir);
+
+/* Opens the chunk directory.  Subdirectory fds are opened lazily and kept. */
+int chunkstore_open(const char *dir, chunkstore_t **out);
+/* Closes; pending (unflushed) temporary files are removed, not renamed. */
+void chunkstore_close(chunkstore_t *cs);
+
+/* Stores one chunk whose SHA-256 digest the caller computed.  If a chunk
+ * of that digest exists (on disk, or pending in this batch), nothing is
+ * written: the existing file is touched and *was_new is false.
+ * level is the zstd level (0 = off).  *stored_len gets the blob size.
+ * Thread safe: several threads may put() at once.
+ * Returns 0, -ENOSPC, -EIO, ... */
+int chunkstore_put(chunkstore_t *cs, const digest_t *d, const void *data, size_t len,
+		   int level, uint32_t *stored_len, bool *was_new);
+
+/* Makes every chunk put so far durable under its final name (see above).
+ * Returns 0 or a negative errno; on failure, pending chunks are dropped. */
+int chunkstore_flush(chunkstore_t *cs);
+
+/* Reads and decodes a chunk, verifying its digest.  out is replaced.
+ * Returns 0, -ENOENT (missing), CAIRN_ECORRUPT (bad blob or digest). */
+int chunkstore_get(chunkstore_t *cs, const digest_t *d, buf_t *out);
+
+/* Reads a chunk's raw blob bytes without decoding.  out is replaced. */
+int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out);
+
+/* Touches one chunk's atime; returns 0 or -ENOENT. */
+int chunkstore_touch(chunkstore_t *cs, const digest_t *d);
+
+/* Returns the fd of subdirectory idx (0..65535), opening it if needed; the
+ * fd stays owned by cs.  Negative errno on failure. */
+int chunkstore_dirfd(chunkstore_t *cs, unsigned idx);
+
+/* Bytes written (new blobs) and chunks written since open. */
+uint64_t chunkstore_new_bytes(const chunkstore_t *cs);
+uint64_t chunkstore_new_chunks(const chunkstore_t *cs);
+
+/* Count of syncfs() calls made since open (tests check batching). */
+uint64_t chunkstore_sync_count(const chunkstore_t *cs);
+
+/* Pending-batch limits: flush automatically after this many chunks or
+ * bytes (defaults 4096 chunks, 256 MiB). */
+void chunkstore_set_batch(chunkstore_t *cs, uint32_t max_chunks, uint64_t max_bytes);
+
+#endif

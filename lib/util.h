@@ -1,0 +1,122 @@
+/* util.h - small shared types and helpers used by every libcairn module.
+ *
+ * Nothing here knows about stores or catalogs: digests, chunk references,
+ * a growable byte buffer, little-endian packing and a few syscall wrappers.
+ */
+#ifndef CAIRN_UTIL_H
+#define CAIRN_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cairn.h"
+
+#define DIGEST_LEN 32
+#define DIGEST_HEX_LEN 64
+
+/* SHA-256 of a chunk's plain bytes: the chunk's name everywhere. */
+typedef struct digest {
+	uint8_t b[DIGEST_LEN];
+} digest_t;
+
+/* A reference to one stored chunk.  stored_len is the size of the blob file
+ * (header included), so "stored bytes" statistics never have to stat. */
+typedef struct chunk_ref {
+	digest_t digest;
+	uint32_t plain_len;
+	uint32_t stored_len;
+} chunk_ref_t;
+
+/* Serialized size of a chunk_ref_t: digest, plain_len, stored_len (LE). */
+#define CHUNK_REF_WIRE 40
+
+/* Largest plain chunk any path may create or accept (4 x the largest
+ * average chunk size).  Parsers reject anything bigger before allocating. */
+#define CHUNK_MAX_PLAIN (32u << 20)
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Automatic cleanup helpers for __attribute__((cleanup)). */
+void util_freep(void *pp);
+void util_closep(int *fd);
+#define _cleanup_free_ __attribute__((cleanup(util_freep)))
+#define _cleanup_close_ __attribute__((cleanup(util_closep)))
+
+/* ---- digests ---- */
+void digest_of(const void *data, size_t len, digest_t *out); /* SHA-256 */
+void digest_to_hex(const digest_t *d, char out[DIGEST_HEX_LEN + 1]);
+/* Returns 0, or -EINVAL unless hex is exactly 64 lower-case hex digits. */
+int digest_from_hex(const char *hex, digest_t *out);
+static inline int digest_cmp(const digest_t *a, const digest_t *b)
+{
+	return memcmp(a->b, b->b, DIGEST_LEN);
+}
+
+/* ---- little-endian packing ---- */
+static inline void put_u16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
+static inline void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++) p[i] = v >> (8 * i);
+}
+static inline void put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++) p[i] = v >> (8 * i);
+}
+static inline uint16_t get_u16(const uint8_t *p) { return p[0] | (uint16_t)p[1] << 8; }
+static inline uint32_t get_u32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
+	return v;
+}
+static inline uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+	return v;
+}
+void chunk_ref_pack(const chunk_ref_t *r, uint8_t out[CHUNK_REF_WIRE]);
+void chunk_ref_unpack(const uint8_t in[CHUNK_REF_WIRE], chunk_ref_t *r);
+
+/* ---- growable byte buffer ---- */
+typedef struct buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+} buf_t;
+
+/* All return 0 or -ENOMEM.  buf_free leaves an empty, reusable buffer. */
+int buf_reserve(buf_t *b, size_t extra);
+int buf_append(buf_t *b, const void *data, size_t len);
+int buf_put_u8(buf_t *b, uint8_t v);
+int buf_put_u16(buf_t *b, uint16_t v);
+int buf_put_u32(buf_t *b, uint32_t v);
+int buf_put_u64(buf_t *b, uint64_t v);
+/* Drops the first n bytes (n <= len). */
+void buf_consume(buf_t *b, size_t n);
+void buf_free(buf_t *b);
+
+/* ---- syscalls ---- */
+/* Reads exactly len bytes unless EOF comes first; returns bytes read or -errno. */
+ssize_t read_full(int fd, void *buf, size_t len);
+ssize_t pread_full(int fd, void *buf, size_t len, off_t off);
+/* Writes all of buf; returns 0 or -errno. */
+int write_full(int fd, const void *buf, size_t len);
+int pwrite_full(int fd, const void *buf, size_t len, off_t off);
+
+int64_t now_ns(void);      /* CLOCK_REALTIME in ns */
+int64_t mono_ns(void);     /* CLOCK_MONOTONIC in ns */
+uint64_t random_u64(void); /* from getrandom(); never 0 */
+
+/* Start time of a process in clock ticks since boot (field 22 of
+ * /proc/PID/stat), or 0 when the process does not exist. */
+uint64_t process_start_time(int pid);
+
+/* FNV-1a 64-bit of a string: cheap, stable, not cryptographic. */
+uint64_t fnv1a64(const void *data, size_t len);
+
+#endif
