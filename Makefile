@@ -9,7 +9,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Iinclude -Ilib $(PKG_CFLAGS) -fPIC -pthread \
-	-D_FILE_OFFSET_BITS=64
+	-D_FILE_OFFSET_BITS=64 -D_GNU_SOURCE
 LDLIBS += $(PKG_LIBS) -pthread
 B ?= build
 

@@ -96,11 +96,26 @@ typedef struct tree_entry {
 	uint32_t bundle_off;    /* the file is bundle[off .. off+size) */
 } tree_entry_t;
 
-/* Frees what e owns and zeroes it. */
+/* Decoded entries: path is never NULL ("" for the root) except in a
+ * TREE_CONT entry, where it is NULL; link, xattrs, extents and xattr
+ * values are NULL when empty.  The writer reads a NULL path or link as "".
+ * Beyond the format, both writer and reader require: link non-empty for
+ * TREE_SYMLINK, a valid non-empty path (tree_path_check) for
+ * TREE_HARDLINK, and empty for every other type; content other than NONE
+ * only on TREE_REG (EXTENTS on TREE_CONT); chunk extents with
+ * length == ref.plain_len in 1..CHUNK_MAX_PLAIN, holes with length > 0,
+ * one record's extents summing to <= size; a bundle plain_len in
+ * 1..CHUNK_MAX_PLAIN. */
+
+/* Frees what e owns and zeroes it; NULL is allowed. */
 void tree_entry_clear(tree_entry_t *e);
 
 /* Deep copy; returns 0 or -ENOMEM. */
 int tree_entry_copy(tree_entry_t *dst, const tree_entry_t *src);
+
+/* True when a and b encode to the same record (fields the record does not
+ * carry, like a hole's ref or a NONE entry's extents, are ignored). */
+bool tree_entry_equal(const tree_entry_t *a, const tree_entry_t *b);
 
 /* Appends the stream header to out. */
 int tree_write_header(buf_t *out);
@@ -116,9 +131,14 @@ void tree_reader_free(tree_reader_t *r);
 int tree_reader_feed(tree_reader_t *r, const void *data, size_t len);
 /* Returns 1 and fills e (which the caller clears) when a whole record is
  * available; 0 when more bytes are needed; CAIRN_ECORRUPT on a malformed
- * header or record (the reader is then unusable). */
+ * header or record (the reader is then unusable).  e is written only when
+ * 1 is returned.  -ENOMEM leaves the record buffered for a retry.  An
+ * unknown header version is also CAIRN_ECORRUPT.  feed() on an unusable
+ * reader returns CAIRN_ECORRUPT. */
 int tree_reader_next(tree_reader_t *r, tree_entry_t *e);
-/* At end of stream: 0 if no partial record is left, else CAIRN_ECORRUPT. */
+/* At end of stream: 0 if no partial record is left, else CAIRN_ECORRUPT.
+ * A stream without a complete header is corrupt; so are whole records fed
+ * but never pulled with tree_reader_next(). */
 int tree_reader_end(tree_reader_t *r);
 
 /* Orders paths as a depth-first walk that visits each directory's entries

@@ -1,0 +1,53 @@
+/* cli.h - what the verbs of the cairn command share. */
+#ifndef CAIRN_CLI_H
+#define CAIRN_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cairn.h"
+
+/* Exit codes: 1 = the operation failed, 2 = bad usage. */
+#define EXIT_USAGE 2
+
+typedef struct cli {
+	const char *store_path; /* resolved store directory */
+	const char *verb;
+	bool progress; /* stderr is a terminal */
+} cli_t;
+
+extern cli_t g_cli;
+
+/* Prints "cairn: VERB: OBJECT: REASON" (object may be NULL) to stderr. */
+void cli_err(const char *object, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the library's failure for err: its detail if any, else
+ * cairn_strerror; returns 1 (the exit code). */
+int cli_fail(cairn_store *st, const char *object, int err);
+/* Usage error: prints the message and the verb's usage; returns 2. */
+int cli_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Opens the selected store or explains how to create one. */
+int cli_open(cairn_store **st);
+
+/* Progress line on a terminal, nothing otherwise. */
+void cli_progress(const cairn_progress *p, void *arg);
+void cli_progress_done(void);
+void cli_warn(const char *object, int err, void *arg);
+
+/* 1.5M style with -p off, exact with it. */
+void cli_size(char *out, size_t len, uint64_t v, bool exact);
+
+/* Parses "name=value" into a cairn_prop pointing into s (modified). */
+int cli_parse_prop(char *s, cairn_prop *out);
+
+int cmd_init(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_get(int argc, char **argv);
+int cmd_set(int argc, char **argv);
+
+#endif

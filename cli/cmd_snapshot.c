@@ -1,0 +1,77 @@
+/* cmd_snapshot.c - cairn snapshot: back up datasets' sources, atomically. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static const char *u = "snapshot [-r] [-v] [--strict] [-o PROP=VALUE]... DATASET@NAME...";
+
+static void summary(const cairn_snapshot_opts *o, double secs)
+{
+	char rd[32], reused[32], st[32];
+	cli_size(rd, sizeof(rd), o->bytes_read, false);
+	cli_size(reused, sizeof(reused), o->bytes_reused, false);
+	cli_size(st, sizeof(st), o->stored_new, false);
+	uint64_t logical = o->bytes_read + o->bytes_reused;
+	fprintf(stderr,
+		"%llu files, %s read, %s reused unread, %llu new chunks, %s new stored, "
+		"dedup+compression %.2fx, %.2fs\n",
+		(unsigned long long)o->files, rd, reused, (unsigned long long)o->chunks_new, st,
+		o->stored_new ? (double)logical / o->stored_new : 0.0, secs);
+	if (o->skipped)
+		fprintf(stderr, "%llu files skipped\n", (unsigned long long)o->skipped);
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	static const struct option lo[] = {{"strict", no_argument, 0, 'S'}, {0}};
+	cairn_prop props[64];
+	cairn_snapshot_opts o = {.progress = cli_progress, .warn = cli_warn};
+	bool verbose = false;
+	int ch;
+	while ((ch = getopt_long(argc, argv, "rvo:", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'r':
+			o.recursive = true;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'S':
+			o.strict = true;
+			break;
+		case 'o':
+			if (o.nprops == 64 || cli_parse_prop(optarg, &props[o.nprops]) < 0)
+				return cli_usage(u, "bad property assignment '%s'", optarg);
+			o.nprops++;
+			break;
+		default:
+			return cli_usage(u, NULL);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage(u, "expected at least one DATASET@NAME");
+	o.props = props;
+	cairn_store *st;
+	if (cli_open(&st))
+		return 1;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int r = cairn_snapshot_create(st, (const char *const *)argv + optind, argc - optind, &o);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cli_progress_done();
+	int rc = 0;
+	if (r == CAIRN_EPARTIAL) {
+		cli_err(NULL, "snapshot taken, but %llu files could not be read",
+			(unsigned long long)o.skipped);
+		rc = 1;
+	} else if (r < 0) {
+		rc = cli_fail(st, argv[optind], r);
+	}
+	if (verbose && (r == 0 || r == CAIRN_EPARTIAL))
+		summary(&o, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	cairn_store_close(st);
+	return rc;
+}

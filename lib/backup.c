@@ -1,0 +1,1095 @@
+/* backup.c - taking snapshots: walk a source, store chunks, write the tree.
+ *
+ * Files are visited in tree order (each directory's entries sorted
+ * bytewise), which is also the order of the previous snapshot's tree
+ * stream, so the previous entry of a path is found by advancing a cursor,
+ * never by a lookup.  A file whose size, mtime, ctime and inode match its
+ * previous entry is not opened: its chunk references are reused.
+ *
+ * Small files (below the minimum chunk size) are packed into bundles.  A
+ * bundle closes after a file whose path hash hits a mask (once the bundle
+ * is big enough) or when it reaches the average chunk size, so boundaries
+ * depend on the files themselves: an unchanged run of files forms the
+ * same bundle again and is reused without reading, and a changed file
+ * re-packs only its own bundle.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "snapio.h"
+#include "store.h"
+
+/* Bundle rules; changing them changes bundle boundaries (not the format). */
+#define BUNDLE_HASH_MASK 31u
+#define PENDING_MAX 4096
+
+typedef struct pending {
+	tree_entry_t e;
+	bool small;     /* a bundle member whose content is still to be read */
+	bool dropped;   /* could not be read: left out of the snapshot */
+	bool unchanged; /* matches its previous entry */
+	bool prev_bundle;
+	chunk_ref_t pref; /* previous bundle ref, when prev_bundle */
+	uint32_t poff;
+} pending_t;
+
+typedef struct hardlink {
+	dev_t dev;
+	ino_t ino;
+	char *path;
+} hardlink_t;
+
+typedef struct prevcur {
+	snaptree_t t;
+	tree_entry_t cur;
+	bool have, open, done;
+} prevcur_t;
+
+typedef struct bctx {
+	cairn_store *st;
+	chunkstore_t *cs;
+	cairn_snapshot_opts *opts;
+	const char *dsname;
+	char *root; /* source path */
+	dev_t rootdev;
+	chunker_params_t cp, mp;
+	int level;
+	uint32_t avg;
+	refset_t set;
+	cdcw_t tree;
+	prevcur_t prev;
+	pending_t *pend;
+	size_t npend, cappend, group_files;
+	uint64_t group_bytes;
+	hardlink_t *links;
+	size_t nlinks, caplinks;
+	buf_t io, bundle;
+	int64_t last_progress;
+	uint64_t files, bytes_read, bytes_reused, skipped;
+	int err;
+} bctx_t;
+
+/* ---- previous-tree cursor ---- */
+
+static const tree_entry_t *prev_find(bctx_t *c, const char *path)
+{
+	prevcur_t *p = &c->prev;
+	if (!p->open || p->done)
+		return NULL;
+	for (;;) {
+		if (p->have) {
+			int cmp = tree_path_cmp(p->cur.path ? p->cur.path : "", path);
+			if (cmp == 0)
+				return &p->cur;
+			if (cmp > 0)
+				return NULL;
+			tree_entry_clear(&p->cur);
+			p->have = false;
+		}
+		int r = snaptree_next(&p->t, &p->cur);
+		if (r <= 0) {
+			/* A damaged previous tree only costs re-reading files. */
+			p->done = true;
+			return NULL;
+		}
+		p->have = true;
+	}
+}
+
+static bool same_file(const tree_entry_t *a, const tree_entry_t *b)
+{
+	return a->type == b->type && a->size == b->size && a->mtime_ns == b->mtime_ns &&
+	       a->ctime_ns == b->ctime_ns && a->ino == b->ino;
+}
+
+/* ---- progress and warnings ---- */
+
+static void progress(bctx_t *c, bool force)
+{
+	if (!c->opts->progress)
+		return;
+	int64_t now = mono_ns();
+	if (!force && now - c->last_progress < 200000000)
+		return;
+	c->last_progress = now;
+	cairn_progress p = {.phase = "backup", .object = c->dsname, .files = c->files,
+			    .bytes = c->bytes_read + c->bytes_reused};
+	c->opts->progress(&p, c->opts->arg);
+}
+
+/* An unreadable item: fatal with --strict, else reported and skipped. */
+static int skip_item(bctx_t *c, const char *path, int err)
+{
+	char obj[PATH_MAX + 64];
+	snprintf(obj, sizeof(obj), "%s/%s", c->root, path);
+	if (c->opts->strict)
+		return store_err(c->st, err, "%s: %s", obj, cairn_strerror(err));
+	c->skipped++;
+	if (c->opts->warn)
+		c->opts->warn(obj, err, c->opts->arg);
+	return 0;
+}
+
+/* ---- chunk references ---- */
+
+/* Adds a reused chunk to the snapshot, touching it the first time so a
+ * running GC keeps it.  -ENOENT when the chunk has gone. */
+static int reuse_ref(bctx_t *c, const chunk_ref_t *r)
+{
+	if (refset_has(&c->set, &r->digest))
+		return 0;
+	int e = chunkstore_touch(c->cs, &r->digest);
+	if (e < 0)
+		return e;
+	return refset_add(&c->set, r) < 0 ? -ENOMEM : 0;
+}
+
+static int store_chunk(bctx_t *c, const uint8_t *data, size_t len, chunk_ref_t *ref)
+{
+	int r = chunk_store_data(c->cs, data, len, c->level, ref, NULL);
+	if (r == 0 && refset_add(&c->set, ref) < 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		/* The store failed, not the source: this ends the snapshot. */
+		char hex[DIGEST_HEX_LEN + 1];
+		digest_to_hex(&ref->digest, hex);
+		c->err = store_err(c->st, r, "chunk store: writing chunk %s: %s", hex,
+				   cairn_strerror(r));
+	}
+	return r;
+}
+
+static int extent_add(tree_entry_t *e, size_t *cap, const tree_extent_t *x)
+{
+	if (e->nextent == *cap) {
+		size_t n = *cap ? *cap * 2 : 8;
+		tree_extent_t *p = realloc(e->extents, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		e->extents = p;
+		*cap = n;
+	}
+	e->extents[e->nextent++] = *x;
+	return 0;
+}
+
+/* ---- reading file content ---- */
+
+/* Chunks [off, end) of fd with FastCDC into e's extents. */
+static int chunk_region(bctx_t *c, int fd, uint64_t off, uint64_t end, tree_entry_t *e,
+			size_t *cap, uint64_t *got)
+{
+	size_t want = 2 * (size_t)c->cp.max_size;
+	if (buf_reserve(&c->io, want) < 0)
+		return -ENOMEM;
+	c->io.len = 0;
+	bool eof = false;
+	while (!eof || c->io.len) {
+		while (!eof && c->io.len < want) {
+			size_t n = MIN(want - c->io.len, end - off);
+			ssize_t k = n ? pread_full(fd, c->io.data + c->io.len, n, off) : 0;
+			if (k < 0)
+				return k;
+			c->io.len += k;
+			off += k;
+			c->bytes_read += k;
+			if ((size_t)k < n || off >= end)
+				eof = true;
+		}
+		size_t done = 0;
+		while (c->io.len - done >= c->cp.max_size || (eof && done < c->io.len)) {
+			size_t n = chunker_cut(&c->cp, c->io.data + done, c->io.len - done);
+			tree_extent_t x = {.kind = TREE_EXT_CHUNK, .length = n};
+			int r = store_chunk(c, c->io.data + done, n, &x.ref);
+			if (r < 0)
+				return r;
+			r = extent_add(e, cap, &x);
+			if (r < 0)
+				return r;
+			done += n;
+			*got += n;
+		}
+		buf_consume(&c->io, done);
+		progress(c, false);
+	}
+	return 0;
+}
+
+static int hole_add(tree_entry_t *e, size_t *cap, uint64_t len)
+{
+	if (e->nextent && e->extents[e->nextent - 1].kind == TREE_EXT_HOLE) {
+		e->extents[e->nextent - 1].length += len;
+		return 0;
+	}
+	tree_extent_t x = {.kind = TREE_EXT_HOLE, .length = len};
+	return extent_add(e, cap, &x);
+}
+
+/* Reads a whole large file; sparse regions become holes. */
+static int read_large(bctx_t *c, int fd, const struct stat *st, tree_entry_t *e)
+{
+	size_t cap = 0;
+	uint64_t got = 0, off = 0, size = st->st_size;
+	bool sparse = (uint64_t)st->st_blocks * 512 < size;
+	while (off < size) {
+		uint64_t data = off, hole = size;
+		if (sparse) {
+			off_t d = lseek(fd, off, SEEK_DATA);
+			if (d < 0 && errno == ENXIO)
+				d = size;
+			if (d < 0)
+				return -errno;
+			off_t h = lseek(fd, d, SEEK_HOLE);
+			data = d;
+			hole = h < 0 ? size : MIN((uint64_t)h, size);
+			if (data > off) {
+				int r = hole_add(e, &cap, data - off);
+				if (r < 0)
+					return r;
+				got += data - off;
+			}
+		}
+		if (data >= size)
+			break;
+		uint64_t before = got;
+		int r = chunk_region(c, fd, data, hole, e, &cap, &got);
+		if (r < 0)
+			return r;
+		if (got - before < hole - data)
+			break; /* the file shrank while we read it */
+		off = hole;
+	}
+	e->size = got;
+	return 0;
+}
+
+/* ---- volumes ---- */
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	static const uint8_t z[4096];
+	for (size_t i = 0; i < n; i += sizeof(z))
+		if (memcmp(p + i, z, MIN(sizeof(z), n - i)))
+			return false;
+	return true;
+}
+
+/* Fixed-size chunks; all-zero chunks become holes (free to store, and
+ * sparse again on restore to a file). */
+static int read_volume(bctx_t *c, int fd, tree_entry_t *e)
+{
+	size_t cap = 0, cs = c->avg;
+	if (buf_reserve(&c->io, cs) < 0)
+		return -ENOMEM;
+	uint64_t off = 0;
+	for (;;) {
+		ssize_t k = pread_full(fd, c->io.data, cs, off);
+		if (k < 0)
+			return k;
+		if (k == 0)
+			break;
+		int r;
+		if (all_zero(c->io.data, k)) {
+			r = hole_add(e, &cap, k);
+		} else {
+			tree_extent_t x = {.kind = TREE_EXT_CHUNK, .length = k};
+			r = store_chunk(c, c->io.data, k, &x.ref);
+			if (r == 0)
+				r = extent_add(e, &cap, &x);
+		}
+		if (r < 0)
+			return r;
+		off += k;
+		c->bytes_read += k;
+		progress(c, false);
+		if ((size_t)k < cs)
+			break;
+	}
+	e->size = off;
+	return 0;
+}
+
+/* ---- tree output ---- */
+
+static int emit(bctx_t *c, const tree_entry_t *e)
+{
+	buf_t rec = {0};
+	int r = 0;
+	if (e->type == TREE_REG && e->content == TREE_CONTENT_EXTENTS &&
+	    e->nextent > TREE_MAX_EXTENTS) {
+		/* Long extent lists continue in TREE_CONT records. */
+		tree_entry_t head = *e;
+		head.nextent = TREE_MAX_EXTENTS;
+		r = tree_write_entry(&rec, &head);
+		for (uint32_t i = TREE_MAX_EXTENTS; r == 0 && i < e->nextent; i += TREE_MAX_EXTENTS) {
+			tree_entry_t cont = {.type = TREE_CONT, .content = TREE_CONTENT_EXTENTS,
+					     .extents = e->extents + i,
+					     .nextent = MIN(TREE_MAX_EXTENTS, e->nextent - i)};
+			r = tree_write_entry(&rec, &cont);
+		}
+	} else {
+		r = tree_write_entry(&rec, e);
+	}
+	if (r == 0)
+		r = cdcw_write(&c->tree, rec.data, rec.len);
+	buf_free(&rec);
+	return r;
+}
+
+/* ---- bundles ---- */
+
+static bool group_reusable(bctx_t *c)
+{
+	uint64_t off = 0;
+	const chunk_ref_t *ref = NULL;
+	for (size_t i = 0; i < c->npend; i++) {
+		pending_t *p = &c->pend[i];
+		if (!p->small)
+			continue;
+		if (!p->unchanged || !p->prev_bundle || p->poff != off)
+			return false;
+		if (ref && digest_cmp(&ref->digest, &p->pref.digest))
+			return false;
+		ref = &p->pref;
+		off += p->e.size;
+	}
+	return ref && off == ref->plain_len && reuse_ref(c, ref) == 0;
+}
+
+static int read_small(bctx_t *c, pending_t *p)
+{
+	char full[PATH_MAX * 2];
+	snprintf(full, sizeof(full), "%s/%s", c->root, p->e.path);
+	int fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t before = c->bundle.len;
+	int r = buf_reserve(&c->bundle, p->e.size);
+	ssize_t k = r < 0 ? r : read_full(fd, c->bundle.data + before, p->e.size);
+	close(fd);
+	if (k < 0)
+		return k;
+	c->bundle.len += k;
+	c->bytes_read += k;
+	p->e.bundle_off = before;
+	p->e.size = k; /* what was there when we read it */
+	return 0;
+}
+
+static int group_pack(bctx_t *c)
+{
+	c->bundle.len = 0;
+	for (size_t i = 0; i < c->npend; i++) {
+		pending_t *p = &c->pend[i];
+		if (!p->small)
+			continue;
+		int r = read_small(c, p);
+		if (r < 0 && r != -ENOMEM) {
+			p->dropped = true;
+			r = skip_item(c, p->e.path, r);
+		}
+		if (r < 0)
+			return r;
+	}
+	chunk_ref_t ref = {0};
+	if (c->bundle.len) {
+		int r = store_chunk(c, c->bundle.data, c->bundle.len, &ref);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < c->npend; i++) {
+		pending_t *p = &c->pend[i];
+		if (p->small && !p->dropped) {
+			p->e.bundle = ref;
+			p->e.content = p->e.size ? TREE_CONTENT_BUNDLE : TREE_CONTENT_NONE;
+		}
+	}
+	return 0;
+}
+
+static int group_flush(bctx_t *c)
+{
+	int r = 0;
+	if (c->group_files) {
+		if (group_reusable(c)) {
+			for (size_t i = 0; i < c->npend; i++)
+				if (c->pend[i].small) {
+					c->pend[i].e.content = TREE_CONTENT_BUNDLE;
+					c->pend[i].e.bundle = c->pend[i].pref;
+					c->pend[i].e.bundle_off = c->pend[i].poff;
+					c->bytes_reused += c->pend[i].e.size;
+				}
+		} else {
+			r = group_pack(c);
+		}
+	}
+	for (size_t i = 0; i < c->npend; i++) {
+		if (r == 0 && !c->pend[i].dropped)
+			r = emit(c, &c->pend[i].e);
+		tree_entry_clear(&c->pend[i].e);
+	}
+	c->npend = c->group_files = 0;
+	c->group_bytes = 0;
+	return r;
+}
+
+static pending_t *pending_push(bctx_t *c)
+{
+	if (c->npend == c->cappend) {
+		size_t n = c->cappend ? c->cappend * 2 : 64;
+		pending_t *p = realloc(c->pend, n * sizeof(*p));
+		if (!p)
+			return NULL;
+		c->pend = p;
+		c->cappend = n;
+	}
+	pending_t *p = &c->pend[c->npend++];
+	memset(p, 0, sizeof(*p));
+	return p;
+}
+
+/* ---- one filesystem object ---- */
+
+static void entry_from_stat(tree_entry_t *e, const struct stat *st)
+{
+	e->mode = st->st_mode & 07777;
+	e->uid = st->st_uid;
+	e->gid = st->st_gid;
+	e->atime_ns = (int64_t)st->st_atim.tv_sec * 1000000000 + st->st_atim.tv_nsec;
+	e->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	e->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	e->size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
+	e->ino = st->st_ino;
+	e->dev = st->st_dev;
+	e->rdev = st->st_rdev;
+	e->nlink = st->st_nlink;
+	switch (st->st_mode & S_IFMT) {
+	case S_IFREG: e->type = TREE_REG; break;
+	case S_IFDIR: e->type = TREE_DIR; break;
+	case S_IFLNK: e->type = TREE_SYMLINK; break;
+	case S_IFCHR: e->type = TREE_CHR; break;
+	case S_IFBLK: e->type = TREE_BLK; break;
+	case S_IFIFO: e->type = TREE_FIFO; break;
+	default: e->type = TREE_SOCK; break;
+	}
+}
+
+static int read_xattrs(const char *full, tree_entry_t *e)
+{
+	char names[65536];
+	ssize_t n = llistxattr(full, names, sizeof(names));
+	if (n <= 0)
+		return (n < 0 && errno != ENOTSUP && errno != ENODATA) ? -errno : 0;
+	size_t count = 0;
+	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1)
+		count++;
+	e->xattrs = calloc(count, sizeof(*e->xattrs));
+	if (!e->xattrs)
+		return -ENOMEM;
+	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1) {
+		uint8_t val[TREE_MAX_XATTR_VALUE];
+		ssize_t vl = lgetxattr(full, names + i, val, sizeof(val));
+		if (vl < 0 || strlen(names + i) > 255)
+			continue; /* vanished, or too large for the format */
+		tree_xattr_t *x = &e->xattrs[e->nxattr];
+		x->name = strdup(names + i);
+		x->value = malloc(vl ? vl : 1);
+		if (!x->name || !x->value) {
+			free(x->name);
+			free(x->value);
+			return -ENOMEM;
+		}
+		memcpy(x->value, val, vl);
+		x->len = vl;
+		e->nxattr++;
+	}
+	return 0;
+}
+
+static int copy_xattrs(tree_entry_t *e, const tree_entry_t *prev)
+{
+	if (!prev->nxattr)
+		return 0;
+	tree_entry_t tmp = {0};
+	tmp.nxattr = prev->nxattr;
+	tmp.xattrs = prev->xattrs;
+	tree_entry_t cp = {0};
+	int r = tree_entry_copy(&cp, &tmp);
+	if (r < 0)
+		return r;
+	e->xattrs = cp.xattrs;
+	e->nxattr = cp.nxattr;
+	cp.xattrs = NULL;
+	cp.nxattr = 0;
+	tree_entry_clear(&cp);
+	return 0;
+}
+
+static const char *hardlink_find(bctx_t *c, const struct stat *st)
+{
+	for (size_t i = 0; i < c->nlinks; i++)
+		if (c->links[i].dev == st->st_dev && c->links[i].ino == st->st_ino)
+			return c->links[i].path;
+	return NULL;
+}
+
+static int hardlink_add(bctx_t *c, const struct stat *st, const char *path)
+{
+	if (c->nlinks == c->caplinks) {
+		size_t n = c->caplinks ? c->caplinks * 2 : 16;
+		hardlink_t *p = realloc(c->links, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		c->links = p;
+		c->caplinks = n;
+	}
+	hardlink_t *h = &c->links[c->nlinks];
+	h->path = strdup(path);
+	if (!h->path)
+		return -ENOMEM;
+	h->dev = st->st_dev;
+	h->ino = st->st_ino;
+	c->nlinks++;
+	return 0;
+}
+
+static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *st,
+		      tree_entry_t *e, const tree_entry_t *prev)
+{
+	if (prev && same_file(e, prev) && prev->content == TREE_CONTENT_EXTENTS) {
+		int r = 0;
+		for (uint32_t i = 0; r == 0 && i < prev->nextent; i++)
+			if (prev->extents[i].kind == TREE_EXT_CHUNK)
+				r = reuse_ref(c, &prev->extents[i].ref);
+		if (r == 0) {
+			e->content = TREE_CONTENT_EXTENTS;
+			e->extents = malloc(prev->nextent * sizeof(*e->extents));
+			if (!e->extents)
+				return -ENOMEM;
+			memcpy(e->extents, prev->extents, prev->nextent * sizeof(*e->extents));
+			e->nextent = prev->nextent;
+			c->bytes_reused += e->size;
+			return 0;
+		}
+		/* A reused chunk is gone (or damaged and renamed): read again. */
+	}
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	e->content = TREE_CONTENT_EXTENTS;
+	int r = read_large(c, fd, st, e);
+	close(fd);
+	return r;
+}
+
+/* Records one object; regular files get their content here or in the
+ * bundle group.  Returns <0 only for errors that stop the snapshot. */
+static int visit(bctx_t *c, int dfd, const char *name, const char *path, const struct stat *st)
+{
+	pending_t *p = pending_push(c);
+	if (!p)
+		return -ENOMEM;
+	tree_entry_t *e = &p->e;
+	entry_from_stat(e, st);
+	e->path = strdup(path);
+	if (!e->path)
+		return -ENOMEM;
+	const tree_entry_t *prev = prev_find(c, path);
+	bool unchanged = prev && same_file(e, prev);
+	char full[PATH_MAX * 2];
+	snprintf(full, sizeof(full), "%s%s%s", c->root, *path ? "/" : "", path);
+	int r = 0;
+	if (e->type == TREE_SYMLINK) {
+		char target[PATH_MAX];
+		ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
+		if (n < 0)
+			r = -errno;
+		else {
+			target[n] = 0;
+			e->link = strdup(target);
+		}
+	}
+	if (r == 0)
+		r = unchanged ? copy_xattrs(e, prev) : read_xattrs(full, e);
+	if (r == 0 && e->type == TREE_REG && st->st_nlink > 1) {
+		const char *first = hardlink_find(c, st);
+		if (first) {
+			e->type = TREE_HARDLINK;
+			e->link = strdup(first);
+			e->size = 0;
+		} else {
+			r = hardlink_add(c, st, path);
+		}
+	}
+	if (r == 0 && e->type == TREE_REG && e->size) {
+		if (e->size < c->cp.min_size) {
+			p->small = true;
+			p->unchanged = unchanged;
+			if (prev && prev->content == TREE_CONTENT_BUNDLE) {
+				p->prev_bundle = true;
+				p->pref = prev->bundle;
+				p->poff = prev->bundle_off;
+			}
+			c->group_files++;
+			c->group_bytes += e->size;
+		} else {
+			r = large_file(c, dfd, name, st, e, prev);
+		}
+	}
+	c->files++;
+	if (c->err)
+		return c->err;
+	if (r < 0 && r != -ENOMEM) {
+		/* The object could not be read: leave it out. */
+		tree_entry_clear(e);
+		c->npend--;
+		if (p->small) {
+			c->group_files--;
+			c->group_bytes -= st->st_size;
+		}
+		return skip_item(c, path, r);
+	}
+	if (r < 0)
+		return r;
+	uint64_t h = fnv1a64(path, strlen(path));
+	bool boundary = p->small && ((c->group_bytes >= c->avg / 4 && !(h & BUNDLE_HASH_MASK)) ||
+				     c->group_bytes >= c->avg);
+	if (boundary || c->npend >= PENDING_MAX)
+		return group_flush(c);
+	progress(c, false);
+	return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists a directory's names, sorted bytewise. */
+static int list_dir(int dfd, char ***names, size_t *n)
+{
+	*names = NULL;
+	*n = 0;
+	int fd = dup(dfd);
+	if (fd < 0)
+		return -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	size_t cap = 0;
+	struct dirent *de;
+	int r = 0;
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 32;
+			char **p = realloc(*names, cap * sizeof(*p));
+			if (!p) {
+				r = -ENOMEM;
+				break;
+			}
+			*names = p;
+		}
+		if (!((*names)[(*n)++] = strdup(de->d_name))) {
+			r = -ENOMEM;
+			break;
+		}
+	}
+	closedir(d);
+	if (r == 0)
+		qsort(*names, *n, sizeof(char *), name_cmp);
+	return r;
+}
+
+/* O_NOATIME keeps the backup from changing the atimes it records, so an
+ * unchanged tree stays byte-identical (and deduplicates) next time. */
+static int open_dir(int dfd, const char *name)
+{
+	int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(dfd, name, flags | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = openat(dfd, name, flags);
+	return fd;
+}
+
+static int walk(bctx_t *c, int dfd, const char *dirpath)
+{
+	char **names;
+	size_t n;
+	int r = list_dir(dfd, &names, &n);
+	if (r < 0) {
+		return r == -ENOMEM ? r : skip_item(c, dirpath, r);
+	}
+	for (size_t i = 0; i < n && r == 0; i++) {
+		char path[PATH_MAX];
+		int len = snprintf(path, sizeof(path), "%s%s%s", dirpath, *dirpath ? "/" : "",
+				   names[i]);
+		if (len >= (int)sizeof(path) || len > TREE_MAX_PATH) {
+			r = skip_item(c, path, -ENAMETOOLONG);
+			continue;
+		}
+		struct stat st;
+		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = skip_item(c, path, -errno);
+			continue;
+		}
+		r = visit(c, dfd, names[i], path, &st);
+		/* Stay on one filesystem, as a ZFS dataset would. */
+		if (r == 0 && S_ISDIR(st.st_mode) && st.st_dev == c->rootdev) {
+			int sub = open_dir(dfd, names[i]);
+			if (sub < 0)
+				r = skip_item(c, path, -errno);
+			else {
+				r = walk(c, sub, path);
+				close(sub);
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return r;
+}
+
+/* ---- one dataset ---- */
+
+typedef struct snapjob {
+	ds_row_t ds;
+	char *snapname;
+	buf_t tree_roots, index_roots;
+	uint64_t referenced, logical;
+} snapjob_t;
+
+static int open_prev(bctx_t *c, int64_t dsid)
+{
+	snap_row_t prev = {0};
+	int r = catalog_snap_prev(c->st->cat, dsid, UINT64_MAX, &prev);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
+	buf_t tree = {0}, idx = {0};
+	r = catalog_snap_roots(c->st->cat, prev.id, &tree, &idx);
+	snap_row_clear(&prev);
+	buf_free(&idx);
+	if (r == 0)
+		r = snaptree_open(&c->prev.t, c->cs, &tree);
+	if (r == 0)
+		c->prev.open = true;
+	/* The cursor reads tree chunks lazily from this copy of the roots. */
+	c->prev.t.m.refs = tree.data;
+	return r;
+}
+
+static void ctx_free(bctx_t *c)
+{
+	if (c->prev.open) {
+		free((void *)c->prev.t.m.refs);
+		tree_entry_clear(&c->prev.cur);
+		snaptree_close(&c->prev.t);
+	}
+	for (size_t i = 0; i < c->npend; i++)
+		tree_entry_clear(&c->pend[i].e);
+	free(c->pend);
+	for (size_t i = 0; i < c->nlinks; i++)
+		free(c->links[i].path);
+	free(c->links);
+	refset_free(&c->set);
+	cdcw_free(&c->tree);
+	buf_free(&c->io);
+	buf_free(&c->bundle);
+	free(c->root);
+}
+
+static int backup_source(bctx_t *c, snapjob_t *j)
+{
+	char *src = NULL;
+	int r = dataset_prop(c->st, &j->ds, "source", &src, NULL);
+	if (r < 0)
+		return r;
+	if (!strcmp(src, "none")) {
+		free(src);
+		/* A container dataset: an empty tree, as a ZFS snapshot of an
+		 * empty filesystem would be. */
+		return 0;
+	}
+	c->root = src;
+	int fd = j->ds.type == CAIRN_TYPE_FILESYSTEM ? open_dir(AT_FDCWD, src)
+						     : open(src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return store_err(c->st, CAIRN_ENOSOURCE, "%s: source %s: %s", j->ds.name, src,
+				 strerror(errno));
+	struct stat st;
+	fstat(fd, &st);
+	c->rootdev = st.st_dev;
+	pending_t *p;
+	if (j->ds.type == CAIRN_TYPE_VOLUME) {
+		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+			close(fd);
+			return store_err(c->st, CAIRN_ENOSOURCE,
+					 "%s: source %s is not a file or block device", j->ds.name,
+					 src);
+		}
+		tree_entry_t e = {0};
+		entry_from_stat(&e, &st);
+		e.type = TREE_REG;
+		e.path = strdup("");
+		e.content = TREE_CONTENT_EXTENTS;
+		r = read_volume(c, fd, &e);
+		if (r == 0)
+			r = emit(c, &e);
+		tree_entry_clear(&e);
+		c->files = 1;
+	} else if (!(p = pending_push(c))) {
+		r = -ENOMEM;
+	} else {
+		entry_from_stat(&p->e, &st);
+		p->e.path = strdup("");
+		r = read_xattrs(src, &p->e);
+		if (r == 0)
+			r = walk(c, fd, "");
+		if (r == 0)
+			r = group_flush(c);
+	}
+	close(fd);
+	if (r < 0 && !*c->st->errdetail)
+		store_err(c->st, r, "%s: %s", j->ds.name, cairn_strerror(r));
+	return r;
+}
+
+static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
+{
+	bctx_t c = {.st = st, .cs = st->cs, .opts = opts, .dsname = j->ds.name};
+	int r = dataset_compression(st, &j->ds, &c.level);
+	if (r == 0)
+		r = dataset_chunksize(st, &j->ds, &c.avg);
+	if (r == 0 && chunker_params_init(&c.cp, c.avg) < 0)
+		r = store_err(st, CAIRN_EBADPROP, "%s: bad chunksize %u", j->ds.name, c.avg);
+	chunker_params_init(&c.mp, META_CHUNK_AVG);
+	cdcw_init(&c.tree, st->cs, &c.mp, c.level ? c.level : 0, &c.set);
+	buf_t hdr = {0};
+	if (r == 0)
+		r = tree_write_header(&hdr);
+	if (r == 0)
+		r = cdcw_write(&c.tree, hdr.data, hdr.len);
+	buf_free(&hdr);
+	if (r == 0 && j->ds.type == CAIRN_TYPE_FILESYSTEM)
+		r = open_prev(&c, j->ds.id);
+	if (r == 0)
+		r = backup_source(&c, j);
+	if (r == 0)
+		r = cdcw_finish(&c.tree);
+	if (r == 0)
+		r = buf_append(&j->tree_roots, c.tree.refs.data, c.tree.refs.len);
+	if (r == 0)
+		r = index_write(st->cs, &c.set, &j->index_roots, &j->referenced, &j->logical);
+	progress(&c, true);
+	opts->files += c.files;
+	opts->bytes_read += c.bytes_read;
+	opts->bytes_reused += c.bytes_reused;
+	opts->skipped += c.skipped;
+	ctx_free(&c);
+	return r;
+}
+
+/* ---- commit ---- */
+
+static int snap_index(cairn_store *st, int64_t id, buf_t *idx)
+{
+	buf_t tree = {0};
+	int r = catalog_snap_roots(st->cat, id, &tree, idx);
+	buf_free(&tree);
+	return r;
+}
+
+/* written of the new snapshot and the new used of its predecessor. */
+static int account(cairn_store *st, snapjob_t *j, snap_row_t *row)
+{
+	snap_row_t prev = {0}, pprev = {0};
+	buf_t pidx = {0}, ppidx = {0};
+	int r = catalog_snap_prev(st->cat, j->ds.id, UINT64_MAX, &prev);
+	if (r == -ENOENT) {
+		row->written = row->used = j->referenced;
+		return 0;
+	}
+	if (r == 0)
+		r = snap_index(st, prev.id, &pidx);
+	if (r == 0)
+		r = index_unique_bytes(st->cs, &j->index_roots, &pidx, NULL, &row->written);
+	row->used = row->written;
+	if (r == 0) {
+		int q = catalog_snap_prev(st->cat, j->ds.id, prev.createtxg, &pprev);
+		if (q == 0)
+			r = snap_index(st, pprev.id, &ppidx);
+		else if (q != -ENOENT)
+			r = q;
+	}
+	uint64_t pused = 0;
+	if (r == 0)
+		r = index_unique_bytes(st->cs, &pidx, pprev.id ? &ppidx : NULL, &j->index_roots,
+				       &pused);
+	if (r == 0)
+		r = catalog_snap_set_used(st->cat, prev.id, pused);
+	snap_row_clear(&prev);
+	snap_row_clear(&pprev);
+	buf_free(&pidx);
+	buf_free(&ppidx);
+	return r;
+}
+
+static int commit_all(cairn_store *st, snapjob_t *jobs, size_t n, cairn_snapshot_opts *opts)
+{
+	uint64_t txg;
+	int r = catalog_begin_write(st->cat, &txg);
+	if (r < 0)
+		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+	int64_t now = time(NULL);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		snapjob_t *j = &jobs[i];
+		snap_row_t row = {.dataset = j->ds.id, .name = j->snapname, .guid = random_u64(),
+				  .createtxg = txg, .creation = now, .referenced = j->referenced,
+				  .logicalreferenced = j->logical};
+		r = account(st, j, &row);
+		if (r < 0) {
+			store_err(st, r, "%s@%s: space accounting: %s", j->ds.name, j->snapname,
+				  cairn_strerror(r));
+			break;
+		}
+		r = catalog_snap_insert(st->cat, &row, &j->tree_roots, &j->index_roots);
+		if (r == -EEXIST)
+			store_err(st, r, "%s@%s: snapshot already exists", j->ds.name, j->snapname);
+		else if (r < 0)
+			store_err(st, r, "%s@%s: %s", j->ds.name, j->snapname,
+				  catalog_errmsg(st->cat));
+		for (size_t k = 0; r == 0 && k < opts->nprops; k++)
+			r = catalog_snap_prop_set(st->cat, row.id, opts->props[k].name,
+						  opts->props[k].value);
+	}
+	if (r == 0) {
+		r = catalog_commit(st->cat);
+		if (r < 0)
+			store_err(st, r, "catalog commit: %s", catalog_errmsg(st->cat));
+	} else {
+		catalog_rollback(st->cat);
+	}
+	return r;
+}
+
+/* ---- the snapshot list ---- */
+
+static int job_add(cairn_store *st, snapjob_t **jobs, size_t *n, size_t *cap, int64_t dsid,
+		   const char *snap)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*jobs)[i].ds.id == dsid)
+			return store_err(st, -EINVAL,
+					 "%s@%s: one command cannot take two snapshots of a dataset",
+					 (*jobs)[i].ds.name, snap);
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 8;
+		snapjob_t *p = realloc(*jobs, *cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		*jobs = p;
+	}
+	snapjob_t *j = &(*jobs)[*n];
+	memset(j, 0, sizeof(*j));
+	int r = catalog_ds_by_id(st->cat, dsid, &j->ds);
+	if (r < 0)
+		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+	j->snapname = strdup(snap);
+	(*n)++;
+	if (!j->snapname)
+		return -ENOMEM;
+	snap_row_t exist = {0};
+	if (catalog_snap_lookup(st->cat, dsid, snap, &exist) == 0) {
+		snap_row_clear(&exist);
+		return store_err(st, -EEXIST, "%s@%s: snapshot already exists", j->ds.name, snap);
+	}
+	return 0;
+}
+
+static int plan(cairn_store *st, const char *const *names, size_t n, bool recursive,
+		snapjob_t **jobs, size_t *njobs)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		ds_row_t ds = {0};
+		const char *snap;
+		int r = snapshot_split(st, names[i], &ds, &snap);
+		if (r == 0 && !*snap)
+			r = store_err(st, CAIRN_EBADNAME, "%s: empty snapshot name", names[i]);
+		int64_t *ids = NULL;
+		size_t nids = 0;
+		if (r == 0 && recursive)
+			r = catalog_ds_subtree(st->cat, ds.id, &ids, &nids);
+		if (r == 0 && !recursive)
+			r = job_add(st, jobs, njobs, &cap, ds.id, snap);
+		for (size_t k = 0; r == 0 && k < nids; k++)
+			r = job_add(st, jobs, njobs, &cap, ids[k], snap);
+		free(ids);
+		ds_row_clear(&ds);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
+			  cairn_snapshot_opts *opts)
+{
+	cairn_snapshot_opts none = {0};
+	if (!opts)
+		opts = &none;
+	st->errdetail[0] = 0;
+	for (size_t i = 0; i < opts->nprops; i++)
+		if (!strchr(opts->props[i].name, ':'))
+			return store_err(st, CAIRN_EBADPROP,
+					 "%s: only user properties (module:name) can be set on "
+					 "snapshots",
+					 opts->props[i].name);
+	snapjob_t *jobs = NULL;
+	size_t njobs = 0;
+	int r = plan(st, names, n, opts->recursive, &jobs, &njobs);
+	uint64_t chunks0 = chunkstore_new_chunks(st->cs), bytes0 = chunkstore_new_bytes(st->cs);
+	for (size_t i = 0; r == 0 && i < njobs; i++)
+		r = backup_one(st, &jobs[i], opts);
+	/* Data first, durably; only then may the catalog point at it. */
+	if (r == 0) {
+		r = chunkstore_flush(st->cs);
+		if (r < 0)
+			store_err(st, r, "chunk store: %s", strerror(-r));
+	}
+	if (r == 0)
+		r = commit_all(st, jobs, njobs, opts);
+	opts->chunks_new += chunkstore_new_chunks(st->cs) - chunks0;
+	opts->stored_new += chunkstore_new_bytes(st->cs) - bytes0;
+	for (size_t i = 0; i < njobs; i++) {
+		ds_row_clear(&jobs[i].ds);
+		free(jobs[i].snapname);
+		buf_free(&jobs[i].tree_roots);
+		buf_free(&jobs[i].index_roots);
+	}
+	free(jobs);
+	if (r == 0 && opts->skipped)
+		return CAIRN_EPARTIAL;
+	return r;
+}

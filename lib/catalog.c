@@ -1,0 +1,553 @@
+/* catalog.c - SQLite storage of everything but chunk data. */
+#include "catalog.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "cairn.h"
+
+struct catalog {
+	sqlite3 *db;
+	bool in_write;
+};
+
+/* Bulky per-snapshot roots live in snapdata so that scans of snapshot
+ * (listing millions of rows) never touch overflow pages. */
+static const char *schema =
+	"PRAGMA journal_mode=WAL;"
+	"BEGIN;"
+	"CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+	"INSERT INTO meta VALUES('format', 1), ('txg', 0);"
+	"CREATE TABLE config(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE dataset(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+	" parent INTEGER NOT NULL, type INTEGER NOT NULL, guid INTEGER NOT NULL,"
+	" createtxg INTEGER NOT NULL, creation INTEGER NOT NULL);"
+	"CREATE TABLE dprop(dataset INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,"
+	" PRIMARY KEY(dataset, name)) WITHOUT ROWID;"
+	"CREATE TABLE snapshot(id INTEGER PRIMARY KEY, dataset INTEGER NOT NULL,"
+	" name TEXT NOT NULL, guid INTEGER NOT NULL, createtxg INTEGER NOT NULL,"
+	" creation INTEGER NOT NULL, referenced INTEGER NOT NULL,"
+	" logicalreferenced INTEGER NOT NULL, written INTEGER NOT NULL, used INTEGER NOT NULL,"
+	" userrefs INTEGER NOT NULL DEFAULT 0, defer_destroy INTEGER NOT NULL DEFAULT 0,"
+	" UNIQUE(dataset, name));"
+	"CREATE UNIQUE INDEX snapshot_order ON snapshot(dataset, createtxg);"
+	"CREATE TABLE snapdata(snapshot INTEGER PRIMARY KEY, tree BLOB NOT NULL, idx BLOB NOT NULL);"
+	"CREATE TABLE sprop(snapshot INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,"
+	" PRIMARY KEY(snapshot, name)) WITHOUT ROWID;"
+	"COMMIT;";
+
+static int sql_err(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CONSTRAINT:
+		return -EEXIST;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return CAIRN_ECORRUPT;
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	default:
+		return -EIO;
+	}
+}
+
+void ds_row_clear(ds_row_t *r)
+{
+	free(r->name);
+	memset(r, 0, sizeof(*r));
+}
+
+void snap_row_clear(snap_row_t *r)
+{
+	free(r->name);
+	memset(r, 0, sizeof(*r));
+}
+
+static int open_db(const char *path, int flags, sqlite3 **out)
+{
+	sqlite3 *db = NULL;
+	int rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_close(db);
+		return sql_err(rc);
+	}
+	/* Writers wait for each other instead of failing: concurrent
+	 * snapshot commands on one store are normal. */
+	sqlite3_busy_timeout(db, 600000);
+	rc = sqlite3_exec(db,
+			  "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;"
+			  "PRAGMA cache_size=-16384;",
+			  NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_close(db);
+		return sql_err(rc);
+	}
+	*out = db;
+	return 0;
+}
+
+int catalog_create(const char *path)
+{
+	sqlite3 *db;
+	int r = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &db);
+	if (r < 0)
+		return r;
+	int rc = sqlite3_exec(db, schema, NULL, NULL, NULL);
+	sqlite3_close(db);
+	return sql_err(rc);
+}
+
+int catalog_open(const char *path, catalog_t **out)
+{
+	*out = NULL;
+	catalog_t *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	int r = open_db(path, SQLITE_OPEN_READWRITE, &c->db);
+	if (r < 0) {
+		free(c);
+		return r;
+	}
+	int64_t fmt;
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key='format'", -1, &s, NULL);
+	if (rc != SQLITE_OK) {
+		catalog_close(c);
+		return CAIRN_ENOTSTORE;
+	}
+	rc = sqlite3_step(s);
+	fmt = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_finalize(s);
+	if (fmt != 1) {
+		catalog_close(c);
+		return fmt ? CAIRN_EVERSION : CAIRN_ENOTSTORE;
+	}
+	*out = c;
+	return 0;
+}
+
+void catalog_close(catalog_t *c)
+{
+	if (!c)
+		return;
+	sqlite3_close_v2(c->db);
+	free(c);
+}
+
+sqlite3 *catalog_db(catalog_t *c)
+{
+	return c->db;
+}
+
+const char *catalog_errmsg(catalog_t *c)
+{
+	return sqlite3_errmsg(c->db);
+}
+
+/* Prepared statements are cached by SQLite's own lookaside; preparing per
+ * call keeps this module simple and costs microseconds per command, never
+ * per row of a scan. */
+static int prep(catalog_t *c, const char *sql, sqlite3_stmt **s)
+{
+	int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, s, NULL);
+	return sql_err(rc);
+}
+
+static int exec(catalog_t *c, const char *sql)
+{
+	return sql_err(sqlite3_exec(c->db, sql, NULL, NULL, NULL));
+}
+
+int catalog_begin_write(catalog_t *c, uint64_t *txg)
+{
+	int r = exec(c, "BEGIN IMMEDIATE");
+	if (r < 0)
+		return r;
+	sqlite3_stmt *s;
+	r = prep(c, "UPDATE meta SET value = value + 1 WHERE key='txg' RETURNING value", &s);
+	if (r == 0) {
+		if (sqlite3_step(s) == SQLITE_ROW)
+			*txg = sqlite3_column_int64(s, 0);
+		else
+			r = sql_err(sqlite3_errcode(c->db)) ?: -EIO;
+		sqlite3_finalize(s);
+	}
+	if (r < 0) {
+		exec(c, "ROLLBACK");
+		return r;
+	}
+	c->in_write = true;
+	return 0;
+}
+
+int catalog_commit(catalog_t *c)
+{
+	int r = exec(c, "COMMIT");
+	if (r < 0)
+		exec(c, "ROLLBACK");
+	c->in_write = false;
+	return r;
+}
+
+void catalog_rollback(catalog_t *c)
+{
+	if (!sqlite3_get_autocommit(c->db))
+		exec(c, "ROLLBACK");
+	c->in_write = false;
+}
+
+int catalog_begin_read(catalog_t *c)
+{
+	return exec(c, "BEGIN");
+}
+
+void catalog_end_read(catalog_t *c)
+{
+	if (!sqlite3_get_autocommit(c->db))
+		exec(c, "COMMIT");
+}
+
+int catalog_config_get(catalog_t *c, const char *key, int64_t *value)
+{
+	sqlite3_stmt *s;
+	int r = prep(c, "SELECT value FROM config WHERE key=?", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*value = sqlite3_column_int64(s, 0);
+	else
+		r = rc == SQLITE_DONE ? -ENOENT : sql_err(rc);
+	sqlite3_finalize(s);
+	return r;
+}
+
+int catalog_config_set(catalog_t *c, const char *key, int64_t value)
+{
+	sqlite3_stmt *s;
+	int r = prep(c, "INSERT OR REPLACE INTO config VALUES(?, ?)", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, value);
+	r = sql_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return r;
+}
+
+static char *col_strdup(sqlite3_stmt *s, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(s, i);
+	return strdup(t ? t : "");
+}
+
+static void ds_from_stmt(sqlite3_stmt *s, ds_row_t *o)
+{
+	o->id = sqlite3_column_int64(s, 0);
+	o->name = col_strdup(s, 1);
+	o->parent = sqlite3_column_int64(s, 2);
+	o->type = sqlite3_column_int(s, 3);
+	o->guid = sqlite3_column_int64(s, 4);
+	o->createtxg = sqlite3_column_int64(s, 5);
+	o->creation = sqlite3_column_int64(s, 6);
+}
+
+#define DS_COLS "id, name, parent, type, guid, createtxg, creation"
+
+static int ds_fetch(catalog_t *c, const char *sql, const char *name, int64_t id, ds_row_t *out)
+{
+	sqlite3_stmt *s;
+	int r = prep(c, sql, &s);
+	if (r < 0)
+		return r;
+	if (name)
+		sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_int64(s, 1, id);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		ds_from_stmt(s, out);
+	else
+		r = rc == SQLITE_DONE ? -ENOENT : sql_err(rc);
+	sqlite3_finalize(s);
+	return r;
+}
+
+int catalog_ds_by_name(catalog_t *c, const char *name, ds_row_t *out)
+{
+	return ds_fetch(c, "SELECT " DS_COLS " FROM dataset WHERE name=?", name, 0, out);
+}
+
+int catalog_ds_by_id(catalog_t *c, int64_t id, ds_row_t *out)
+{
+	return ds_fetch(c, "SELECT " DS_COLS " FROM dataset WHERE id=?", NULL, id, out);
+}
+
+int catalog_ds_insert(catalog_t *c, ds_row_t *r)
+{
+	sqlite3_stmt *s;
+	int e = prep(c,
+		     "INSERT INTO dataset(name, parent, type, guid, createtxg, creation)"
+		     " VALUES(?, ?, ?, ?, ?, ?)",
+		     &s);
+	if (e < 0)
+		return e;
+	sqlite3_bind_text(s, 1, r->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, r->parent);
+	sqlite3_bind_int(s, 3, r->type);
+	sqlite3_bind_int64(s, 4, (int64_t)r->guid);
+	sqlite3_bind_int64(s, 5, (int64_t)r->createtxg);
+	sqlite3_bind_int64(s, 6, r->creation);
+	e = sql_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	if (e == 0)
+		r->id = sqlite3_last_insert_rowid(c->db);
+	return e;
+}
+
+int catalog_ds_subtree(catalog_t *c, int64_t id, int64_t **ids, size_t *n)
+{
+	*ids = NULL;
+	*n = 0;
+	sqlite3_stmt *s;
+	/* Descendants share the "name/" prefix; a range scan on the unique
+	 * name index finds them without recursion. */
+	int r = prep(c,
+		     "SELECT d.id FROM dataset d, dataset p WHERE p.id=?1 AND"
+		     " (d.id = p.id OR (d.name > p.name || '/' AND d.name < p.name || '0'))"
+		     " ORDER BY d.name",
+		     &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, id);
+	size_t cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			int64_t *p = realloc(*ids, cap * sizeof(**ids));
+			if (!p) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			*ids = p;
+		}
+		(*ids)[(*n)++] = sqlite3_column_int64(s, 0);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+		return sql_err(rc) ?: -EIO;
+	}
+	return 0;
+}
+
+int catalog_prop_get(catalog_t *c, int64_t ds, const char *name, char **value)
+{
+	sqlite3_stmt *s;
+	int r = prep(c, "SELECT value FROM dprop WHERE dataset=? AND name=?", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, ds);
+	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*value = col_strdup(s, 0);
+	else
+		r = rc == SQLITE_DONE ? -ENOENT : sql_err(rc);
+	sqlite3_finalize(s);
+	return r;
+}
+
+int catalog_prop_set(catalog_t *c, int64_t ds, const char *name, const char *value)
+{
+	sqlite3_stmt *s;
+	int r = prep(c,
+		     value ? "INSERT OR REPLACE INTO dprop VALUES(?, ?, ?)"
+			   : "DELETE FROM dprop WHERE dataset=? AND name=?",
+		     &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, ds);
+	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+	if (value)
+		sqlite3_bind_text(s, 3, value, -1, SQLITE_STATIC);
+	r = sql_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return r;
+}
+
+#define SNAP_COLS                                                                          \
+	"id, dataset, name, guid, createtxg, creation, referenced, logicalreferenced, written," \
+	" used, userrefs, defer_destroy"
+
+static void snap_from_stmt(sqlite3_stmt *s, snap_row_t *o)
+{
+	o->id = sqlite3_column_int64(s, 0);
+	o->dataset = sqlite3_column_int64(s, 1);
+	o->name = col_strdup(s, 2);
+	o->guid = sqlite3_column_int64(s, 3);
+	o->createtxg = sqlite3_column_int64(s, 4);
+	o->creation = sqlite3_column_int64(s, 5);
+	o->referenced = sqlite3_column_int64(s, 6);
+	o->logicalreferenced = sqlite3_column_int64(s, 7);
+	o->written = sqlite3_column_int64(s, 8);
+	o->used = sqlite3_column_int64(s, 9);
+	o->userrefs = sqlite3_column_int(s, 10);
+	o->defer_destroy = sqlite3_column_int(s, 11);
+}
+
+static int snap_fetch_one(sqlite3_stmt *s, snap_row_t *out)
+{
+	int rc = sqlite3_step(s);
+	int r = 0;
+	if (rc == SQLITE_ROW)
+		snap_from_stmt(s, out);
+	else
+		r = rc == SQLITE_DONE ? -ENOENT : sql_err(rc);
+	sqlite3_finalize(s);
+	return r;
+}
+
+int catalog_snap_lookup(catalog_t *c, int64_t ds, const char *name, snap_row_t *out)
+{
+	sqlite3_stmt *s;
+	int r = prep(c, "SELECT " SNAP_COLS " FROM snapshot WHERE dataset=? AND name=?", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, ds);
+	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+	return snap_fetch_one(s, out);
+}
+
+int catalog_snap_prev(catalog_t *c, int64_t ds, uint64_t before_txg, snap_row_t *out)
+{
+	sqlite3_stmt *s;
+	int r = prep(c,
+		     "SELECT " SNAP_COLS " FROM snapshot WHERE dataset=? AND createtxg < ?"
+		     " ORDER BY createtxg DESC LIMIT 1",
+		     &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, ds);
+	sqlite3_bind_int64(s, 2, before_txg > INT64_MAX ? INT64_MAX : (int64_t)before_txg);
+	return snap_fetch_one(s, out);
+}
+
+int catalog_snap_next(catalog_t *c, int64_t ds, uint64_t after_txg, snap_row_t *out)
+{
+	sqlite3_stmt *s;
+	int r = prep(c,
+		     "SELECT " SNAP_COLS " FROM snapshot WHERE dataset=? AND createtxg > ?"
+		     " ORDER BY createtxg ASC LIMIT 1",
+		     &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, ds);
+	sqlite3_bind_int64(s, 2, (int64_t)after_txg);
+	return snap_fetch_one(s, out);
+}
+
+int catalog_snap_insert(catalog_t *c, snap_row_t *row, const buf_t *tree, const buf_t *index)
+{
+	sqlite3_stmt *s;
+	int r = prep(c,
+		     "INSERT INTO snapshot(dataset, name, guid, createtxg, creation, referenced,"
+		     " logicalreferenced, written, used, userrefs, defer_destroy)"
+		     " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		     &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, row->dataset);
+	sqlite3_bind_text(s, 2, row->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, (int64_t)row->guid);
+	sqlite3_bind_int64(s, 4, (int64_t)row->createtxg);
+	sqlite3_bind_int64(s, 5, row->creation);
+	sqlite3_bind_int64(s, 6, (int64_t)row->referenced);
+	sqlite3_bind_int64(s, 7, (int64_t)row->logicalreferenced);
+	sqlite3_bind_int64(s, 8, (int64_t)row->written);
+	sqlite3_bind_int64(s, 9, (int64_t)row->used);
+	sqlite3_bind_int(s, 10, row->userrefs);
+	sqlite3_bind_int(s, 11, row->defer_destroy);
+	r = sql_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	if (r < 0)
+		return r;
+	row->id = sqlite3_last_insert_rowid(c->db);
+	r = prep(c, "INSERT INTO snapdata VALUES(?, ?, ?)", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, row->id);
+	sqlite3_bind_blob(s, 2, tree->data ? (void *)tree->data : "", tree->len, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 3, index->data ? (void *)index->data : "", index->len, SQLITE_STATIC);
+	r = sql_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return r;
+}
+
+int catalog_snap_set_used(catalog_t *c, int64_t id, uint64_t used)
+{
+	sqlite3_stmt *s;
+	int r = prep(c, "UPDATE snapshot SET used=? WHERE id=?", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)used);
+	sqlite3_bind_int64(s, 2, id);
+	r = sql_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return r;
+}
+
+int catalog_snap_roots(catalog_t *c, int64_t id, buf_t *tree, buf_t *index)
+{
+	sqlite3_stmt *s;
+	int r = prep(c, "SELECT tree, idx FROM snapdata WHERE snapshot=?", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, id);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		tree->len = index->len = 0;
+		r = buf_append(tree, sqlite3_column_blob(s, 0), sqlite3_column_bytes(s, 0));
+		if (r == 0)
+			r = buf_append(index, sqlite3_column_blob(s, 1), sqlite3_column_bytes(s, 1));
+		if (r == 0 && (tree->len % CHUNK_REF_WIRE || index->len % CHUNK_REF_WIRE))
+			r = CAIRN_ECORRUPT;
+	} else {
+		r = rc == SQLITE_DONE ? -ENOENT : sql_err(rc);
+	}
+	sqlite3_finalize(s);
+	return r;
+}
+
+int catalog_snap_prop_set(catalog_t *c, int64_t snap, const char *name, const char *value)
+{
+	sqlite3_stmt *s;
+	int r = prep(c, "INSERT OR REPLACE INTO sprop VALUES(?, ?, ?)", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, snap);
+	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, value, -1, SQLITE_STATIC);
+	r = sql_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return r;
+}

@@ -1,0 +1,85 @@
+/* catalog.h - the SQLite catalog: settings, datasets, properties, snapshots.
+ *
+ * Every command that changes the catalog does it in ONE write transaction
+ * (BEGIN IMMEDIATE ... COMMIT), which is one WAL fsync.  Each committed
+ * write transaction advances the store-wide txg by one.  Readers use short
+ * read transactions so a long listing never pins the WAL.
+ */
+#ifndef CAIRN_CATALOG_H
+#define CAIRN_CATALOG_H
+
+#include <sqlite3.h>
+
+#include "util.h"
+
+typedef struct catalog catalog_t;
+
+typedef struct ds_row {
+	int64_t id;
+	char *name;     /* malloc'd */
+	int64_t parent; /* 0 for a top-level dataset */
+	int type;       /* CAIRN_TYPE_FILESYSTEM or CAIRN_TYPE_VOLUME */
+	uint64_t guid;
+	uint64_t createtxg;
+	int64_t creation; /* seconds since the epoch */
+} ds_row_t;
+
+typedef struct snap_row {
+	int64_t id;
+	int64_t dataset;
+	char *name; /* the part after '@', malloc'd */
+	uint64_t guid;
+	uint64_t createtxg;
+	int64_t creation;
+	uint64_t referenced, logicalreferenced, written, used;
+	uint32_t userrefs;
+	bool defer_destroy;
+} snap_row_t;
+
+void ds_row_clear(ds_row_t *r);
+void snap_row_clear(snap_row_t *r);
+
+/* Creates the schema in a new database file.  Returns 0 or -EIO. */
+int catalog_create(const char *path);
+int catalog_open(const char *path, catalog_t **out);
+void catalog_close(catalog_t *c);
+sqlite3 *catalog_db(catalog_t *c);
+/* The last SQLite error message of this connection. */
+const char *catalog_errmsg(catalog_t *c);
+
+/* Write transaction: begin takes the write lock (waiting for other
+ * writers) and allocates the next txg; commit makes it durable. */
+int catalog_begin_write(catalog_t *c, uint64_t *txg);
+int catalog_commit(catalog_t *c);
+void catalog_rollback(catalog_t *c);
+/* Read transaction: a consistent view until end_read. */
+int catalog_begin_read(catalog_t *c);
+void catalog_end_read(catalog_t *c);
+
+/* Settings: -ENOENT when not stored. */
+int catalog_config_get(catalog_t *c, const char *key, int64_t *value);
+int catalog_config_set(catalog_t *c, const char *key, int64_t value);
+
+int catalog_ds_by_name(catalog_t *c, const char *name, ds_row_t *out);   /* -ENOENT */
+int catalog_ds_by_id(catalog_t *c, int64_t id, ds_row_t *out);
+int catalog_ds_insert(catalog_t *c, ds_row_t *r); /* sets r->id; -EEXIST */
+/* Ids of a dataset and all its descendants, in name order. */
+int catalog_ds_subtree(catalog_t *c, int64_t id, int64_t **ids, size_t *n);
+
+/* Local property value (malloc'd) or -ENOENT. */
+int catalog_prop_get(catalog_t *c, int64_t ds, const char *name, char **value);
+int catalog_prop_set(catalog_t *c, int64_t ds, const char *name, const char *value);
+
+int catalog_snap_lookup(catalog_t *c, int64_t ds, const char *name, snap_row_t *out);
+/* The snapshot of ds with the highest createtxg below before_txg
+ * (UINT64_MAX: the newest); -ENOENT when none. */
+int catalog_snap_prev(catalog_t *c, int64_t ds, uint64_t before_txg, snap_row_t *out);
+/* The next snapshot of ds after createtxg after_txg; -ENOENT when none. */
+int catalog_snap_next(catalog_t *c, int64_t ds, uint64_t after_txg, snap_row_t *out);
+int catalog_snap_insert(catalog_t *c, snap_row_t *r, const buf_t *tree, const buf_t *index);
+int catalog_snap_set_used(catalog_t *c, int64_t id, uint64_t used);
+/* The packed chunk_ref lists of a snapshot's tree and index streams. */
+int catalog_snap_roots(catalog_t *c, int64_t id, buf_t *tree, buf_t *index);
+int catalog_snap_prop_set(catalog_t *c, int64_t snap, const char *name, const char *value);
+
+#endif

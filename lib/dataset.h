@@ -1,0 +1,29 @@
+/* dataset.h - dataset lookup and property resolution inside libcairn. */
+#ifndef CAIRN_DATASET_H
+#define CAIRN_DATASET_H
+
+#include "store.h"
+
+/* Looks a dataset up by name, with a reason in errdetail on failure. */
+int dataset_lookup(cairn_store *st, const char *name, ds_row_t *out);
+
+/* Effective value of a property on dataset ds: local, else inherited
+ * (source gets the relative path appended, like a ZFS mountpoint), else
+ * the default.  *value malloc'd; *source (may be NULL) malloc'd: "local",
+ * "inherited from NAME", "default". */
+int dataset_prop(cairn_store *st, const ds_row_t *ds, const char *prop, char **value,
+		 char **source);
+
+/* The zstd level (0 = off) and average chunk size a dataset writes with. */
+int dataset_compression(cairn_store *st, const ds_row_t *ds, int *level);
+int dataset_chunksize(cairn_store *st, const ds_row_t *ds, uint32_t *avg);
+
+/* Validates and normalises a property assignment for a dataset; *norm is
+ * malloc'd.  CAIRN_EBADPROP with a reason in errdetail. */
+int dataset_prop_normalize(cairn_store *st, const char *prop, const char *value, char **norm);
+
+/* Splits "ds@snap" into a dataset row and the snapshot part (pointer into
+ * full); errdetail names what is wrong. */
+int snapshot_split(cairn_store *st, const char *full, ds_row_t *ds, const char **snap);
+
+#endif

@@ -1,0 +1,78 @@
+/* names.c - dataset, snapshot and bookmark name rules (as ZFS has them). */
+#include <errno.h>
+#include <stdio.h>
+
+#include "util.h"
+
+#define NAME_MAX_LEN 255
+
+static bool name_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '.' || c == ':' || c == '-';
+}
+
+static int why_set(char *why, size_t len, const char *fmt, const char *a, int c)
+{
+	if (why)
+		snprintf(why, len, fmt, a, c);
+	return CAIRN_EBADNAME;
+}
+
+/* Checks one component [s, s+len). */
+static int component_check(const char *s, size_t len, const char *what, char *why, size_t wl)
+{
+	if (len == 0)
+		return why_set(why, wl, "empty %s component%.0d", what, 0);
+	if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+		return why_set(why, wl, "'.' and '..' are not valid %s names%.0d", what, 0);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = s[i];
+		if (!name_char_ok(c)) {
+			if (why && c >= 0x20 && c < 0x7f)
+				snprintf(why, wl, "invalid character '%c' in %s name", c, what);
+			else if (why)
+				snprintf(why, wl, "invalid character 0x%02x in %s name", c, what);
+			return CAIRN_EBADNAME;
+		}
+	}
+	return 0;
+}
+
+int cairn_name_check(const char *name, bool with_snap, char *why, size_t whylen)
+{
+	size_t len = strlen(name);
+	if (len > NAME_MAX_LEN) {
+		if (why)
+			snprintf(why, whylen, "name is %zu bytes long (at most %d)", len,
+				 NAME_MAX_LEN);
+		return CAIRN_EBADNAME;
+	}
+	const char *sep = NULL;
+	for (const char *p = name; *p; p++)
+		if (*p == '@' || *p == '#') {
+			if (sep || !with_snap)
+				return why_set(why, whylen, "invalid character '%s' in name%.0d",
+					       (char[]){*p, 0}, 0);
+			sep = p;
+		}
+	const char *end = sep ? sep : name + len;
+	const char *s = name;
+	for (;;) {
+		const char *slash = memchr(s, '/', end - s);
+		const char *ce = slash ? slash : end;
+		int r = component_check(s, ce - s, "dataset", why, whylen);
+		if (r < 0)
+			return r;
+		if (!slash)
+			break;
+		s = slash + 1;
+	}
+	if (sep) {
+		const char *what = *sep == '@' ? "snapshot" : "bookmark";
+		if (strchr(sep + 1, '/'))
+			return why_set(why, whylen, "invalid character '/' in %s name%.0d", what, 0);
+		return component_check(sep + 1, name + len - sep - 1, what, why, whylen);
+	}
+	return 0;
+}

@@ -1,0 +1,36 @@
+/* store.h - the cairn_store handle shared by every libcairn module. */
+#ifndef CAIRN_STORE_H
+#define CAIRN_STORE_H
+
+#include "catalog.h"
+#include "chunker.h"
+#include "chunkstore.h"
+#include "util.h"
+
+struct cairn_store {
+	char *path;
+	int dirfd;
+	catalog_t *cat;
+	chunkstore_t *cs;
+	char errdetail[1024];
+};
+
+/* Records the failing object and reason for cairn_store_errdetail() and
+ * returns err, so callers can `return store_err(st, r, "...", ...)`. */
+int store_err(cairn_store *st, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Effective integer setting (environment, catalog, default); the key must
+ * be in the config table.  Falls back to the default on a bad env value
+ * after recording why in errdetail. */
+int64_t store_setting(cairn_store *st, const char *key);
+
+/* The FastCDC parameters for tree and index streams: fixed, so that equal
+ * trees chunk alike in every store. */
+#define META_CHUNK_AVG (64u << 10)
+
+/* Checks that the filesystem holding dirfd updates atimes set with
+ * utimensat (GC depends on it).  CAIRN_ENOATIME with a reason in why. */
+int store_check_atime(int dirfd, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,658 @@
+/* test_chunkstore.c - the chunk directory: layout, batching, atimes,
+ * corruption detection, write errors and concurrent puts. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blob.h"
+#include "chunkstore.h"
+#include "unit.h"
+
+static char tmpdir[] = "/tmp/test_chunkstore.XXXXXX";
+static int nstores;
+
+/* A deterministic, incompressible chunk: seed picks the content. */
+static void make_chunk(uint64_t seed, size_t len, buf_t *b, digest_t *d)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+	b->len = 0;
+	CHECK_EQ(buf_reserve(b, len ? len : 1), 0);
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		b->data[i] = x;
+	}
+	b->len = len;
+	digest_of(b->data, len, d);
+}
+
+/* A fresh store directory; the path stays valid until the next call. */
+static const char *new_store(void)
+{
+	static char path[256];
+	snprintf(path, sizeof(path), "%s/store%d", tmpdir, nstores++);
+	CHECK_EQ(chunkstore_create(path), 0);
+	return path;
+}
+
+static void chunk_path(const char *store, const digest_t *d, char *out, size_t n)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(d, hex);
+	snprintf(out, n, "%s/%.4s/%s", store, hex, hex);
+}
+
+/* Counts d's final file and its temporary files in d's subdirectory. */
+static void count_names(const char *store, const digest_t *d, int *finals, int *temps)
+{
+	char hex[DIGEST_HEX_LEN + 1], sub[300], pfx[DIGEST_HEX_LEN + 8];
+	digest_to_hex(d, hex);
+	snprintf(sub, sizeof(sub), "%s/%.4s", store, hex);
+	snprintf(pfx, sizeof(pfx), "%s.tmp.", hex);
+	*finals = *temps = 0;
+	DIR *dir = opendir(sub);
+	CHECK(dir != NULL);
+	if (!dir)
+		return;
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		if (!strcmp(de->d_name, hex))
+			(*finals)++;
+		else if (!strncmp(de->d_name, pfx, strlen(pfx)))
+			(*temps)++;
+	}
+	closedir(dir);
+}
+
+static void test_create_open(void)
+{
+	const char *store = new_store();
+	char sub[300];
+	struct stat st;
+	snprintf(sub, sizeof(sub), "%s/ab0f", store);
+	CHECK(stat(sub, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
+	snprintf(sub, sizeof(sub), "%s/ffff", store);
+	CHECK(stat(sub, &st) == 0 && S_ISDIR(st.st_mode));
+	CHECK(stat(store, &st) == 0 && (st.st_mode & 0777) == 0700);
+	/* Rerunning create finishes an interrupted one instead of failing. */
+	CHECK(rmdir(sub) == 0);
+	chunkstore_t *cs = NULL;
+	CHECK_EQ(chunkstore_open(store, &cs), CAIRN_ENOTSTORE);
+	CHECK(cs == NULL);
+	CHECK_EQ(chunkstore_create(store), 0);
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	CHECK(cs != NULL);
+	CHECK_EQ(chunkstore_dirfd(cs, 65536u), -EINVAL);
+	int fd = chunkstore_dirfd(cs, 0x1234);
+	CHECK(fd >= 0);
+	CHECK_EQ(chunkstore_dirfd(cs, 0x1234), fd);
+	CHECK_EQ(chunkstore_sync_count(cs), 0);
+	chunkstore_close(cs);
+	chunkstore_close(NULL);
+
+	char missing[300];
+	snprintf(missing, sizeof(missing), "%s/nope", tmpdir);
+	CHECK_EQ(chunkstore_open(missing, &cs), -ENOENT);
+	CHECK_EQ(chunkstore_open(tmpdir, &cs), CAIRN_ENOTSTORE);
+}
+
+static void test_put_flush_get(void)
+{
+	const char *store = new_store();
+	chunkstore_t *cs;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	buf_t data = {0}, out = {0}, raw = {0};
+	digest_t d;
+	make_chunk(1, 100000, &data, &d);
+	char path[300];
+	chunk_path(store, &d, path, sizeof(path));
+
+	uint32_t slen = 0;
+	bool was_new = false;
+	CHECK_EQ(chunkstore_put(cs, &d, data.data, data.len, 1, &slen, &was_new), 0);
+	CHECK(was_new);
+	CHECK_EQ(slen, BLOB_HEADER_LEN + data.len); /* incompressible: stored raw */
+	int finals, temps;
+	count_names(store, &d, &finals, &temps);
+	CHECK_EQ(finals, 0);
+	CHECK_EQ(temps, 1);
+	CHECK_EQ(chunkstore_sync_count(cs), 0);
+
+	/* Readable and touchable while pending (backup reads back tree chunks). */
+	CHECK_EQ(chunkstore_get(cs, &d, &out), 0);
+	CHECK(out.len == data.len && !memcmp(out.data, data.data, data.len));
+	CHECK_EQ(chunkstore_touch(cs, &d), 0);
+
+	/* A second put in the same batch finds it pending. */
+	uint32_t slen2 = 0;
+	CHECK_EQ(chunkstore_put(cs, &d, data.data, data.len, 1, &slen2, &was_new), 0);
+	CHECK(!was_new);
+	CHECK_EQ(slen2, slen);
+
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	CHECK_EQ(chunkstore_sync_count(cs), 2);
+	count_names(store, &d, &finals, &temps);
+	CHECK_EQ(finals, 1);
+	CHECK_EQ(temps, 0);
+	struct stat st;
+	CHECK(stat(path, &st) == 0 && st.st_size == slen && (st.st_mode & 0777) == 0600);
+	CHECK_EQ(chunkstore_new_chunks(cs), 1);
+	CHECK_EQ(chunkstore_new_bytes(cs), slen);
+
+	CHECK_EQ(chunkstore_get(cs, &d, &out), 0);
+	CHECK(out.len == data.len && !memcmp(out.data, data.data, data.len));
+	CHECK_EQ(chunkstore_get_raw(cs, &d, &raw), 0);
+	CHECK_EQ(raw.len, slen);
+	uint32_t plain_len = 0;
+	CHECK_EQ(blob_check(raw.data, raw.len, &plain_len), 0);
+	CHECK_EQ(plain_len, data.len);
+
+	/* Compressible data at level 3, and the empty chunk at level 0. */
+	memset(data.data, 'x', data.len);
+	digest_of(data.data, data.len, &d);
+	CHECK_EQ(chunkstore_put(cs, &d, data.data, data.len, 3, &slen, &was_new), 0);
+	CHECK(was_new && slen < data.len / 10);
+	digest_t empty;
+	digest_of("", 0, &empty);
+	CHECK_EQ(chunkstore_put(cs, &empty, "", 0, 0, &slen, &was_new), 0);
+	CHECK(was_new);
+	CHECK_EQ(slen, BLOB_HEADER_LEN);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	CHECK_EQ(chunkstore_get(cs, &d, &out), 0);
+	CHECK(out.len == data.len && !memcmp(out.data, data.data, data.len));
+	CHECK_EQ(chunkstore_get(cs, &empty, &out), 0);
+	CHECK_EQ(out.len, 0);
+
+	/* Flushing nothing costs nothing. */
+	uint64_t syncs = chunkstore_sync_count(cs);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	CHECK_EQ(chunkstore_sync_count(cs), syncs);
+
+	CHECK_EQ(chunkstore_put(cs, &d, data.data, CHUNK_MAX_PLAIN + 1, 0, &slen, &was_new), -EINVAL);
+	digest_t missing;
+	make_chunk(2, 10, &data, &missing);
+	CHECK_EQ(chunkstore_get(cs, &missing, &out), -ENOENT);
+	CHECK_EQ(chunkstore_get_raw(cs, &missing, &out), -ENOENT);
+	CHECK_EQ(chunkstore_touch(cs, &missing), -ENOENT);
+	chunkstore_close(cs);
+	buf_free(&data);
+	buf_free(&out);
+	buf_free(&raw);
+}
+
+static void set_atime(const char *path, time_t sec)
+{
+	struct timespec ts[2] = {{sec, 0}, {0, UTIME_OMIT}};
+	CHECK(utimensat(AT_FDCWD, path, ts, 0) == 0);
+}
+
+static time_t get_atime(const char *path)
+{
+	struct stat st;
+	CHECK(stat(path, &st) == 0);
+	return st.st_atim.tv_sec;
+}
+
+static void test_existing_touch(void)
+{
+	const char *store = new_store();
+	chunkstore_t *cs;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	buf_t data = {0};
+	digest_t d;
+	make_chunk(3, 5000, &data, &d);
+	char path[300];
+	chunk_path(store, &d, path, sizeof(path));
+	uint32_t slen, slen2;
+	bool was_new;
+	CHECK_EQ(chunkstore_put(cs, &d, data.data, data.len, 1, &slen, &was_new), 0);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+
+	const time_t old = 1000000000;
+	set_atime(path, old);
+	CHECK_EQ(get_atime(path), old);
+	CHECK_EQ(chunkstore_put(cs, &d, data.data, data.len, 1, &slen2, &was_new), 0);
+	CHECK(!was_new);
+	CHECK_EQ(slen2, slen);
+	CHECK(labs((long)(get_atime(path) - time(NULL))) < 60);
+	CHECK_EQ(chunkstore_new_chunks(cs), 1);
+
+	set_atime(path, old);
+	CHECK_EQ(chunkstore_touch(cs, &d), 0);
+	CHECK(labs((long)(get_atime(path) - time(NULL))) < 60);
+	/* Nothing was pending, so nothing to sync. */
+	uint64_t syncs = chunkstore_sync_count(cs);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	CHECK_EQ(chunkstore_sync_count(cs), syncs);
+	chunkstore_close(cs);
+	buf_free(&data);
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	CHECK(write(fd, data, len) == (ssize_t)len);
+	close(fd);
+}
+
+static void test_corruption(void)
+{
+	const char *store = new_store();
+	chunkstore_t *cs;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	buf_t data = {0}, out = {0}, raw = {0};
+	digest_t a, b, c;
+	uint32_t slen;
+	bool was_new;
+	make_chunk(10, 3000, &data, &a);
+	CHECK_EQ(chunkstore_put(cs, &a, data.data, data.len, 1, &slen, &was_new), 0);
+	make_chunk(11, 3000, &data, &b);
+	CHECK_EQ(chunkstore_put(cs, &b, data.data, data.len, 1, &slen, &was_new), 0);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	char pa[300], pb[300], pc[300];
+	chunk_path(store, &a, pa, sizeof(pa));
+	chunk_path(store, &b, pb, sizeof(pb));
+
+	/* One flipped payload byte. */
+	CHECK_EQ(chunkstore_get_raw(cs, &a, &raw), 0);
+	raw.data[BLOB_HEADER_LEN + 100] ^= 0x40;
+	write_file(pa, raw.data, raw.len);
+	CHECK_EQ(chunkstore_get(cs, &a, &out), CAIRN_ECORRUPT);
+
+	/* A valid blob under another digest's name. */
+	make_chunk(12, 10, &data, &c);
+	chunk_path(store, &c, pc, sizeof(pc));
+	CHECK_EQ(chunkstore_get_raw(cs, &b, &raw), 0);
+	write_file(pc, raw.data, raw.len);
+	CHECK_EQ(chunkstore_get(cs, &b, &out), 0);
+	CHECK_EQ(chunkstore_get(cs, &c, &out), CAIRN_ECORRUPT);
+
+	/* Empty, and absurdly large (sparse) files. */
+	write_file(pc, "", 0);
+	CHECK_EQ(chunkstore_get(cs, &c, &out), CAIRN_ECORRUPT);
+	CHECK(truncate(pc, (off_t)CHUNK_MAX_PLAIN * 2) == 0);
+	CHECK_EQ(chunkstore_get(cs, &c, &out), CAIRN_ECORRUPT);
+	CHECK_EQ(chunkstore_get_raw(cs, &c, &out), CAIRN_ECORRUPT);
+	chunkstore_close(cs);
+	buf_free(&data);
+	buf_free(&out);
+	buf_free(&raw);
+}
+
+/* Puts n new small chunks and flushes; returns the syncfs calls it took. */
+static uint64_t put_n_flush(chunkstore_t *cs, uint64_t seed, int n)
+{
+	buf_t data = {0};
+	uint64_t before = chunkstore_sync_count(cs);
+	for (int i = 0; i < n; i++) {
+		digest_t d;
+		uint32_t slen;
+		bool was_new = false;
+		make_chunk(seed + i, 200, &data, &d);
+		CHECK_EQ(chunkstore_put(cs, &d, data.data, data.len, 1, &slen, &was_new), 0);
+		CHECK(was_new);
+	}
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	buf_free(&data);
+	return chunkstore_sync_count(cs) - before;
+}
+
+static void test_sync_count(void)
+{
+	const char *store = new_store();
+	chunkstore_t *cs;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	CHECK_EQ(put_n_flush(cs, 1000, 1), 2);
+	CHECK_EQ(put_n_flush(cs, 2000, 100), 2);
+	CHECK_EQ(put_n_flush(cs, 3000, 1000), 2);
+	CHECK_EQ(chunkstore_new_chunks(cs), 1101);
+	chunkstore_close(cs);
+}
+
+static void count_all(const char *store, uint64_t seed, int n, int *finals, int *temps)
+{
+	buf_t data = {0};
+	*finals = *temps = 0;
+	for (int i = 0; i < n; i++) {
+		digest_t d;
+		int f, t;
+		make_chunk(seed + i, 200, &data, &d);
+		count_names(store, &d, &f, &t);
+		*finals += f;
+		*temps += t;
+	}
+	buf_free(&data);
+}
+
+static void put_range(chunkstore_t *cs, uint64_t seed, int n)
+{
+	buf_t data = {0};
+	for (int i = 0; i < n; i++) {
+		digest_t d;
+		uint32_t slen;
+		bool was_new;
+		make_chunk(seed + i, 200, &data, &d);
+		CHECK_EQ(chunkstore_put(cs, &d, data.data, data.len, 1, &slen, &was_new), 0);
+	}
+	buf_free(&data);
+}
+
+static void test_batch_limits(void)
+{
+	const char *store = new_store();
+	chunkstore_t *cs;
+	int finals, temps;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	chunkstore_set_batch(cs, 10, 1ull << 30);
+	put_range(cs, 5000, 25);
+	/* Two full batches went out, one syncfs each; 5 chunks still pending. */
+	CHECK_EQ(chunkstore_sync_count(cs), 2);
+	count_all(store, 5000, 25, &finals, &temps);
+	CHECK_EQ(finals, 20);
+	CHECK_EQ(temps, 5);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	CHECK_EQ(chunkstore_sync_count(cs), 4);
+	count_all(store, 5000, 25, &finals, &temps);
+	CHECK_EQ(finals, 25);
+	CHECK_EQ(temps, 0);
+
+	/* The byte limit: each blob is 224 bytes, so 3 fill 600 bytes. */
+	chunkstore_set_batch(cs, 1000, 600);
+	put_range(cs, 6000, 3);
+	CHECK_EQ(chunkstore_sync_count(cs), 5);
+	count_all(store, 6000, 3, &finals, &temps);
+	CHECK_EQ(finals, 3);
+	/* Renames of an auto-flushed batch still get their own syncfs. */
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	CHECK_EQ(chunkstore_sync_count(cs), 6);
+	chunkstore_close(cs);
+}
+
+static void test_close_unflushed(void)
+{
+	const char *store = new_store();
+	chunkstore_t *cs;
+	int finals, temps;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	put_range(cs, 7000, 30);
+	count_all(store, 7000, 30, &finals, &temps);
+	CHECK_EQ(finals, 0);
+	CHECK_EQ(temps, 30);
+	chunkstore_close(cs);
+	count_all(store, 7000, 30, &finals, &temps);
+	CHECK_EQ(finals, 0);
+	CHECK_EQ(temps, 0);
+}
+
+/* ---- write errors: RLIMIT_FSIZE makes write() fail with EFBIG ---- */
+
+static void test_write_error(void)
+{
+	const char *store = new_store();
+	chunkstore_t *cs;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	buf_t data = {0};
+	digest_t d;
+	uint32_t slen;
+	bool was_new = true;
+	make_chunk(8000, 100000, &data, &d);
+
+	struct rlimit old, small;
+	CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+	small = old;
+	small.rlim_cur = 4096;
+	signal(SIGXFSZ, SIG_IGN);
+	CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
+	int r = chunkstore_put(cs, &d, data.data, data.len, 0, &slen, &was_new);
+	CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+	CHECK_EQ(r, -EFBIG);
+	CHECK(!was_new);
+	int finals, temps;
+	count_names(store, &d, &finals, &temps);
+	CHECK_EQ(finals, 0);
+	CHECK_EQ(temps, 0);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	count_names(store, &d, &finals, &temps);
+	CHECK_EQ(finals + temps, 0);
+	CHECK_EQ(chunkstore_get(cs, &d, &data), -ENOENT);
+
+	/* The failed put left nothing behind that blocks a retry. */
+	make_chunk(8000, 100000, &data, &d);
+	CHECK_EQ(chunkstore_put(cs, &d, data.data, data.len, 0, &slen, &was_new), 0);
+	CHECK(was_new);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	count_names(store, &d, &finals, &temps);
+	CHECK_EQ(finals, 1);
+	CHECK_EQ(temps, 0);
+	chunkstore_close(cs);
+	buf_free(&data);
+}
+
+/* ---- fd budget ---- */
+
+static int count_open_fds(void)
+{
+	int n = 0;
+	DIR *dir = opendir("/proc/self/fd");
+	if (!dir)
+		return -1;
+	while (readdir(dir))
+		n++;
+	closedir(dir);
+	return n - 3; /* ".", "..", and the DIR's own fd */
+}
+
+static void test_fd_budget(void)
+{
+	const char *store = new_store();
+	struct rlimit old, small;
+	CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);
+	small = old;
+	small.rlim_cur = 64;
+	CHECK(setrlimit(RLIMIT_NOFILE, &small) == 0);
+	chunkstore_t *cs;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	/* 300 chunks land in ~300 subdirectories; most are reached by path
+	 * from the store fd once the cache holds its share of the budget. */
+	put_range(cs, 9000, 300);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	CHECK(count_open_fds() < 40);
+	int finals, temps;
+	count_all(store, 9000, 300, &finals, &temps);
+	CHECK_EQ(finals, 300);
+	CHECK_EQ(temps, 0);
+	buf_t data = {0}, out = {0};
+	int bad = 0;
+	for (int i = 0; i < 300; i++) {
+		digest_t d;
+		make_chunk(9000 + i, 200, &data, &d);
+		bad += chunkstore_get(cs, &d, &out) != 0 || out.len != 200 ||
+		       memcmp(out.data, data.data, 200);
+		bad += chunkstore_touch(cs, &d) != 0;
+	}
+	CHECK_EQ(bad, 0);
+	chunkstore_close(cs);
+	CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	buf_free(&data);
+	buf_free(&out);
+}
+
+/* ---- concurrency ---- */
+
+struct racer {
+	chunkstore_t *cs;
+	pthread_barrier_t *barrier;
+	const buf_t *data;
+	const digest_t *d;
+	bool was_new;
+	int r;
+};
+
+static void *race_put(void *arg)
+{
+	struct racer *rc = arg;
+	uint32_t slen;
+	pthread_barrier_wait(rc->barrier);
+	rc->r = chunkstore_put(rc->cs, rc->d, rc->data->data, rc->data->len, 1, &slen,
+			       &rc->was_new);
+	return NULL;
+}
+
+static void test_same_digest_race(void)
+{
+	const char *store = new_store();
+	chunkstore_t *cs;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	enum { NT = 4, ROUNDS = 50 };
+	buf_t data = {0};
+	int bad_new = 0, bad_r = 0, bad_files = 0;
+	for (int round = 0; round < ROUNDS; round++) {
+		digest_t d;
+		make_chunk(10000 + round, 50000, &data, &d);
+		pthread_barrier_t barrier;
+		pthread_barrier_init(&barrier, NULL, NT);
+		struct racer rc[NT];
+		pthread_t th[NT];
+		for (int i = 0; i < NT; i++) {
+			rc[i] = (struct racer){cs, &barrier, &data, &d, false, 0};
+			pthread_create(&th[i], NULL, race_put, &rc[i]);
+		}
+		int nnew = 0;
+		for (int i = 0; i < NT; i++) {
+			pthread_join(th[i], NULL);
+			nnew += rc[i].was_new;
+			bad_r += rc[i].r != 0;
+		}
+		pthread_barrier_destroy(&barrier);
+		bad_new += nnew != 1;
+		/* Flush every other round so racers meet both pending and
+		 * on-disk chunks. */
+		if (round % 2)
+			CHECK_EQ(chunkstore_flush(cs), 0);
+	}
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	for (int round = 0; round < ROUNDS; round++) {
+		digest_t d;
+		int finals, temps;
+		make_chunk(10000 + round, 50000, &data, &d);
+		count_names(store, &d, &finals, &temps);
+		bad_files += finals != 1 || temps != 0;
+	}
+	CHECK_EQ(bad_new, 0);
+	CHECK_EQ(bad_r, 0);
+	CHECK_EQ(bad_files, 0);
+	CHECK_EQ(chunkstore_new_chunks(cs), ROUNDS);
+	chunkstore_close(cs);
+	buf_free(&data);
+}
+
+enum { POOL = 100, PUTS = 300, STRESS_T = 4 };
+
+struct stresser {
+	chunkstore_t *cs;
+	unsigned seed;
+	int nnew, errors;
+};
+
+/* Random puts and gets over a shared pool with a tiny batch, so that auto
+ * flushes interleave with claims, waits and pending reads. */
+static void *stress(void *arg)
+{
+	struct stresser *st = arg;
+	buf_t data = {0}, out = {0};
+	for (int i = 0; i < PUTS; i++) {
+		digest_t d;
+		uint32_t slen;
+		bool was_new;
+		int k = rand_r(&st->seed) % POOL;
+		make_chunk(20000 + k, 1000 + k, &data, &d);
+		st->errors += chunkstore_put(st->cs, &d, data.data, data.len, 1, &slen, &was_new) != 0;
+		st->nnew += was_new;
+		st->errors += chunkstore_get(st->cs, &d, &out) != 0 || out.len != data.len;
+	}
+	buf_free(&data);
+	buf_free(&out);
+	return NULL;
+}
+
+static void test_stress(void)
+{
+	const char *store = new_store();
+	chunkstore_t *cs;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	chunkstore_set_batch(cs, 7, 1ull << 30);
+	struct stresser st[STRESS_T];
+	pthread_t th[STRESS_T];
+	for (int i = 0; i < STRESS_T; i++) {
+		st[i] = (struct stresser){cs, 1234u + i, 0, 0};
+		pthread_create(&th[i], NULL, stress, &st[i]);
+	}
+	int nnew = 0, errors = 0;
+	for (int i = 0; i < STRESS_T; i++) {
+		pthread_join(th[i], NULL);
+		nnew += st[i].nnew;
+		errors += st[i].errors;
+	}
+	CHECK_EQ(errors, 0);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	CHECK_EQ((uint64_t)nnew, chunkstore_new_chunks(cs));
+	buf_t data = {0}, out = {0};
+	int present = 0, bad = 0;
+	for (int k = 0; k < POOL; k++) {
+		digest_t d;
+		int finals, temps;
+		make_chunk(20000 + k, 1000 + k, &data, &d);
+		count_names(store, &d, &finals, &temps);
+		bad += finals > 1 || temps != 0;
+		present += finals;
+		if (finals)
+			bad += chunkstore_get(cs, &d, &out) != 0;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(present, nnew);
+	chunkstore_close(cs);
+	buf_free(&data);
+	buf_free(&out);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+int main(void)
+{
+	umask(022);
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	int64_t t0 = mono_ns();
+	test_create_open();
+	fprintf(stderr, "chunkstore_create: %.0f ms\n", (mono_ns() - t0) / 1e6 / 2);
+	test_put_flush_get();
+	test_existing_touch();
+	test_corruption();
+	test_sync_count();
+	test_batch_limits();
+	test_close_unflushed();
+	test_write_error();
+	test_fd_budget();
+	test_same_digest_race();
+	test_stress();
+	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	UNIT_DONE();
+}
