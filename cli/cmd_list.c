@@ -1,30 +1,55 @@
-/* cmd_list.c - cairn list: datasets and snapshots, one name per line. */
+/* cmd_list.c - cairn list: datasets and snapshots with properties, after
+ * `zfs list`.  Rows stream from the library's batch iterator; they are
+ * only held in memory when a sort key or column alignment needs them all. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "props.h"
 
-static const char *u = "list [-H] [-t filesystem|volume|snapshot|all]";
+#define MAX_SZ(a, b) ((a) > (b) ? (a) : (b))
 
-static int print_ds(const char *name, cairn_type type, void *arg)
-{
-	int want = *(int *)arg;
-	if (want & type)
-		printf("%s\n", name);
-	return 0;
-}
+static const char *u =
+	"list [-H] [-p] [-r | -d DEPTH] [-t TYPE[,TYPE]...] [-o PROP[,PROP]...]\n"
+	"       [-s PROP]... [-S PROP]... [-j [--json-int]] [DATASET|SNAPSHOT]...";
 
-static int print_snap(const char *name, void *arg)
-{
-	printf("%s\n", name);
-	return 0;
-}
+typedef struct sortkey {
+	column_t col;
+	bool desc;
+} sortkey_t;
+
+typedef struct row {
+	char **vals;
+	char **kstr;
+	uint64_t *knum;
+	bool *khas;
+	int type;
+	size_t seq;
+	char *name;
+	uint64_t createtxg;
+	char **srcs; /* JSON only */
+} row_t;
+
+typedef struct lopts {
+	bool scripted, exact, json, json_int;
+	column_t *cols;
+	size_t ncols;
+	sortkey_t *keys;
+	size_t nkeys;
+	row_t *rows;
+	size_t nrows, caprows;
+	size_t *width;
+	bool json_first;
+} lopts_t;
+
+static lopts_t *g_sort_opts;
 
 static int parse_types(const char *s, int *mask)
 {
 	*mask = 0;
 	char *dup = strdup(s), *save, *tok;
+	int rc = 0;
 	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "filesystem") || !strcmp(tok, "fs"))
 			*mask |= CAIRN_TYPE_FILESYSTEM;
@@ -32,37 +57,370 @@ static int parse_types(const char *s, int *mask)
 			*mask |= CAIRN_TYPE_VOLUME;
 		else if (!strcmp(tok, "snapshot") || !strcmp(tok, "snap"))
 			*mask |= CAIRN_TYPE_SNAPSHOT;
+		else if (!strcmp(tok, "bookmark"))
+			*mask |= CAIRN_TYPE_BOOKMARK;
 		else if (!strcmp(tok, "all"))
-			*mask |= CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME | CAIRN_TYPE_SNAPSHOT;
+			*mask |= CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME | CAIRN_TYPE_SNAPSHOT |
+				 CAIRN_TYPE_BOOKMARK;
 		else {
-			cli_usage(u, "unknown type '%s'", tok);
-			free(dup);
-			return -1;
+			cli_usage(u, "invalid type '%s'", tok);
+			rc = -1;
+			break;
 		}
 	}
 	free(dup);
+	if (rc == 0 && !*mask)
+		rc = cli_usage(u, "empty type list") ? -1 : -1;
+	return rc;
+}
+
+static uint32_t fields_of(const column_t *c)
+{
+	return c->def && c->def->field >= 0 ? 1u << c->def->field : 0;
+}
+
+/* ---- output ---- */
+
+static const char *json_type(int type)
+{
+	switch (type) {
+	case CAIRN_TYPE_FILESYSTEM: return "FILESYSTEM";
+	case CAIRN_TYPE_VOLUME: return "VOLUME";
+	case CAIRN_TYPE_SNAPSHOT: return "SNAPSHOT";
+	default: return "BOOKMARK";
+	}
+}
+
+static bool json_numeric(const column_t *c)
+{
+	return c->def && (c->def->kind == K_NUM || c->def->kind == K_SIZE ||
+			  c->def->kind == K_DATE);
+}
+
+static void json_row(lopts_t *o, const row_t *r)
+{
+	FILE *f = stdout;
+	fputs(o->json_first ? "" : ",", f);
+	o->json_first = false;
+	json_str(f, r->name);
+	fputs(":{\"name\":", f);
+	json_str(f, r->name);
+	fprintf(f, ",\"type\":\"%s\",\"pool\":", json_type(r->type));
+	char *pool = strdup(r->name);
+	pool[strcspn(pool, "/@#")] = 0;
+	json_str(f, pool);
+	free(pool);
+	if (o->json_int)
+		fprintf(f, ",\"createtxg\":%llu", (unsigned long long)r->createtxg);
+	else
+		fprintf(f, ",\"createtxg\":\"%llu\"", (unsigned long long)r->createtxg);
+	const char *at = strchr(r->name, '@');
+	if (at) {
+		char *ds = strndup(r->name, at - r->name);
+		fputs(",\"dataset\":", f);
+		json_str(f, ds);
+		fputs(",\"snapshot_name\":", f);
+		json_str(f, at + 1);
+		free(ds);
+	}
+	fputs(",\"properties\":{", f);
+	for (size_t c = 0; c < o->ncols; c++) {
+		const column_t *col = &o->cols[c];
+		if (c)
+			fputc(',', f);
+		json_str(f, col->def ? col->def->name : col->user);
+		fputs(":{\"value\":", f);
+		if (o->json_int && json_numeric(col) && strcmp(r->vals[c], "-") &&
+		    col->def->kind != K_STR)
+			fputs(r->vals[c], f);
+		else
+			json_str(f, r->vals[c]);
+		const char *src = r->srcs[c];
+		const char *type = "NONE", *data = "-";
+		if (!strcmp(src, "local"))
+			type = "LOCAL";
+		else if (!strcmp(src, "default"))
+			type = "DEFAULT";
+		else if (!strncmp(src, "inherited from ", 15))
+			type = "INHERITED", data = src + 15;
+		fprintf(f, ",\"source\":{\"type\":\"%s\",\"data\":", type);
+		json_str(f, data);
+		fputs("}}", f);
+	}
+	fputs("}}", f);
+}
+
+static void print_row(lopts_t *o, const row_t *r)
+{
+	if (o->json) {
+		json_row(o, r);
+		return;
+	}
+	for (size_t c = 0; c < o->ncols; c++) {
+		const char *v = r->vals[c];
+		if (o->scripted) {
+			fputs(v, stdout);
+			putchar(c + 1 < o->ncols ? '\t' : '\n');
+			continue;
+		}
+		bool right = o->cols[c].def && o->cols[c].def->kind != K_STR &&
+			     o->cols[c].def->kind != K_DATE && strcmp(o->cols[c].def->name, "name");
+		if (c + 1 == o->ncols && !right)
+			printf("%s\n", v);
+		else
+			printf(right ? "%*s%s" : "%-*s%s", (int)o->width[c], v,
+			       c + 1 < o->ncols ? "  " : "\n");
+	}
+}
+
+static void row_free(lopts_t *o, row_t *r)
+{
+	for (size_t c = 0; c < o->ncols; c++) {
+		free(r->vals[c]);
+		if (r->srcs)
+			free(r->srcs[c]);
+	}
+	for (size_t k = 0; k < o->nkeys; k++)
+		free(r->kstr[k]);
+	free(r->vals);
+	free(r->srcs);
+	free(r->kstr);
+	free(r->knum);
+	free(r->khas);
+	free(r->name);
+}
+
+/* ---- building rows ---- */
+
+static int make_row(lopts_t *o, const rowref_t *ref, size_t seq, row_t *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->vals = calloc(o->ncols, sizeof(char *));
+	r->kstr = calloc(o->nkeys + 1, sizeof(char *));
+	r->knum = calloc(o->nkeys + 1, sizeof(uint64_t));
+	r->khas = calloc(o->nkeys + 1, sizeof(bool));
+	r->name = strdup(ref->b->name[ref->i]);
+	r->type = ref->b->type[ref->i];
+	r->seq = seq;
+	if (ref->b->field[CAIRN_F_CREATETXG])
+		r->createtxg = ref->b->field[CAIRN_F_CREATETXG][ref->i];
+	if (o->json)
+		r->srcs = calloc(o->ncols, sizeof(char *));
+	char buf[8192], src[512];
+	for (size_t c = 0; c < o->ncols; c++) {
+		uint64_t n;
+		bool has;
+		bool exact = o->exact || (o->json_int && json_numeric(&o->cols[c]));
+		int e = column_value(ref, &o->cols[c], exact, buf, sizeof(buf), &n, &has);
+		if (e < 0)
+			return e;
+		r->vals[c] = strdup(buf);
+		if (o->json) {
+			e = column_source(ref, &o->cols[c], src, sizeof(src));
+			if (e < 0)
+				return e;
+			r->srcs[c] = strdup(src);
+		}
+	}
+	for (size_t k = 0; k < o->nkeys; k++) {
+		int e = column_value(ref, &o->keys[k].col, true, buf, sizeof(buf), &r->knum[k],
+				     &r->khas[k]);
+		if (e < 0)
+			return e;
+		r->kstr[k] = strdup(buf);
+	}
 	return 0;
+}
+
+/* Keys left to right; a missing value ("-") sorts after every value in
+ * either direction, as zfs does; ties keep the default (tree) order. */
+static int row_cmp(const void *a, const void *b)
+{
+	const row_t *x = a, *y = b;
+	lopts_t *o = g_sort_opts;
+	for (size_t k = 0; k < o->nkeys; k++) {
+		bool xm = !strcmp(x->kstr[k], "-"), ym = !strcmp(y->kstr[k], "-");
+		if (xm != ym)
+			return xm ? 1 : -1;
+		if (xm)
+			continue;
+		int c;
+		if (x->khas[k] && y->khas[k])
+			c = x->knum[k] < y->knum[k] ? -1 : x->knum[k] > y->knum[k];
+		else
+			c = strcmp(x->kstr[k], y->kstr[k]);
+		if (c)
+			return o->keys[k].desc ? -c : c;
+	}
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int keep_row(lopts_t *o, row_t *r)
+{
+	if (o->nrows == o->caprows) {
+		size_t n = o->caprows ? o->caprows * 2 : 1024;
+		row_t *p = realloc(o->rows, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		o->rows = p;
+		o->caprows = n;
+	}
+	o->rows[o->nrows++] = *r;
+	return 0;
+}
+
+static void print_header(lopts_t *o)
+{
+	if (o->scripted || o->json)
+		return;
+	row_t h = {.vals = calloc(o->ncols, sizeof(char *))};
+	for (size_t c = 0; c < o->ncols; c++)
+		h.vals[c] = o->cols[c].header;
+	/* Headers are left-aligned over right-aligned numbers, as in zfs. */
+	for (size_t c = 0; c < o->ncols; c++) {
+		if (c + 1 < o->ncols)
+			printf("%-*s  ", (int)o->width[c], h.vals[c]);
+		else
+			printf("%s\n", h.vals[c]);
+	}
+	free(h.vals);
+}
+
+static void flush_rows(lopts_t *o)
+{
+	if (o->nkeys) {
+		g_sort_opts = o;
+		qsort(o->rows, o->nrows, sizeof(*o->rows), row_cmp);
+	}
+	for (size_t c = 0; c < o->ncols; c++) {
+		o->width[c] = strlen(o->cols[c].header);
+		for (size_t i = 0; !o->scripted && i < o->nrows; i++)
+			o->width[c] = MAX_SZ(o->width[c], strlen(o->rows[i].vals[c]));
+	}
+	print_header(o);
+	for (size_t i = 0; i < o->nrows; i++) {
+		print_row(o, &o->rows[i]);
+		row_free(o, &o->rows[i]);
+	}
+	o->nrows = 0;
+}
+
+static int run(cairn_store *st, cairn_list_spec *spec, lopts_t *o)
+{
+	cairn_list *l;
+	int r = cairn_list_open(st, spec, &l);
+	if (r < 0)
+		return r;
+	cairn_list_cursor cur = {0};
+	cairn_list_batch b = {0};
+	rowref_t ref = {.st = st, .b = &b};
+	cairn_store_available(st, &ref.available);
+	bool stream = !o->nkeys && (o->scripted || o->json);
+	size_t seq = 0;
+	if (o->json)
+		printf("{\"output_version\":{\"command\":\"cairn list\",\"vers_major\":0,"
+		       "\"vers_minor\":1},\"datasets\":{");
+	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0) {
+		for (size_t i = 0; i < b.n && r >= 0; i++) {
+			row_t row;
+			ref.i = i;
+			r = make_row(o, &ref, seq++, &row);
+			if (r < 0) {
+				row_free(o, &row);
+				break;
+			}
+			if (stream) {
+				print_row(o, &row);
+				row_free(o, &row);
+			} else {
+				r = keep_row(o, &row);
+			}
+		}
+	}
+	if (r >= 0 && !stream)
+		flush_rows(o);
+	if (o->json)
+		printf("}}\n");
+	cairn_list_batch_free(&b);
+	cairn_list_close(l);
+	return r < 0 ? r : 0;
 }
 
 int cmd_list(int argc, char **argv)
 {
-	int mask = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME;
+	static const struct option lo[] = {{"json-int", no_argument, 0, 'I'}, {0}};
+	lopts_t o = {.json_first = true};
+	cairn_list_spec spec = {.depth = -2};
+	const char *cols = "name,used,avail,refer,source";
+	sortkey_t keys[32];
 	int ch;
-	while ((ch = getopt(argc, argv, "Ht:")) != -1) {
-		if (ch == 't') {
-			if (parse_types(optarg, &mask) < 0)
+	while ((ch = getopt_long(argc, argv, "Hprd:t:o:s:S:j", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'H': o.scripted = true; break;
+		case 'p': o.exact = true; break;
+		case 'j': o.json = true; break;
+		case 'I': o.json_int = true; break;
+		case 'r': spec.depth = -1; break;
+		case 'd': {
+			char *end;
+			long d = strtol(optarg, &end, 10);
+			if (*end || end == optarg || d < 0 || d > 1000000)
+				return cli_usage(u, "invalid depth '%s'", optarg);
+			spec.depth = d;
+			break;
+		}
+		case 't':
+			if (parse_types(optarg, &spec.types) < 0)
 				return EXIT_USAGE;
-		} else if (ch != 'H') {
+			break;
+		case 'o': cols = optarg; break;
+		case 's':
+		case 'S': {
+			if (o.nkeys == 32)
+				return cli_usage(u, "too many sort keys");
+			column_t *c;
+			size_t n;
+			if (columns_parse(optarg, &c, &n, u) < 0)
+				return EXIT_USAGE;
+			if (n != 1) {
+				free(c);
+				return cli_usage(u, "one property per -s/-S: '%s'", optarg);
+			}
+			keys[o.nkeys].col = c[0];
+			keys[o.nkeys++].desc = ch == 'S';
+			free(c);
+			break;
+		}
+		default:
 			return cli_usage(u, NULL);
 		}
 	}
+	if (o.json_int && !o.json)
+		return cli_usage(u, "--json-int needs -j");
+	if (columns_parse(cols, &o.cols, &o.ncols, u) < 0)
+		return EXIT_USAGE;
+	o.keys = keys;
+	spec.roots = (const char *const *)argv + optind;
+	spec.nroots = argc - optind;
+	if (spec.depth == -2)
+		spec.depth = !spec.nroots ? -1 : (spec.types & CAIRN_TYPE_SNAPSHOT) ? 1 : 0;
+	for (size_t c = 0; c < o.ncols; c++)
+		spec.fields |= fields_of(&o.cols[c]);
+	for (size_t k = 0; k < o.nkeys; k++)
+		spec.fields |= fields_of(&o.keys[k].col);
+	if (o.json)
+		spec.fields |= 1u << CAIRN_F_CREATETXG;
+	const char *ref = getenv("CAIRN_LIST_REFERENCE");
+	spec.reference = ref && *ref == '1';
+	o.width = calloc(o.ncols, sizeof(size_t));
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;
-	int r = cairn_dataset_iter(st, print_ds, &mask);
-	if (r == 0 && (mask & CAIRN_TYPE_SNAPSHOT))
-		r = cairn_snapshot_iter(st, print_snap, NULL);
+	int r = run(st, &spec, &o);
 	int rc = r < 0 ? cli_fail(st, NULL, r) : 0;
 	cairn_store_close(st);
+	free(o.width);
+	free(o.cols);
+	free(o.rows);
 	return rc;
 }

@@ -467,7 +467,9 @@ static void entry_from_stat(tree_entry_t *e, const struct stat *st)
 	e->mode = st->st_mode & 07777;
 	e->uid = st->st_uid;
 	e->gid = st->st_gid;
-	e->atime_ns = (int64_t)st->st_atim.tv_sec * 1000000000 + st->st_atim.tv_nsec;
+	/* atime is not recorded (0): every read of a file would change it and
+	 * stop the tree stream from deduplicating.  Restore uses mtime. */
+	e->atime_ns = 0;
 	e->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 	e->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
 	e->size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;

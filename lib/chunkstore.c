@@ -7,7 +7,6 @@
  * variable until the first has finished.  The file writes themselves run
  * outside the lock; only the batch flush (syncfs + renames) holds it.
  */
-#define _GNU_SOURCE
 #include "chunkstore.h"
 
 #include <errno.h>

@@ -63,4 +63,20 @@ uint64_t chunkstore_sync_count(const chunkstore_t *cs);
  * bytes (defaults 4096 chunks, 256 MiB). */
 void chunkstore_set_batch(chunkstore_t *cs, uint32_t max_chunks, uint64_t max_bytes);
 
+/* Further details of the contract above:
+ * - chunkstore_create() accepts an existing <dir> and existing subdirs, so
+ *   an interrupted create can be rerun.  chunkstore_open() returns
+ *   CAIRN_ENOTSTORE when subdirectory ffff (made last) is missing.
+ * - A chunk pending in the current batch is found by put(), get(),
+ *   get_raw() and touch() (get reads its temporary file).
+ * - When a batch flushed automatically inside put() fails, that put()
+ *   returns the error and the next chunkstore_flush() returns it again:
+ *   the chunks of other threads went down with the batch.
+ * - set_batch(): 0 for either limit means its default.
+ * - Internally, at most a quarter of RLIMIT_NOFILE subdirectory fds are
+ *   cached; beyond that (or on EMFILE) paths "xxxx/<hex>" relative to the
+ *   store fd are used.  chunkstore_dirfd() always caches (the fd stays
+ *   valid until close), so a caller walking all 65536 subdirectories
+ *   should rather openat() each one itself and close it when done. */
+
 #endif

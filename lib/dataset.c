@@ -358,19 +358,3 @@ int cairn_dataset_iter(cairn_store *st, int (*fn)(const char *, cairn_type, void
 	sqlite3_finalize(s);
 	return r;
 }
-
-int cairn_snapshot_iter(cairn_store *st, int (*fn)(const char *, void *), void *arg)
-{
-	sqlite3_stmt *s;
-	int r = sqlite3_prepare_v2(catalog_db(st->cat),
-				   "SELECT d.name || '@' || s.name FROM snapshot s JOIN dataset d"
-				   " ON s.dataset = d.id ORDER BY d.name, s.createtxg",
-				   -1, &s, NULL);
-	if (r != SQLITE_OK)
-		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
-	r = 0;
-	while (r == 0 && sqlite3_step(s) == SQLITE_ROW)
-		r = fn((const char *)sqlite3_column_text(s, 0), arg);
-	sqlite3_finalize(s);
-	return r;
-}

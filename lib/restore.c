@@ -207,7 +207,7 @@ static void set_meta_fd(rctx_t *c, int fd, const tree_entry_t *e)
 	if (c->as_root)
 		(void)!fchown(fd, e->uid, e->gid);
 	fchmod(fd, e->mode);
-	struct timespec t[2] = {ts_of(e->atime_ns), ts_of(e->mtime_ns)};
+	struct timespec t[2] = {ts_of(e->atime_ns ? e->atime_ns : e->mtime_ns), ts_of(e->mtime_ns)};
 	futimens(fd, t);
 }
 
@@ -218,7 +218,7 @@ static void set_meta_at(rctx_t *c, int dfd, const char *name, const tree_entry_t
 		fchownat(dfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW);
 	if (!symlink)
 		fchmodat(dfd, name, e->mode, 0);
-	struct timespec t[2] = {ts_of(e->atime_ns), ts_of(e->mtime_ns)};
+	struct timespec t[2] = {ts_of(e->atime_ns ? e->atime_ns : e->mtime_ns), ts_of(e->mtime_ns)};
 	utimensat(dfd, name, t, AT_SYMLINK_NOFOLLOW);
 }
 

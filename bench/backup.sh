@@ -1,0 +1,227 @@
+#!/bin/bash
+# bench/backup.sh - backup and restore throughput and peak memory of cairn on
+# a real ~2 GB corpus of system files, against the SHA-256 limit of the same
+# machine.  Results go to BENCHMARKS.md ("Backup and restore").
+#
+# Steps (each timed; peak RSS from /usr/bin/time -v):
+#   hash      find CORPUS -type f -print0 | xargs -0 cat | openssl dgst -sha256
+#   initial   cairn snapshot -v ds@1        (fresh store)
+#   unchanged cairn snapshot -v ds@2        (nothing changed)
+#   1% change cairn snapshot -v ds@3        (a line appended to every 100th file)
+#   restore   cairn restore -v ds@3 DIR     (into a fresh directory)
+#
+# Environment:
+#   CAIRN_BENCH_DIR     base directory (default /var/tmp/cairn-bench)
+#   CAIRN_BENCH_CORPUS  corpus directory (default $CAIRN_BENCH_DIR/corpus); built
+#                       from /usr/share, /usr/include, /usr/lib/x86_64-linux-gnu
+#                       if absent, reused otherwise
+#   CAIRN_BENCH_WORK    work directory for the store and the restore
+#                       (default $CAIRN_BENCH_DIR/work); wiped at start
+#   CAIRN_BENCH_BIN     cairn binary (default: build/cairn, built with make)
+#   CAIRN_BENCH_KEEP=1  keep the store and the restore directory afterwards
+#
+# The corpus is modified for step 3 and put back (truncated to its original
+# sizes) on exit, so re-runs see the same bytes.  MB = 10^6 bytes.
+set -euo pipefail
+export LC_ALL=C
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BASE=${CAIRN_BENCH_DIR:-/var/tmp/cairn-bench}
+CORPUS=${CAIRN_BENCH_CORPUS:-$BASE/corpus}
+WORK=${CAIRN_BENCH_WORK:-$BASE/work}
+STAMP=$CORPUS.complete
+STORE=$WORK/store
+RESTORE=$WORK/restore
+LOG=$WORK/log
+CHANGED=$WORK/changed.list
+
+# Targets (issue): 2 cores, warm cache.
+T_INITIAL_MBS=250
+T_UNCHANGED_S=1
+T_RESTORE_MBS=250
+T_RSS_MIB=256
+
+fstype() { findmnt -n -o FSTYPE -T "$1" 2>/dev/null || stat -f -c %T "$1"; }
+say() { printf '== %s\n' "$*" >&2; }
+die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+
+need() {
+	command -v "$1" >/dev/null 2>&1 && return
+	say "installing $2"
+	apt-get install -y "$2" >/dev/null || die "cannot install $2"
+}
+need openssl openssl
+[ -x /usr/bin/time ] || { say "installing time"; apt-get install -y time >/dev/null; }
+
+# ---- build ----
+if [ -n "${CAIRN_BENCH_BIN:-}" ]; then
+	CAIRN=$CAIRN_BENCH_BIN
+else
+	CAIRN=$ROOT/build/cairn
+	say "building $CAIRN"
+	make -s -C "$ROOT" build/cairn >&2 || die "make build/cairn failed"
+fi
+[ -x "$CAIRN" ] || die "$CAIRN: not executable"
+
+# ---- corpus ----
+if [ -d "$CORPUS" ] && { [ -e "$STAMP" ] || [ -n "${CAIRN_BENCH_CORPUS:-}" ]; }; then
+	say "reusing corpus $CORPUS"
+else
+	say "building corpus $CORPUS (cp -a; unreadable items skipped)"
+	rm -rf "$CORPUS" "$STAMP"
+	mkdir -p "$CORPUS"
+	for d in /usr/share /usr/include /usr/lib/x86_64-linux-gnu; do
+		cp -a "$d" "$CORPUS/$(basename "$d")" 2>/dev/null || true
+	done
+	touch "$STAMP"
+fi
+
+# Bytes of regular files, each inode once (what a backup must read).
+inode_bytes() { find "$1" -type f -printf '%i %s\n' | sort -u -k1,1n | awk '{s+=$2} END {printf "%.0f\n", s}'; }
+# Bytes of every path of a regular file (what `find | xargs cat` reads).
+path_bytes() { find "$1" -type f -printf '%s\n' | awk '{s+=$1} END {printf "%.0f\n", s}'; }
+
+NFILES=$(find "$CORPUS" -type f | wc -l)
+NOBJ=$(find "$CORPUS" | wc -l)
+BYTES=$(inode_bytes "$CORPUS")
+HBYTES=$(path_bytes "$CORPUS")
+say "corpus: $BYTES bytes ($((BYTES / 1048576)) MiB) in $NFILES regular files, $NOBJ objects"
+
+# ---- work dir; put the corpus back on exit ----
+mkdir -p "$BASE"
+rm -rf "$WORK"
+mkdir -p "$WORK" "$LOG"
+cd "$WORK"
+[ "$(df --output=source "$CORPUS" | tail -n 1)" = "$(df --output=source "$WORK" | tail -n 1)" ] ||
+	say "warning: corpus and work dir are on different filesystems"
+
+restore_corpus() {
+	if [ -s "$CHANGED" ]; then
+		while IFS=$'\t' read -r size path; do
+			truncate -s "$size" "$path"
+		done <"$CHANGED"
+		rm -f "$CHANGED"
+	fi
+}
+cleanup() {
+	restore_corpus
+	if [ -z "${CAIRN_BENCH_KEEP:-}" ]; then
+		rm -rf "$RESTORE" "$STORE"
+	fi
+}
+trap cleanup EXIT
+
+now_ns() { date +%s%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b - a) / 1e9}'; }
+mbs() { awk -v n="$1" -v s="$2" 'BEGIN {printf "%.1f", (s > 0) ? (n / s / 1e6) : 0}'; }
+
+# run NAME CMD...: times CMD, records seconds and peak RSS (MiB) in
+# $LOG/NAME.{secs,rss}; CMD's stderr goes to $LOG/NAME.err.  Exit status 1
+# with "snapshot taken" (unreadable files skipped) still counts as a run.
+run() {
+	local name=$1
+	shift
+	local t0 t1 rc=0
+	t0=$(now_ns)
+	/usr/bin/time -v -o "$LOG/$name.time" "$@" >"$LOG/$name.out" 2>"$LOG/$name.err" || rc=$?
+	t1=$(now_ns)
+	if [ $rc -ne 0 ] && ! grep -q 'snapshot taken' "$LOG/$name.err"; then
+		cat "$LOG/$name.err" >&2
+		die "$name failed (exit $rc)"
+	fi
+	secs "$t0" "$t1" >"$LOG/$name.secs"
+	awk -F': ' '/Maximum resident set size/ {printf "%.1f", $2 / 1024}' "$LOG/$name.time" \
+		>"$LOG/$name.rss"
+	awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.2f %.2f", u, s}' \
+		"$LOG/$name.time" >"$LOG/$name.cpu"
+	say "$name: $(cat "$LOG/$name.secs") s, peak RSS $(cat "$LOG/$name.rss") MiB," \
+		"user/sys $(cat "$LOG/$name.cpu") s"
+	grep -v '^$' "$LOG/$name.err" | tail -n 3 | sed 's/^/   /' >&2 || true
+}
+
+# ---- warm the cache, then the hashing limit ----
+say "warming the page cache"
+find "$CORPUS" -type f -print0 | xargs -0 cat >/dev/null
+say "hashing limit: find | xargs cat | openssl dgst -sha256"
+t0=$(now_ns)
+find "$CORPUS" -type f -print0 | xargs -0 cat | openssl dgst -sha256 >"$LOG/hash.out"
+t1=$(now_ns)
+HASH_S=$(secs "$t0" "$t1")
+HASH_MBS=$(mbs "$HBYTES" "$HASH_S")
+say "hash: $HBYTES bytes in $HASH_S s = $HASH_MBS MB/s"
+
+# ---- store and dataset ----
+export CAIRN_STORE=$STORE
+"$CAIRN" init >"$LOG/init.out"
+"$CAIRN" create -o source="$CORPUS" ds >"$LOG/create.out"
+say "store $STORE: $("$CAIRN" get compression,chunksize ds 2>&1 | tr -s ' \n' ' ')"
+
+run initial "$CAIRN" snapshot -v ds@1
+run unchanged "$CAIRN" snapshot -v ds@2
+
+# Every 100th regular file in sorted order gets one line appended.
+find "$CORPUS" -type f -printf '%s\t%p\n' | sort -t $'\t' -k2,2 |
+	awk -F'\t' 'NR % 100 == 0' >"$CHANGED"
+NCHANGED=$(wc -l <"$CHANGED")
+while IFS=$'\t' read -r size path; do
+	echo "cairn bench change" >>"$path"
+done <"$CHANGED"
+say "changed $NCHANGED files (1 in 100)"
+run changed "$CAIRN" snapshot -v ds@3
+
+run restore "$CAIRN" restore -v ds@3 "$RESTORE"
+RBYTES=$(inode_bytes "$RESTORE")
+RFILES=$(find "$RESTORE" -type f | wc -l)
+# The restored tree must match the (changed) corpus in files and bytes.
+CBYTES=$(inode_bytes "$CORPUS")
+[ "$RFILES" -eq "$NFILES" ] && [ "$RBYTES" -eq "$CBYTES" ] ||
+	say "WARNING: restore has $RFILES files / $RBYTES bytes, corpus $NFILES / $CBYTES"
+if [ -n "${CAIRN_BENCH_VERIFY:-}" ]; then
+	say "verifying restore with diff -r"
+	diff -r --no-dereference "$CORPUS" "$RESTORE" >/dev/null || die "restore differs"
+fi
+
+STORE_KIB=$(du -sk "$STORE" | cut -f1)
+CHUNKS_KIB=$(du -sk "$STORE/.chunks" 2>/dev/null | cut -f1 || echo 0)
+ratio_of() { sed -n 's/.*dedup+compression \([0-9.]*x\).*/\1/p' "$LOG/$1.err" | tail -n 1; }
+summary_of() { grep 'dedup+compression' "$LOG/$1.err" | tail -n 1; }
+
+# ---- report ----
+verdict() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo MISS; fi; }
+S_INI=$(cat "$LOG/initial.secs") S_UNC=$(cat "$LOG/unchanged.secs")
+S_CHG=$(cat "$LOG/changed.secs") S_RES=$(cat "$LOG/restore.secs")
+M_INI=$(mbs "$BYTES" "$S_INI") M_UNC=$(mbs "$BYTES" "$S_UNC")
+M_CHG=$(mbs "$CBYTES" "$S_CHG") M_RES=$(mbs "$RBYTES" "$S_RES")
+R_INI=$(awk -v a="$M_INI" -v b="$HASH_MBS" 'BEGIN {printf "%.2f", a / b}')
+R_RES=$(awk -v a="$M_RES" -v b="$HASH_MBS" 'BEGIN {printf "%.2f", a / b}')
+rss() { cat "$LOG/$1.rss"; }
+rssv() { verdict "$(rss "$1") < $T_RSS_MIB"; }
+
+echo
+echo "cairn backup benchmark  $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/^Mem:/ {print $2}') GiB RAM"
+echo "corpus:  $CORPUS: $BYTES bytes ($(awk -v b="$BYTES" 'BEGIN {printf "%.2f", b / 1e9}') GB), $NFILES regular files, $NOBJ objects ($(fstype "$CORPUS"))"
+echo "store:   $STORE ($(fstype "$WORK"))"
+echo
+printf '| %-26s | %8s | %8s | %9s | %12s | %-28s |\n' step seconds MB/s "peak RSS" "vs SHA-256" "target"
+printf '|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..28})" "$(printf -- '-%.0s' {1..10})" \
+	"$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..11})" "$(printf -- '-%.0s' {1..14})" \
+	"$(printf -- '-%.0s' {1..30})"
+printf '| %-26s | %8s | %8s | %9s | %12s | %-28s |\n' "SHA-256 limit (cat|openssl)" "$HASH_S" "$HASH_MBS" "-" "1.00" "-"
+printf '| %-26s | %8s | %8s | %5s MiB | %12s | %-28s |\n' "initial backup ds@1" "$S_INI" "$M_INI" "$(rss initial)" "$R_INI" \
+	">=$T_INITIAL_MBS MB/s $(verdict "$M_INI >= $T_INITIAL_MBS"), RSS $(rssv initial)"
+printf '| %-26s | %8s | %8s | %5s MiB | %12s | %-28s |\n' "unchanged re-backup ds@2" "$S_UNC" "$M_UNC" "$(rss unchanged)" "-" \
+	"<$T_UNCHANGED_S s $(verdict "$S_UNC < $T_UNCHANGED_S"), RSS $(rssv unchanged)"
+printf '| %-26s | %8s | %8s | %5s MiB | %12s | %-28s |\n' "1% changed backup ds@3" "$S_CHG" "$M_CHG" "$(rss changed)" "-" \
+	"RSS $(rssv changed)"
+printf '| %-26s | %8s | %8s | %5s MiB | %12s | %-28s |\n' "restore ds@3" "$S_RES" "$M_RES" "$(rss restore)" "$R_RES" \
+	">=$T_RESTORE_MBS MB/s $(verdict "$M_RES >= $T_RESTORE_MBS"), RSS $(rssv restore)"
+echo
+echo "user/sys CPU seconds: initial $(cat "$LOG/initial.cpu"), unchanged $(cat "$LOG/unchanged.cpu"), changed $(cat "$LOG/changed.cpu"), restore $(cat "$LOG/restore.cpu")"
+echo "store on disk (du -s): $STORE_KIB KiB ($(awk -v k="$STORE_KIB" 'BEGIN {printf "%.1f", k / 1024}') MiB; chunks $CHUNKS_KIB KiB); corpus/store $(awk -v b="$CBYTES" -v k="$STORE_KIB" 'BEGIN {printf "%.2f", b / (k * 1024)}')x"
+echo "dedup+compression (from -v): ds@1 $(ratio_of initial), ds@2 $(ratio_of unchanged), ds@3 $(ratio_of changed)"
+echo "  ds@1: $(summary_of initial)"
+echo "  ds@2: $(summary_of unchanged)"
+echo "  ds@3: $(summary_of changed)"
+echo "  restore: $(grep 'restored in' "$LOG/restore.err" | tail -n 1)"
+echo "changed files: $NCHANGED; restored: $RFILES files, $RBYTES bytes"

@@ -1,0 +1,217 @@
+/* props.c - property table and value formatting shared by list and get. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "props.h"
+
+#define DS (CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME)
+#define SNAP CAIRN_TYPE_SNAPSHOT
+#define BM CAIRN_TYPE_BOOKMARK
+
+static const prop_def_t props[] = {
+	{"name", NULL, DS | SNAP | BM, -1, K_STR},
+	{"type", NULL, DS | SNAP | BM, -1, K_STR},
+	{"guid", NULL, DS | SNAP | BM, CAIRN_F_GUID, K_NUM},
+	{"createtxg", NULL, DS | SNAP | BM, CAIRN_F_CREATETXG, K_NUM},
+	{"creation", NULL, DS | SNAP | BM, CAIRN_F_CREATION, K_DATE},
+	{"userrefs", NULL, SNAP, CAIRN_F_USERREFS, K_NUM},
+	{"defer_destroy", NULL, SNAP, CAIRN_F_DEFER_DESTROY, K_BOOL},
+	{"used", NULL, DS | SNAP, CAIRN_F_USED, K_SIZE},
+	{"referenced", "refer", DS | SNAP, CAIRN_F_REFERENCED, K_SIZE},
+	{"logicalreferenced", "lrefer", DS | SNAP, CAIRN_F_LOGICALREFERENCED, K_SIZE},
+	{"written", NULL, SNAP, CAIRN_F_WRITTEN, K_SIZE},
+	{"objsetid", NULL, DS | SNAP, CAIRN_F_OBJSETID, K_NUM},
+	{"available", "avail", DS, -1, K_SIZE},
+	{"source", NULL, DS, -1, K_STR},
+	{"compression", NULL, DS, -1, K_STR},
+	{"chunksize", NULL, DS, -1, K_SIZE},
+	{NULL, NULL, 0, 0, 0},
+};
+
+const prop_def_t *prop_table(void)
+{
+	return props;
+}
+
+const prop_def_t *prop_find(const char *name)
+{
+	for (const prop_def_t *p = props; p->name; p++)
+		if (!strcmp(p->name, name) || (p->alias && !strcmp(p->alias, name)))
+			return p;
+	return NULL;
+}
+
+int columns_parse(const char *list, column_t **cols, size_t *n, const char *usage)
+{
+	char *dup = strdup(list), *save;
+	*cols = NULL;
+	*n = 0;
+	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		column_t c = {0};
+		c.def = prop_find(t);
+		if (!c.def) {
+			char why[256];
+			if (!strchr(t, ':') || cairn_name_check(t, false, why, sizeof(why)) < 0 ||
+			    strchr(t, '/')) {
+				cli_usage(usage, "invalid property '%s'", t);
+				free(dup);
+				free(*cols);
+				*cols = NULL;
+				return -1;
+			}
+			c.user = strdup(t);
+		}
+		const char *h = c.def ? c.def->name : t;
+		if (c.def && c.def->alias && !strcmp(t, c.def->alias))
+			h = c.def->alias;
+		size_t k = 0;
+		for (; h[k] && k < sizeof(c.header) - 1; k++)
+			c.header[k] = (h[k] >= 'a' && h[k] <= 'z') ? h[k] - 32 : h[k];
+		c.header[k] = 0;
+		column_t *p = realloc(*cols, (*n + 1) * sizeof(*p));
+		if (!p)
+			abort();
+		*cols = p;
+		(*cols)[(*n)++] = c;
+	}
+	free(dup);
+	if (!*n)
+		return cli_usage(usage, "empty property list"), -1;
+	return 0;
+}
+
+const char *type_name(int type)
+{
+	switch (type) {
+	case CAIRN_TYPE_FILESYSTEM: return "filesystem";
+	case CAIRN_TYPE_VOLUME: return "volume";
+	case CAIRN_TYPE_SNAPSHOT: return "snapshot";
+	case CAIRN_TYPE_BOOKMARK: return "bookmark";
+	}
+	return "-";
+}
+
+static void fmt_date(char *out, size_t len, int64_t t)
+{
+	time_t tt = t;
+	struct tm tm;
+	localtime_r(&tt, &tm);
+	strftime(out, len, "%a %b %e %H:%M %Y", &tm);
+}
+
+static int string_value(const rowref_t *r, const column_t *c, char *out, size_t len)
+{
+	const char *name = r->b->name[r->i];
+	int type = r->b->type[r->i];
+	char *v = NULL;
+	int e;
+	if (c->user && type == CAIRN_TYPE_SNAPSHOT)
+		e = cairn_snapshot_get_user(r->st, name, c->user, &v);
+	else if (c->user || (type & DS))
+		e = cairn_dataset_get(r->st, name, c->user ? c->user : c->def->name, &v, NULL);
+	else {
+		snprintf(out, len, "-");
+		return 0;
+	}
+	if (e < 0)
+		return e;
+	snprintf(out, len, "%s", v);
+	free(v);
+	return 0;
+}
+
+int column_value(const rowref_t *r, const column_t *c, bool exact, char *out, size_t len,
+		 uint64_t *num, bool *has_num)
+{
+	int type = r->b->type[r->i];
+	*has_num = false;
+	if (c->user)
+		return string_value(r, c, out, len);
+	const prop_def_t *d = c->def;
+	if (!(d->types & type)) {
+		snprintf(out, len, "-");
+		return 0;
+	}
+	if (!strcmp(d->name, "name")) {
+		snprintf(out, len, "%s", r->b->name[r->i]);
+		return 0;
+	}
+	if (!strcmp(d->name, "type")) {
+		snprintf(out, len, "%s", type_name(type));
+		return 0;
+	}
+	uint64_t v;
+	if (d->field >= 0) {
+		v = r->b->field[d->field][r->i];
+	} else if (!strcmp(d->name, "available")) {
+		v = r->available;
+	} else if (!strcmp(d->name, "chunksize")) {
+		int e = string_value(r, c, out, len);
+		if (e < 0)
+			return e;
+		v = strtoull(out, NULL, 10);
+	} else {
+		return string_value(r, c, out, len);
+	}
+	*num = v;
+	*has_num = true;
+	switch (d->kind) {
+	case K_SIZE:
+		cli_size(out, len, v, exact);
+		break;
+	case K_DATE:
+		if (exact)
+			snprintf(out, len, "%llu", (unsigned long long)v);
+		else
+			fmt_date(out, len, v);
+		break;
+	case K_BOOL:
+		snprintf(out, len, "%s", v ? "on" : "off");
+		break;
+	default:
+		snprintf(out, len, "%llu", (unsigned long long)v);
+	}
+	return 0;
+}
+
+int column_source(const rowref_t *r, const column_t *c, char *out, size_t len)
+{
+	int type = r->b->type[r->i];
+	bool inheritable = c->user || (c->def && (!strcmp(c->def->name, "source") ||
+						  !strcmp(c->def->name, "compression") ||
+						  !strcmp(c->def->name, "chunksize")));
+	if (!inheritable || !(type & DS)) {
+		if (c->user && type == CAIRN_TYPE_SNAPSHOT) {
+			char v[16];
+			string_value(r, c, v, sizeof(v));
+			snprintf(out, len, "%s", strcmp(v, "-") ? "local" : "-");
+		} else {
+			snprintf(out, len, "-");
+		}
+		return 0;
+	}
+	char *v = NULL, *src = NULL;
+	int e = cairn_dataset_get(r->st, r->b->name[r->i], c->user ? c->user : c->def->name, &v,
+				  &src);
+	if (e < 0)
+		return e;
+	snprintf(out, len, "%s", src);
+	free(v);
+	free(src);
+	return 0;
+}
+
+void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}

@@ -1,0 +1,45 @@
+/* props.h - the properties `list` and `get` show, and how they print. */
+#ifndef CAIRN_CLI_PROPS_H
+#define CAIRN_CLI_PROPS_H
+
+#include "cli.h"
+
+enum prop_kind { K_STR, K_NUM, K_SIZE, K_DATE, K_BOOL };
+
+typedef struct prop_def {
+	const char *name, *alias;
+	int types;  /* the object types that have it */
+	int field;  /* cairn_field, or -1 when not a projected number */
+	int kind;   /* enum prop_kind */
+} prop_def_t;
+
+/* A column: a native property, or a user property (def == NULL). */
+typedef struct column {
+	const prop_def_t *def;
+	const char *user; /* module:name */
+	char header[64];
+} column_t;
+
+/* Parses "a,b,c" into columns; on an unknown name prints the usage error
+ * naming it and returns -1.  "all" is not accepted by list. */
+int columns_parse(const char *list, column_t **cols, size_t *n, const char *usage);
+const prop_def_t *prop_find(const char *name);
+const prop_def_t *prop_table(void);
+
+/* One row's value for a column into out ("-" when the type lacks it).
+ * num and has_num give the raw number for sorting.  Returns 0 or <0. */
+typedef struct rowref {
+	cairn_store *st;
+	const cairn_list_batch *b;
+	size_t i;
+	uint64_t available;
+} rowref_t;
+int column_value(const rowref_t *r, const column_t *c, bool exact, char *out, size_t len,
+		 uint64_t *num, bool *has_num);
+/* The property's source for `get`/JSON: "-", "default", "local", "inherited from X". */
+int column_source(const rowref_t *r, const column_t *c, char *out, size_t len);
+
+const char *type_name(int type);
+void json_str(FILE *f, const char *s);
+
+#endif

@@ -1,0 +1,31 @@
+#!/bin/bash
+# init creates a store; commands explain a missing one; config validates.
+. "$(dirname "$0")/lib.sh"
+
+fails_with 1 "create one with .cairn -s .* init" "$CAIRN" list
+ok cairn init >/dev/null
+[ -f "$CAIRN_STORE/catalog.db" ] || fail "no catalog"
+[ -d "$CAIRN_STORE/.chunks/0000" ] && [ -d "$CAIRN_STORE/.chunks/ffff" ] || fail "no chunk dirs"
+[ "$(find "$CAIRN_STORE/.chunks" -mindepth 1 -maxdepth 1 -type d | wc -l)" = 65536 ] || fail "not 65536 dirs"
+[ "$(stat -c %a "$CAIRN_STORE")" = 700 ] || fail "store mode"
+fails_with 1 "not empty" "$CAIRN" init
+
+# -s beats $CAIRN_STORE
+ok "$CAIRN" -s "$TESTDIR/other" init --chunk-size 256K >/dev/null
+"$CAIRN" -s "$TESTDIR/other" config chunk_size | grep -q 262144 || fail "chunk size not kept"
+fails_with 2 "power of two" "$CAIRN" -s "$TESTDIR/x" init --chunk-size 100K
+
+# settings: range errors name the range; env overrides for one command
+fails_with 1 "1..4096" cairn config list_batch_size=0
+ok cairn config list_batch_size=7
+cairn config list_batch_size | grep -q '^list_batch_size *7 ' || fail "set not kept"
+CAIRN_LIST_BATCH_SIZE=9 cairn config list_batch_size | grep -q ' 9 .*env' || fail "env override"
+fails_with 1 "CAIRN_LIST_BATCH_SIZE" env CAIRN_LIST_BATCH_SIZE=99999 "$CAIRN" config list_batch_size
+fails_with 1 "unknown setting" cairn config nosuch=1
+cairn config | grep -q gc_atime_cutoff || fail "config listing"
+
+# a filesystem without working atimes is refused
+fails_with 1 "access times" env CAIRN_TEST_NO_ATIME=1 "$CAIRN" -s "$TESTDIR/noatime" init
+[ -e "$TESTDIR/noatime/cairn-store" ] && fail "refused store was created"
+fails_with 2 "unknown verb" "$CAIRN" frobnicate
+done_test

@@ -1,0 +1,309 @@
+#!/bin/bash
+# Crash test: kill -9 `cairn snapshot` and `cairn restore` at random moments
+# and check that the store only ever shows the old or the new state.
+#
+# Each round changes the source, starts a snapshot (recursive every other
+# round, so two datasets share one transaction) in the background and kills
+# it after 0..300 ms.  Then:
+#   - a snapshot whose command exited 0 is listed;
+#   - a killed snapshot is either not listed at all or listed completely
+#     (the kill came after the commit): -r snapshots are all-or-none;
+#   - a killed, unlisted snapshot is taken again under the same name and
+#     that must succeed;
+#   - the newest snapshot is restored, the restore is killed after 0..200 ms,
+#     and `restore --force` into the same directory must complete;
+#   - restored trees must match the checksum manifest of the source saved
+#     when the snapshot was taken (content, types, modes, owners, sizes,
+#     mtimes, symlink targets).
+# Every FULL_EVERY rounds (default: only at the end) every listed snapshot
+# is restored and compared; in between, one random older one per round.
+# At the end every chunk file with a final (64 hex) name must be a whole,
+# valid blob whose plain bytes hash to its name, and the catalog must pass
+# SQLite's integrity check.  Temporary files may remain.
+#
+# ROUNDS (default 25) sets the number of rounds; tests/cli/long-crash.sh runs
+# this script with ROUNDS=300.
+. "$(dirname "$0")/lib.sh"
+ROUNDS=${ROUNDS:-25}
+FULL_EVERY=${FULL_EVERY:-0}
+new_store
+
+SRC=$TESTDIR/src
+MAN=$TESTDIR/man # one manifest per committed snapshot, named by its escaped name
+mkdir -p "$SRC" "$MAN"
+cp -a /usr/include/linux "$SRC/linux"
+for i in 0 1 2; do
+	head -c $(((2 + RANDOM % 4) * 1048576)) /dev/urandom >"$SRC/big$i.bin"
+done
+ln -s linux/types.h "$SRC/link"
+ln "$SRC/big0.bin" "$SRC/hard"
+mkfifo "$SRC/fifo"
+: >"$SRC/empty"
+truncate -s 20M "$SRC/sparse"
+mkdir -p "$SRC/ro/sub" && echo ro >"$SRC/ro/sub/f" && chmod 555 "$SRC/ro"
+
+ok cairn create -o source="$SRC" -o chunksize=64K tank
+ok cairn create tank/linux # inherits source $SRC/linux
+
+# Counters for the summary.
+n_done=0 n_killed_before=0 n_killed_after=0 n_rkilled=0 n_verified=0
+
+esc() { echo "${1//\//%}"; }
+
+# manifest DIR: everything a faithful restore reproduces, one line per item.
+manifest() {
+	(
+		cd "$1" || exit 1
+		find . ! -type d -printf '%p %y %m %U:%G %s %T@ %l\n' | LC_ALL=C sort
+		find . -type d -printf '%p %m %U:%G %T@\n' | LC_ALL=C sort
+		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+	)
+}
+
+rmtree() {
+	[ -e "$1" ] || return 0
+	chmod -R u+w "$1" 2>/dev/null
+	rm -rf "$1"
+}
+
+# mutate ROUND: small and large changes, additions and removals.
+mutate() {
+	local r=$1 f
+	chmod u+w "$SRC/ro"
+	mapfile -t f < <(find "$SRC/linux" -type f -name '*.h' | shuf -n 3)
+	echo "/* round $r */" >>"${f[0]}"
+	rm -f "${f[1]}"
+	touch -d "@$((1000000000 + RANDOM))" "${f[2]}"
+	echo "new $r $RANDOM" >"$SRC/linux/new-$r.h"
+	echo "$r" >"$SRC/ro/sub/f"
+	chmod 555 "$SRC/ro"
+	local i=$((RANDOM % 3)) j
+	j=$(((i + 1) % 3))
+	head -c $(((1 + RANDOM % 8) * 1048576)) /dev/urandom >"$SRC/big$i.bin"
+	dd if=/dev/urandom of="$SRC/big$j.bin" bs=64k count=4 seek=$((RANDOM % 48)) \
+		conv=notrunc status=none
+	head -c $((RANDOM * 40)) /dev/urandom | base64 >"$SRC/text.b64"
+	printf 'r%d' "$r" | dd of="$SRC/sparse" bs=1 seek=$((RANDOM * 600)) conv=notrunc status=none
+	if [ $((RANDOM % 4)) = 0 ]; then
+		rm -f "$SRC/link" && ln -s "linux/new-$r.h" "$SRC/link"
+	fi
+}
+
+# save_manifests NAME RECURSIVE: what snapshot NAME (and tank/linux@.. with -r) must restore to.
+save_manifests() {
+	manifest "$SRC" >"$TESTDIR/pending.tank"
+	[ "$2" = 1 ] && manifest "$SRC/linux" >"$TESTDIR/pending.linux"
+	return 0
+}
+
+# commit_manifests SNAP RECURSIVE: the snapshot is known to be committed.
+commit_manifests() {
+	mv "$TESTDIR/pending.tank" "$MAN/$(esc "tank@$1")"
+	[ "$2" = 1 ] && mv "$TESTDIR/pending.linux" "$MAN/$(esc "tank/linux@$1")"
+	return 0
+}
+
+listed() { "$CAIRN" list -H -o name -t snapshot; }
+
+is_listed() { listed | grep -qxF -- "$1"; }
+
+# check_list: exactly the committed snapshots are listed.
+check_list() {
+	local got want
+	got=$(listed) || {
+		fail "list failed"
+		return
+	}
+	want=$(ls "$MAN" | sed 's/%/\//g' | LC_ALL=C sort)
+	got=$(echo "$got" | LC_ALL=C sort)
+	[ "$got" = "$want" ] || {
+		fail "listed snapshots differ from committed ones"
+		diff <(echo "$want") <(echo "$got") | head -5 >&2
+	}
+}
+
+# verify SNAP [DIR]: SNAP restores (exit 0) to exactly its manifest.
+verify() {
+	local s=$1 d=${2:-$TESTDIR/verify} out
+	if [ -z "${2:-}" ]; then
+		rmtree "$d"
+		out=$("$CAIRN" restore "$s" "$d" 2>&1) || {
+			fail "restore $s: $out"
+			return
+		}
+	fi
+	manifest "$d" >"$TESTDIR/got"
+	cmp -s "$TESTDIR/got" "$MAN/$(esc "$s")" || {
+		fail "restore of $s differs from the source it was taken from"
+		diff "$MAN/$(esc "$s")" "$TESTDIR/got" | head -5 >&2
+	}
+	n_verified=$((n_verified + 1))
+}
+
+verify_all() {
+	local s
+	for s in $(listed); do
+		verify "$s"
+	done
+}
+
+# kill_after MS PID: SIGKILL PID after 0..MS-1 milliseconds; its exit code
+# goes to $rc (137 when the kill came first).  No subshell: only the shell
+# that started PID can wait for it.
+kill_after() {
+	sleep "$(printf '0.%03d' $((RANDOM % $1)))"
+	kill -9 "$2" 2>/dev/null
+	wait "$2" 2>/dev/null
+	rc=$?
+}
+
+for round in $(seq 1 "$ROUNDS"); do
+	name=r$round
+	rec=$((round % 2))
+	mutate "$round"
+	save_manifests "$name" "$rec"
+	args=(snapshot)
+	[ $rec = 1 ] && args+=(-r)
+	"$CAIRN" "${args[@]}" "tank@$name" >"$TESTDIR/snap.log" 2>&1 &
+	kill_after 300 $!
+	a=0 b=0
+	is_listed "tank@$name" && a=1
+	is_listed "tank/linux@$name" && b=1
+	case $rc in
+	0)
+		n_done=$((n_done + 1))
+		[ $a = 1 ] || fail "round $round: snapshot exited 0 but tank@$name is not listed"
+		;;
+	137)
+		if [ $a = 1 ]; then
+			n_killed_after=$((n_killed_after + 1))
+		else
+			n_killed_before=$((n_killed_before + 1))
+		fi
+		;;
+	*)
+		fail "round $round: snapshot exited $rc: $(cat "$TESTDIR/snap.log")"
+		;;
+	esac
+	[ $rec = 1 ] && [ $a != $b ] && fail "round $round: -r snapshot half committed (tank $a, tank/linux $b)"
+	[ $rec = 0 ] && [ $b = 1 ] && fail "round $round: tank/linux@$name appeared without -r"
+	if [ $a = 0 ]; then
+		# Killed before the commit: the same name must work now.
+		out=$("$CAIRN" "${args[@]}" "tank@$name" 2>&1) ||
+			fail "round $round: re-run of killed snapshot tank@$name failed: $out"
+		is_listed "tank@$name" || fail "round $round: re-run tank@$name not listed"
+	fi
+	is_listed "tank@$name" && commit_manifests "$name" "$rec"
+	check_list
+
+	# Kill a restore of the newest snapshot, then finish it with --force.
+	if is_listed "tank@$name"; then
+		rd=$TESTDIR/restore
+		rmtree "$rd"
+		"$CAIRN" restore "tank@$name" "$rd" >"$TESTDIR/restore.log" 2>&1 &
+		kill_after 200 $!
+		[ "$rc" = 137 ] && n_rkilled=$((n_rkilled + 1))
+		[ "$rc" = 0 ] || [ "$rc" = 137 ] ||
+			fail "round $round: restore exited $rc: $(cat "$TESTDIR/restore.log")"
+		if out=$("$CAIRN" restore --force "tank@$name" "$rd" 2>&1); then
+			verify "tank@$name" "$rd"
+		else
+			fail "round $round: restore --force after a killed restore failed: $out"
+		fi
+	fi
+
+	# One random older snapshot per round, or all of them now and then.
+	if [ "$FULL_EVERY" -gt 0 ] && [ $((round % FULL_EVERY)) = 0 ]; then
+		verify_all
+	else
+		s=$(listed | shuf -n 1)
+		[ -n "$s" ] && verify "$s"
+	fi
+	[ $fails -gt 0 ] && [ -z "${KEEP_GOING:-}" ] && break
+done
+
+verify_all
+check_list
+
+# Every final-name chunk file is a whole blob of the digest it is named by;
+# names are either final names or temporary names.
+if command -v python3 >/dev/null; then
+	out=$(python3 - "$CAIRN_STORE/.chunks" <<'EOF'
+import ctypes, hashlib, os, re, struct, sys
+root = sys.argv[1]
+final = re.compile(r'[0-9a-f]{64}\Z')
+temp = re.compile(r'([0-9a-f]{64})\.tmp\.\d+\.\d+\Z')
+try:
+    zstd = ctypes.CDLL("libzstd.so.1")
+    zstd.ZSTD_decompress.restype = ctypes.c_size_t
+    zstd.ZSTD_decompress.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    zstd.ZSTD_isError.restype = ctypes.c_uint
+    zstd.ZSTD_isError.argtypes = [ctypes.c_size_t]
+except OSError:
+    zstd = None
+try:
+    xxh = ctypes.CDLL("libxxhash.so.0")
+    xxh.XXH3_64bits.restype = ctypes.c_uint64
+    xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+except OSError:
+    xxh = None
+bad, finals, temps, unchecked = [], 0, 0, 0
+for sub in sorted(os.listdir(root)):
+    for name in os.listdir(os.path.join(root, sub)):
+        path = os.path.join(root, sub, name)
+        if temp.match(name):
+            temps += 1
+            continue
+        if not final.match(name) or name[:4] != sub:
+            bad.append(f"{sub}/{name}: unexpected name")
+            continue
+        finals += 1
+        b = open(path, "rb").read()
+        if len(b) < 24 or b[:4] != b"CRNB":
+            bad.append(f"{sub}/{name}: bad header ({len(b)} bytes)")
+            continue
+        ver, flags, res, plain_len, pay_len, xx = struct.unpack_from("<BBHIIQ", b, 4)
+        if ver != 1 or flags & ~1 or res or pay_len != len(b) - 24 or plain_len > 32 << 20:
+            bad.append(f"{sub}/{name}: bad header fields or truncated "
+                       f"(payload {pay_len}, file {len(b)})")
+            continue
+        payload = b[24:]
+        if xxh and xxh.XXH3_64bits(payload, len(payload)) != xx:
+            bad.append(f"{sub}/{name}: payload checksum mismatch")
+            continue
+        if flags & 1:
+            if not zstd:
+                unchecked += 1
+                continue
+            out = ctypes.create_string_buffer(max(plain_len, 1))
+            n = zstd.ZSTD_decompress(out, plain_len, payload, len(payload))
+            if zstd.ZSTD_isError(n) or n != plain_len:
+                bad.append(f"{sub}/{name}: does not decompress")
+                continue
+            plain = out.raw[:plain_len]
+        else:
+            plain = payload
+        if len(plain) != plain_len or hashlib.sha256(plain).hexdigest() != name:
+            bad.append(f"{sub}/{name}: content does not hash to its name")
+for x in bad[:10]:
+    print("BAD", x)
+print(f"chunks: {finals} final, {temps} temporary, {unchecked} not decoded, {len(bad)} bad")
+sys.exit(1 if bad else 0)
+EOF
+	) || fail "damaged chunk files: $out"
+	echo "$out" | tail -n 1
+else
+	echo "python3 missing: chunk files not checked"
+fi
+
+if command -v sqlite3 >/dev/null; then
+	ic=$(sqlite3 "$CAIRN_STORE/catalog.db" 'PRAGMA integrity_check' 2>&1)
+	[ "$ic" = ok ] || fail "catalog integrity: $ic"
+fi
+
+echo "$ROUNDS rounds: $n_done snapshots completed, $n_killed_before killed before commit," \
+	"$n_killed_after killed after commit, $n_rkilled restores killed, $n_verified restores verified"
+rmtree "$SRC"
+rmtree "$TESTDIR/restore"
+rmtree "$TESTDIR/verify"
+done_test
