@@ -49,5 +49,8 @@ int cmd_restore(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_set(int argc, char **argv);
+int cmd_inherit(int argc, char **argv);
+int cmd_rename(int argc, char **argv);
+int cmd_destroy(int argc, char **argv);
 
 #endif

@@ -1,27 +1,32 @@
-/* cmd_set.c - cairn set: local dataset properties, in one transaction. */
+/* cmd_set.c - cairn set: local dataset properties, one transaction each. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
-static const char *u = "set PROP=VALUE... DATASET";
+static const char *u = "set PROP=VALUE... DATASET...";
 
 int cmd_set(int argc, char **argv)
 {
-	if (argc < 3)
-		return cli_usage(u, "expected PROP=VALUE and a dataset");
 	cairn_prop props[64];
 	size_t np = 0;
-	for (int i = 1; i < argc - 1; i++) {
+	int i = 1;
+	for (; i < argc && strchr(argv[i], '='); i++) {
 		if (np == 64 || cli_parse_prop(argv[i], &props[np]) < 0)
 			return cli_usage(u, "bad property assignment '%s'", argv[i]);
 		np++;
 	}
+	if (!np || i == argc)
+		return cli_usage(u, "expected PROP=VALUE and a dataset");
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;
-	int r = cairn_dataset_set(st, argv[argc - 1], props, np);
-	int rc = r < 0 ? cli_fail(st, argv[argc - 1], r) : 0;
+	int rc = 0;
+	for (; i < argc && !rc; i++) {
+		int r = cairn_dataset_set(st, argv[i], props, np);
+		if (r < 0)
+			rc = cli_fail(st, argv[i], r);
+	}
 	cairn_store_close(st);
 	return rc;
 }

@@ -24,6 +24,9 @@ static const struct verb {
 	{"list", cmd_list, "list datasets and snapshots"},
 	{"get", cmd_get, "show dataset properties"},
 	{"set", cmd_set, "set dataset properties"},
+	{"inherit", cmd_inherit, "drop local properties so they inherit"},
+	{"rename", cmd_rename, "rename snapshots and datasets"},
+	{"destroy", cmd_destroy, "destroy datasets, snapshots and bookmarks"},
 };
 
 static void usage(FILE *f)

@@ -214,6 +214,40 @@ int cairn_restore(cairn_store *st, const char *snap, const char *target,
 		  cairn_restore_opts *opts);
 /** @} */
 
+/** @defgroup destroy Destroying and renaming
+ * @{ */
+typedef struct cairn_destroy_opts {
+	bool recursive; /**< descendants too (datasets), or the same snapshot name in them */
+	bool defer;     /**< mark held snapshots defer_destroy instead of failing */
+	bool dry_run;   /**< change nothing; report what would go */
+	/** Called for each object, action "destroy" or "defer". */
+	void (*item)(const char *name, const char *action, void *arg);
+	void *arg;
+	uint64_t freed; /**< result: stored bytes the destroy frees (or would) */
+} cairn_destroy_opts;
+
+/** Destroys target in ONE catalog transaction: a dataset (with recursive,
+ * its descendants and all their snapshots), a snapshot "ds@a", a list
+ * "ds@a,b,c", a range "ds@first%last" (by createtxg, inclusive; an empty
+ * side means the first or last), or a bookmark "ds#bm".  Space accounting
+ * (used, written) of the surviving neighbours is updated in the same
+ * transaction.  Nothing changes if any item fails.
+ * @return 0, -ENOENT, CAIRN_EHELD (a snapshot has holds; the detail names
+ * them), -EBUSY (dataset has children or snapshots and !recursive). */
+int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *opts);
+
+/** Renames a snapshot ("ds@a" to "ds@b" or to "b"); with recursive, the
+ * snapshot of that name in every descendant.  Or renames a dataset, moving
+ * its whole subtree (the new parent must exist unless parents).  One
+ * transaction. @return 0, -ENOENT, -EEXIST, CAIRN_EBADNAME, -EINVAL. */
+int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursive,
+		 bool parents);
+
+/** Removes a local property so the value is inherited again; with
+ * recursive, from every descendant too.  One transaction. */
+int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, bool recursive);
+/** @} */
+
 /** @defgroup list Listing
  * Listing is a cursor-based batch iterator, after OpenZFS's projected
  * snapshot listing: each call fills the caller's batch with up to

@@ -34,6 +34,13 @@ static const char *schema =
 	"CREATE TABLE snapdata(snapshot INTEGER PRIMARY KEY, tree BLOB NOT NULL, idx BLOB NOT NULL);"
 	"CREATE TABLE sprop(snapshot INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,"
 	" PRIMARY KEY(snapshot, name)) WITHOUT ROWID;"
+	"CREATE TABLE hold(snapshot INTEGER NOT NULL, tag TEXT NOT NULL, time INTEGER NOT NULL,"
+	" pid INTEGER NOT NULL DEFAULT 0, pstart INTEGER NOT NULL DEFAULT 0,"
+	" PRIMARY KEY(snapshot, tag)) WITHOUT ROWID;"
+	"CREATE INDEX hold_owner ON hold(pid) WHERE pid != 0;"
+	"CREATE TABLE bookmark(id INTEGER PRIMARY KEY, dataset INTEGER NOT NULL, name TEXT NOT NULL,"
+	" guid INTEGER NOT NULL, createtxg INTEGER NOT NULL, creation INTEGER NOT NULL,"
+	" referenced INTEGER NOT NULL, idx BLOB NOT NULL, UNIQUE(dataset, name));"
 	"COMMIT;";
 
 static int sql_err(int rc)

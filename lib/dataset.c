@@ -260,7 +260,7 @@ static int insert_one(cairn_store *st, const char *name, int64_t parent, int typ
 
 /* Finds (or with parents, creates) the parent of name; *parent = 0 for a
  * top-level name. */
-static int ensure_parent(cairn_store *st, const char *name, bool parents, uint64_t txg,
+int dataset_ensure_parent(cairn_store *st, const char *name, bool parents, uint64_t txg,
 			 int64_t *parent)
 {
 	const char *slash = strrchr(name, '/');
@@ -278,7 +278,7 @@ static int ensure_parent(cairn_store *st, const char *name, bool parents, uint64
 			r = store_err(st, -ENOTDIR, "%s: parent is a volume", pname);
 	} else if (r == -ENOENT && parents) {
 		int64_t gp;
-		r = ensure_parent(st, pname, parents, txg, &gp);
+		r = dataset_ensure_parent(st, pname, parents, txg, &gp);
 		if (r == 0)
 			r = insert_one(st, pname, gp, CAIRN_TYPE_FILESYSTEM, txg, parent);
 	} else if (r == -ENOENT) {
@@ -310,7 +310,7 @@ int cairn_dataset_create(cairn_store *st, const char *name, cairn_type type,
 	if (r < 0)
 		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
 	int64_t parent, id;
-	r = ensure_parent(st, name, parents, txg, &parent);
+	r = dataset_ensure_parent(st, name, parents, txg, &parent);
 	if (r == 0)
 		r = insert_one(st, name, parent, type, txg, &id);
 	if (r == 0)

@@ -26,4 +26,9 @@ int dataset_prop_normalize(cairn_store *st, const char *prop, const char *value,
  * full); errdetail names what is wrong. */
 int snapshot_split(cairn_store *st, const char *full, ds_row_t *ds, const char **snap);
 
+/* Finds the parent of name (*parent = 0 for a top-level name); with
+ * parents, creates missing ancestors in the open write transaction. */
+int dataset_ensure_parent(cairn_store *st, const char *name, bool parents, uint64_t txg,
+			  int64_t *parent);
+
 #endif
