@@ -52,5 +52,10 @@ int cmd_set(int argc, char **argv);
 int cmd_inherit(int argc, char **argv);
 int cmd_rename(int argc, char **argv);
 int cmd_destroy(int argc, char **argv);
+int cmd_hold(int argc, char **argv);
+int cmd_holds(int argc, char **argv);
+int cmd_release(int argc, char **argv);
+int cmd_bookmark(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
 
 #endif

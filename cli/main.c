@@ -27,6 +27,11 @@ static const struct verb {
 	{"inherit", cmd_inherit, "drop local properties so they inherit"},
 	{"rename", cmd_rename, "rename snapshots and datasets"},
 	{"destroy", cmd_destroy, "destroy datasets, snapshots and bookmarks"},
+	{"hold", cmd_hold, "hold snapshots (they cannot be destroyed)"},
+	{"holds", cmd_holds, "list holds"},
+	{"release", cmd_release, "release holds"},
+	{"bookmark", cmd_bookmark, "bookmark a snapshot"},
+	{"prune", cmd_prune, "remove snapshots by keep rules"},
 };
 
 static void usage(FILE *f)

@@ -248,6 +248,65 @@ int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursi
 int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, bool recursive);
 /** @} */
 
+/** @defgroup holds Holds and bookmarks
+ * @{ */
+
+/** One (snapshot, tag) pair of a hold or release batch.  err is set per
+ * item by the call: 0, or why this item failed. */
+typedef struct cairn_hold_item {
+	const char *snapshot; /**< "ds@snap" */
+	const char *tag;
+	int err;
+} cairn_hold_item;
+
+/** Adds every hold in ONE transaction (one sync, whatever n is).  If any
+ * item fails, nothing is applied, each failing item's err is set, and the
+ * first error is returned (errdetail names it).  With temporary, the holds
+ * belong to this process and go away once it has exited.
+ * @return 0, -ENOENT (snapshot), -EEXIST (tag already there),
+ * CAIRN_EBADNAME (empty or over-long tag). */
+int cairn_hold(cairn_store *st, cairn_hold_item *items, size_t n, bool temporary);
+
+/** Releases every hold in ONE transaction; all or nothing as above.  A
+ * snapshot marked defer_destroy whose last hold goes is destroyed in the
+ * same transaction.  @return 0, -ENOENT (snapshot or tag not held). */
+int cairn_release(cairn_store *st, cairn_hold_item *items, size_t n);
+
+/** Calls fn for each hold on snap, by tag: pid is 0 for a user hold, the
+ * owner process for a temporary one. */
+int cairn_holds_iter(cairn_store *st, const char *snap,
+		     int (*fn)(const char *snap, const char *tag, int64_t time, int pid, void *arg),
+		     void *arg);
+
+/** Expands "ds@snap" to that snapshot name in ds and every descendant that
+ * has it (for -r).  *names is malloc'd (free each, then the array). */
+int cairn_snapshot_expand(cairn_store *st, const char *snap, char ***names, size_t *n);
+
+/** Creates bookmark `bookmark` ("ds#name" or "name": same dataset) from a
+ * snapshot or another bookmark.  It keeps guid, createtxg, creation and the
+ * snapshot's chunk index (an incremental send source), but not its data:
+ * GC does not keep a bookmark's chunks. */
+int cairn_bookmark(cairn_store *st, const char *source, const char *bookmark);
+
+/** Retention rules, PBS semantics.  0 = rule unused. */
+typedef struct cairn_prune_opts {
+	uint32_t keep_last, keep_hourly, keep_daily, keep_weekly, keep_monthly, keep_yearly;
+	int64_t keep_within; /**< seconds before the newest snapshot; 0 = unused */
+	bool dry_run;
+	/** Called per snapshot, newest first: keep or not, and why ("last 1",
+	 * "daily 3", "within", "held", "" for removal). */
+	void (*item)(const char *snap, bool keep, const char *reason, void *arg);
+	void *arg;
+	uint64_t kept, removed; /**< results */
+} cairn_prune_opts;
+
+/** Applies retention to one dataset's snapshots in ONE transaction.
+ * Buckets are in local time (weeks are ISO weeks); keep-last applies
+ * first; a bucket is filled by its newest snapshot.  Held snapshots are
+ * always kept and fill no bucket. */
+int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *opts);
+/** @} */
+
 /** @defgroup list Listing
  * Listing is a cursor-based batch iterator, after OpenZFS's projected
  * snapshot listing: each call fills the caller's batch with up to
@@ -309,6 +368,7 @@ typedef struct cairn_list_batch {
 typedef struct cairn_list_cursor {
 	uint64_t unit;  /**< position in the dataset plan */
 	uint64_t txg;   /**< last createtxg returned in that unit */
+	int64_t id;     /**< last bookmark id returned (bookmarks share txgs) */
 	uint32_t state; /**< private */
 } cairn_list_cursor;
 

@@ -31,4 +31,13 @@ int snapshot_split(cairn_store *st, const char *full, ds_row_t *ds, const char *
 int dataset_ensure_parent(cairn_store *st, const char *name, bool parents, uint64_t txg,
 			  int64_t *parent);
 
+/* Destroys snapshots (ignoring holds: the caller checked) inside the open
+ * write transaction, updating the neighbours' accounting. */
+int destroy_snapshots_in_txn(cairn_store *st, const int64_t *ids, size_t n, uint64_t *freed);
+
+/* Removes the temporary holds whose owner process is gone (pid not
+ * running, or running with another start time: a reused pid).  Called when
+ * a store is opened; one write transaction, only when there is work. */
+int hold_reap(cairn_store *st);
+
 #endif

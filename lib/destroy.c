@@ -535,3 +535,40 @@ int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *o)
 	}
 	return r;
 }
+
+int destroy_snapshots_in_txn(cairn_store *st, const int64_t *ids, size_t n, uint64_t *freed)
+{
+	plan_t p = {0};
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		snap_row_t s = {0};
+		ds_row_t ds = {0};
+		sqlite3_stmt *q;
+		if (sqlite3_prepare_v2(catalog_db(st->cat),
+				       "SELECT dataset, name, createtxg FROM snapshot WHERE id=?", -1, &q,
+				       NULL)) {
+			r = -EIO;
+			break;
+		}
+		sqlite3_bind_int64(q, 1, ids[i]);
+		if (sqlite3_step(q) == SQLITE_ROW) {
+			s.id = ids[i];
+			s.dataset = sqlite3_column_int64(q, 0);
+			s.name = strdup((const char *)sqlite3_column_text(q, 1));
+			s.createtxg = sqlite3_column_int64(q, 2);
+			r = catalog_ds_by_id(st->cat, s.dataset, &ds);
+			if (r == 0)
+				r = victim_add(&p, &s, ds.name);
+		}
+		sqlite3_finalize(q);
+		snap_row_clear(&s);
+		ds_row_clear(&ds);
+	}
+	cairn_destroy_opts o = {0};
+	if (r == 0)
+		r = apply(st, &p, &o);
+	if (freed)
+		*freed = o.freed;
+	plan_free(&p);
+	return r;
+}

@@ -8,6 +8,7 @@
  * changes) is what makes concurrent renames safe: nothing is seen twice.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/statvfs.h>
 
@@ -19,8 +20,9 @@ typedef struct unit {
 	int64_t ds;
 	char *name; /* for ordering; rows use the name current at read time */
 	int type;
-	bool ds_row, snaps;
+	bool ds_row, snaps, bms;
 	int64_t only_snap; /* > 0: this one snapshot */
+	int64_t only_bm;   /* > 0: this one bookmark */
 	size_t order;      /* argument order, the tie-break */
 } unit_t;
 
@@ -32,15 +34,17 @@ struct cairn_list {
 	uint32_t bsize;
 	int64_t btime_ns;
 	uint64_t batches;
-	sqlite3_stmt *snaps, *ds, *agg, *one;
+	sqlite3_stmt *snaps, *ds, *agg, *one, *bms;
 };
 
 static int unit_add(cairn_list *l, const unit_t *u)
 {
 	for (size_t i = 0; i < l->nunits; i++)
-		if (l->units[i].ds == u->ds && l->units[i].only_snap == u->only_snap) {
+		if (l->units[i].ds == u->ds && l->units[i].only_snap == u->only_snap &&
+		    l->units[i].only_bm == u->only_bm) {
 			l->units[i].ds_row |= u->ds_row;
 			l->units[i].snaps |= u->snaps;
+			l->units[i].bms |= u->bms;
 			free(u->name);
 			return 0;
 		}
@@ -85,11 +89,39 @@ static int plan_dataset(cairn_list *l, const ds_row_t *root, size_t order)
 		}
 		unit_t u = {.ds = ds.id, .name = ds.name, .type = ds.type, .order = order,
 			    .ds_row = (types & ds.type) != 0,
-			    .snaps = (types & CAIRN_TYPE_SNAPSHOT) && (depth < 0 || d + 1 <= depth)};
+			    .snaps = (types & CAIRN_TYPE_SNAPSHOT) && (depth < 0 || d + 1 <= depth),
+			    .bms = (types & CAIRN_TYPE_BOOKMARK) && (depth < 0 || d + 1 <= depth)};
 		ds.name = NULL;
 		r = unit_add(l, &u);
 	}
 	free(ids);
+	return r;
+}
+
+static int plan_bookmark(cairn_list *l, const char *root, size_t order, ds_row_t *ds)
+{
+	const char *h = strchr(root, '#');
+	char *dsname = strndup(root, h - root);
+	int r = dsname ? dataset_lookup(l->st, dsname, ds) : -ENOMEM;
+	free(dsname);
+	sqlite3_stmt *s = NULL;
+	if (r == 0 && sqlite3_prepare_v2(catalog_db(l->st->cat),
+					 "SELECT id FROM bookmark WHERE dataset=? AND name=?", -1, &s,
+					 NULL))
+		r = -EIO;
+	if (r == 0) {
+		sqlite3_bind_int64(s, 1, ds->id);
+		sqlite3_bind_text(s, 2, h + 1, -1, SQLITE_STATIC);
+		if (sqlite3_step(s) == SQLITE_ROW) {
+			unit_t u = {.ds = ds->id, .name = ds->name, .type = ds->type, .bms = true,
+				    .only_bm = sqlite3_column_int64(s, 0), .order = order};
+			ds->name = NULL;
+			r = unit_add(l, &u);
+		} else {
+			r = store_err(l->st, -ENOENT, "%s: bookmark does not exist", root);
+		}
+	}
+	sqlite3_finalize(s);
 	return r;
 }
 
@@ -110,6 +142,8 @@ static int plan_root(cairn_list *l, const char *root, size_t order)
 			r = unit_add(l, &u);
 		}
 		snap_row_clear(&s);
+	} else if (strchr(root, '#')) {
+		r = plan_bookmark(l, root, order, &ds);
 	} else {
 		r = dataset_lookup(l->st, root, &ds);
 		if (r == 0)
@@ -177,7 +211,12 @@ static int prepare(cairn_list *l)
 	const char *one =
 		"SELECT id FROM snapshot WHERE dataset = ?1 AND createtxg > ?2"
 		" AND (?3 = 0 OR id = ?3) ORDER BY createtxg LIMIT 1";
-	if (sqlite3_prepare_v3(db, snaps, -1, SQLITE_PREPARE_PERSISTENT, &l->snaps, NULL) ||
+	const char *bms =
+		"SELECT id, name, guid, createtxg, creation, referenced FROM bookmark"
+		" WHERE dataset = ?1 AND (createtxg, id) > (?2, ?3) AND (?4 = 0 OR id = ?4)"
+		" ORDER BY createtxg, id LIMIT ?5";
+	if (sqlite3_prepare_v3(db, bms, -1, SQLITE_PREPARE_PERSISTENT, &l->bms, NULL) ||
+	    sqlite3_prepare_v3(db, snaps, -1, SQLITE_PREPARE_PERSISTENT, &l->snaps, NULL) ||
 	    sqlite3_prepare_v3(db, ds, -1, SQLITE_PREPARE_PERSISTENT, &l->ds, NULL) ||
 	    sqlite3_prepare_v3(db, agg, -1, SQLITE_PREPARE_PERSISTENT, &l->agg, NULL) ||
 	    sqlite3_prepare_v3(db, one, -1, SQLITE_PREPARE_PERSISTENT, &l->one, NULL))
@@ -233,6 +272,7 @@ void cairn_list_close(cairn_list *l)
 	sqlite3_finalize(l->ds);
 	sqlite3_finalize(l->agg);
 	sqlite3_finalize(l->one);
+	sqlite3_finalize(l->bms);
 	free(l);
 }
 
@@ -429,6 +469,93 @@ static int snaps_reference(cairn_list *l, const unit_t *u, const char *dsname,
 	return r;
 }
 
+/* Bookmarks of a unit, after its snapshots; keyed by (createtxg, id)
+ * since bookmarks of one snapshot share a createtxg. */
+static int bookmarks(cairn_list *l, const unit_t *u, const char *dsname, cairn_list_cursor *c,
+		     cairn_list_batch *b, size_t room, bool *unit_done)
+{
+	sqlite3_stmt *s = l->bms;
+	uint32_t f = l->spec.fields;
+	sqlite3_bind_int64(s, 1, u->ds);
+	sqlite3_bind_int64(s, 2, (int64_t)c->txg);
+	sqlite3_bind_int64(s, 3, c->id);
+	sqlite3_bind_int64(s, 4, u->only_bm);
+	sqlite3_bind_int64(s, 5, room);
+	size_t got = 0;
+	int rc, r = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		size_t dl = strlen(dsname);
+		const char *bm = (const char *)sqlite3_column_text(s, 1);
+		char *full = malloc(dl + strlen(bm) + 2);
+		if (!full) {
+			r = -ENOMEM;
+			break;
+		}
+		sprintf(full, "%s#%s", dsname, bm);
+		r = row_add(b, CAIRN_TYPE_BOOKMARK, full, NULL);
+		free(full);
+		if (r < 0)
+			break;
+		c->id = sqlite3_column_int64(s, 0);
+		c->txg = sqlite3_column_int64(s, 3);
+		set_field(b, f, CAIRN_F_OBJSETID, 0);
+		set_field(b, f, CAIRN_F_GUID, sqlite3_column_int64(s, 2));
+		set_field(b, f, CAIRN_F_CREATETXG, c->txg);
+		set_field(b, f, CAIRN_F_CREATION, sqlite3_column_int64(s, 4));
+		set_field(b, f, CAIRN_F_REFERENCED, sqlite3_column_int64(s, 5));
+		set_field(b, f, CAIRN_F_USERREFS, 0);
+		set_field(b, f, CAIRN_F_DEFER_DESTROY, 0);
+		set_field(b, f, CAIRN_F_USED, 0);
+		set_field(b, f, CAIRN_F_LOGICALREFERENCED, 0);
+		set_field(b, f, CAIRN_F_WRITTEN, 0);
+		got++;
+	}
+	if (r == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = -EIO;
+	sqlite3_reset(s);
+	*unit_done = r == 0 && got < room;
+	return r;
+}
+
+/* One unit's rows from the cursor on: its dataset row (state 0), its
+ * snapshots (state 1), its bookmarks (state 2). */
+static int fill_unit(cairn_list *l, const unit_t *u, const char *name, cairn_list_cursor *c,
+		     cairn_list_batch *b, size_t limit, int64_t t0, bool *unit_done, bool *time_up)
+{
+	int r = 0;
+	bool phase_done;
+	if (c->state == 0) {
+		c->state = 1;
+		if (u->ds_row) {
+			r = emit_dataset(l, u, name, b);
+			if (r < 0)
+				return r;
+			*time_up = mono_ns() - t0 >= l->btime_ns;
+		}
+	}
+	if (c->state == 1 && !*time_up && b->n < limit) {
+		phase_done = true;
+		if (u->snaps && l->spec.reference)
+			r = snaps_reference(l, u, name, c, b, &phase_done);
+		else if (u->snaps)
+			r = snaps_batched(l, u, name, c, b, limit - b->n, t0, &phase_done, time_up);
+		if (r < 0)
+			return r;
+		if (phase_done) {
+			c->state = 2;
+			c->txg = 0;
+			c->id = 0;
+		}
+	}
+	if (c->state == 2 && !*time_up && b->n < limit) {
+		phase_done = true;
+		if (u->bms)
+			r = bookmarks(l, u, name, c, b, limit - b->n, &phase_done);
+		*unit_done = phase_done;
+	}
+	return r;
+}
+
 static int fill(cairn_list *l, cairn_list_cursor *c, cairn_list_batch *b)
 {
 	int64_t t0 = mono_ns();
@@ -441,25 +568,8 @@ static int fill(cairn_list *l, cairn_list_cursor *c, cairn_list_batch *b)
 		int r = 0;
 		if (exists) {
 			char *name = strdup((const char *)sqlite3_column_text(l->ds, 0));
-			if (!name)
-				r = -ENOMEM;
-			if (r == 0 && c->state == 0) {
-				c->state = 1;
-				if (u->ds_row) {
-					r = emit_dataset(l, u, name, b);
-					r = r < 0 ? r : 0;
-					time_up = mono_ns() - t0 >= l->btime_ns;
-				}
-			}
-			if (r == 0 && !time_up && b->n < limit) {
-				if (!u->snaps)
-					unit_done = true;
-				else if (l->spec.reference)
-					r = snaps_reference(l, u, name, c, b, &unit_done);
-				else
-					r = snaps_batched(l, u, name, c, b, limit - b->n, t0,
-							  &unit_done, &time_up);
-			}
+			r = name ? fill_unit(l, u, name, c, b, limit, t0, &unit_done, &time_up)
+				 : -ENOMEM;
 			free(name);
 		}
 		sqlite3_reset(l->ds);
@@ -468,6 +578,7 @@ static int fill(cairn_list *l, cairn_list_cursor *c, cairn_list_batch *b)
 		if (unit_done) {
 			c->unit++;
 			c->txg = 0;
+			c->id = 0;
 			c->state = 0;
 		}
 		if (time_up)

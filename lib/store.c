@@ -1,6 +1,8 @@
 /* store.c - creating, opening and configuring a store; error names. */
 #include "store.h"
 
+#include "dataset.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -328,6 +330,8 @@ int cairn_store_open(const char *path, cairn_store **out)
 		return r;
 	}
 	chunkstore_set_batch(st->cs, store_setting(st, "sync_batch_chunks"), 256ull << 20);
+	/* Best effort: a store we cannot write to still opens for reading. */
+	hold_reap(st);
 	*out = st;
 	return 0;
 }

@@ -1,0 +1,47 @@
+/* cmd_bookmark.c - cairn bookmark: keep a snapshot's identity after it goes. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *u = "bookmark [-r] SNAPSHOT|BOOKMARK NEWBOOKMARK";
+
+int cmd_bookmark(int argc, char **argv)
+{
+	bool recursive = false;
+	int ch;
+	while ((ch = getopt(argc, argv, "r")) != -1) {
+		if (ch != 'r')
+			return cli_usage(u, NULL);
+		recursive = true;
+	}
+	if (argc - optind != 2)
+		return cli_usage(u, "expected a source and a new bookmark name");
+	const char *src = argv[optind], *dst = argv[optind + 1];
+	cairn_store *st;
+	if (cli_open(&st))
+		return 1;
+	int r, rc = 0;
+	if (!recursive) {
+		r = cairn_bookmark(st, src, dst);
+		rc = r < 0 ? cli_fail(st, src, r) : 0;
+	} else {
+		char **names;
+		size_t n;
+		const char *bname = strchr(dst, '#') ? strchr(dst, '#') + 1 : dst;
+		r = cairn_snapshot_expand(st, src, &names, &n);
+		if (r < 0)
+			rc = cli_fail(st, src, r);
+		for (size_t i = 0; r == 0 && i < n; i++) {
+			r = cairn_bookmark(st, names[i], bname);
+			if (r < 0)
+				rc = cli_fail(st, names[i], r);
+		}
+		for (size_t i = 0; r >= 0 && i < n; i++)
+			free(names[i]);
+		free(names);
+	}
+	cairn_store_close(st);
+	return rc;
+}

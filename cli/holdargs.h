@@ -1,0 +1,20 @@
+/* holdargs.h - shared by hold and release. */
+#ifndef CAIRN_CLI_HOLDARGS_H
+#define CAIRN_CLI_HOLDARGS_H
+
+#include "cli.h"
+
+typedef struct holdargs {
+	cairn_hold_item *items;
+	char **owned;
+	size_t n;
+} holdargs_t;
+
+/* One item per snapshot (with recursive: per descendant having it). */
+int holdargs_build(cairn_store *st, const char *tag, char **snaps, int n, bool recursive,
+		   holdargs_t *out);
+/* Prints every failed item; returns how many failed. */
+int holdargs_report(const holdargs_t *h, const char *what);
+void holdargs_free(holdargs_t *h);
+
+#endif
