@@ -22,6 +22,7 @@ static const prop_def_t props[] = {
 	{"logicalreferenced", "lrefer", DS | SNAP, CAIRN_F_LOGICALREFERENCED, K_SIZE},
 	{"written", NULL, SNAP, CAIRN_F_WRITTEN, K_SIZE},
 	{"objsetid", NULL, DS | SNAP, CAIRN_F_OBJSETID, K_NUM},
+	{"lastverified", NULL, SNAP, CAIRN_F_LASTVERIFIED, K_DATE},
 	{"available", "avail", DS, -1, K_SIZE},
 	{"source", NULL, DS, -1, K_STR},
 	{"compression", NULL, DS, -1, K_STR},
@@ -161,7 +162,9 @@ int column_value(const rowref_t *r, const column_t *c, bool exact, char *out, si
 		cli_size(out, len, v, exact);
 		break;
 	case K_DATE:
-		if (exact)
+		if (!v && !strcmp(d->name, "lastverified"))
+			snprintf(out, len, "-");
+		else if (exact)
 			snprintf(out, len, "%llu", (unsigned long long)v);
 		else
 			fmt_date(out, len, v);

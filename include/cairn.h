@@ -307,6 +307,82 @@ typedef struct cairn_prune_opts {
 int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *opts);
 /** @} */
 
+/** @defgroup gc Garbage collection and verify
+ * @{ */
+
+/** Order in which GC touches (marks) chunks. */
+typedef enum cairn_gc_order {
+	CAIRN_GC_ORDER_INODE = 0,  /**< by inode number, read from the directories the batch needs */
+	CAIRN_GC_ORDER_DIGEST = 1, /**< by digest (directory order) */
+	CAIRN_GC_ORDER_NONE = 2,   /**< arrival order, for comparison */
+} cairn_gc_order;
+
+typedef struct cairn_gc_opts {
+	bool dry_run;             /**< mark nothing, remove nothing; report what sweep would remove */
+	int64_t cache_capacity;   /**< LRU digests; -1 = the store setting gc_cache_capacity; 0 = off */
+	int64_t batch;            /**< pending touches; 0 = the store setting gc_batch */
+	cairn_gc_order order;
+	int threads;              /**< sweep workers; 0 = number of cores */
+	cairn_progress_fn progress;
+	/** Each referenced chunk that is missing, with a snapshot needing it. */
+	cairn_warn_fn warn;
+	void *arg;
+} cairn_gc_opts;
+
+/** What a GC run found and did; also kept in the store for cairn gc --status. */
+typedef struct cairn_gc_status {
+	int64_t start, end;              /**< unix seconds */
+	uint64_t snapshots;              /**< snapshots walked */
+	uint64_t index_bytes;            /**< bytes of index data read */
+	uint64_t referenced_chunks;      /**< distinct... as marked (touches + cache hits) */
+	uint64_t touched, cache_hits, cache_misses;
+	uint64_t missing;                /**< referenced chunks not found */
+	uint64_t disk_chunks, disk_bytes; /**< after sweep */
+	uint64_t removed_chunks, removed_bytes;
+	uint64_t pending_chunks, pending_bytes; /**< unreferenced but inside the cutoff */
+	uint64_t removed_temp;           /**< leftover temporary files removed */
+	double dedup_factor;             /**< logical referenced bytes / disk bytes */
+	uint64_t avg_chunk;              /**< disk bytes / disk chunks */
+	int64_t mark_ns, sweep_ns;
+	double touches_per_s;
+	bool dry_run;
+} cairn_gc_status;
+
+/** Runs mark and sweep (PBS semantics).  Only one GC runs per store at a
+ * time (-EBUSY "GC already running").  Refuses with CAIRN_ENOATIME where
+ * the filesystem does not update atimes.  Missing referenced chunks are
+ * reported through opts->warn, counted, and make the call return
+ * CAIRN_ECORRUPT after sweep has run.  SIGINT/SIGTERM: see
+ * cairn_gc_interrupt(). */
+int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out);
+
+/** Asks a running cairn_gc() to stop at the next safe point (async-signal
+ * safe).  The call then returns -EINTR; nothing referenced is removed. */
+void cairn_gc_interrupt(void);
+
+/** The status of the last GC run, or -ENOENT. */
+int cairn_gc_last_status(cairn_store *st, cairn_gc_status *out);
+
+typedef struct cairn_verify_opts {
+	const char *const *targets; /**< snapshots or datasets; none = all */
+	size_t ntargets;
+	bool recursive;
+	cairn_gc_order order;       /**< read order (inode or digest) */
+	int threads;                /**< 0 = number of cores */
+	cairn_progress_fn progress;
+	/** Each bad chunk: object "chunk HEX (snapshot S, file F)", err. */
+	cairn_warn_fn warn;
+	void *arg;
+	uint64_t chunks, bytes, bad; /**< results */
+} cairn_verify_opts;
+
+/** Re-reads every chunk the targets reference once, checks blob checksum
+ * and digest, renames bad ones to <digest>.bad (a later backup or receive
+ * of the same data heals it), and records lastverified on each snapshot
+ * verified.  @return 0, or CAIRN_ECORRUPT when any chunk was bad. */
+int cairn_verify(cairn_store *st, cairn_verify_opts *opts);
+/** @} */
+
 /** @defgroup list Listing
  * Listing is a cursor-based batch iterator, after OpenZFS's projected
  * snapshot listing: each call fills the caller's batch with up to
@@ -334,6 +410,7 @@ typedef enum cairn_field {
 	CAIRN_F_LOGICALREFERENCED,
 	CAIRN_F_WRITTEN,
 	CAIRN_F_OBJSETID,
+	CAIRN_F_LASTVERIFIED,
 	CAIRN_F_COUNT
 } cairn_field;
 

@@ -28,6 +28,7 @@
 #include "dataset.h"
 #include "snapio.h"
 #include "store.h"
+#include "writer.h"
 
 /* Bundle rules; changing them changes bundle boundaries (not the format). */
 #define BUNDLE_HASH_MASK 31u
@@ -1072,6 +1073,14 @@ int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
 	size_t njobs = 0;
 	int r = plan(st, names, n, opts->recursive, &jobs, &njobs);
 	uint64_t chunks0 = chunkstore_new_chunks(st->cs), bytes0 = chunkstore_new_bytes(st->cs);
+	/* Registered before the first chunk is written or touched: GC. */
+	bool registered = false;
+	if (r == 0) {
+		r = writer_register(st);
+		if (r < 0)
+			store_err(st, r, "registering as a writer: %s", strerror(-r));
+		registered = r == 0;
+	}
 	for (size_t i = 0; r == 0 && i < njobs; i++)
 		r = backup_one(st, &jobs[i], opts);
 	/* Data first, durably; only then may the catalog point at it. */
@@ -1082,6 +1091,8 @@ int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
 	}
 	if (r == 0)
 		r = commit_all(st, jobs, njobs, opts);
+	if (registered)
+		writer_unregister(st);
 	opts->chunks_new += chunkstore_new_chunks(st->cs) - chunks0;
 	opts->stored_new += chunkstore_new_bytes(st->cs) - bytes0;
 	for (size_t i = 0; i < njobs; i++) {

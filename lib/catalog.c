@@ -29,7 +29,7 @@ static const char *schema =
 	" creation INTEGER NOT NULL, referenced INTEGER NOT NULL,"
 	" logicalreferenced INTEGER NOT NULL, written INTEGER NOT NULL, used INTEGER NOT NULL,"
 	" userrefs INTEGER NOT NULL DEFAULT 0, defer_destroy INTEGER NOT NULL DEFAULT 0,"
-	" UNIQUE(dataset, name));"
+	" lastverified INTEGER NOT NULL DEFAULT 0, UNIQUE(dataset, name));"
 	"CREATE UNIQUE INDEX snapshot_order ON snapshot(dataset, createtxg);"
 	"CREATE TABLE snapdata(snapshot INTEGER PRIMARY KEY, tree BLOB NOT NULL, idx BLOB NOT NULL);"
 	"CREATE TABLE sprop(snapshot INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,"
@@ -41,6 +41,10 @@ static const char *schema =
 	"CREATE TABLE bookmark(id INTEGER PRIMARY KEY, dataset INTEGER NOT NULL, name TEXT NOT NULL,"
 	" guid INTEGER NOT NULL, createtxg INTEGER NOT NULL, creation INTEGER NOT NULL,"
 	" referenced INTEGER NOT NULL, idx BLOB NOT NULL, UNIQUE(dataset, name));"
+	/* Partial receives (recv -s): their chunks are kept by GC like a
+	 * snapshot's, through the same kind of index roots. */
+	"CREATE TABLE recvstate(id INTEGER PRIMARY KEY, dataset TEXT NOT NULL UNIQUE,"
+	" token TEXT NOT NULL, state BLOB NOT NULL, idx BLOB NOT NULL);"
 	"COMMIT;";
 
 static int sql_err(int rc)

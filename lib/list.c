@@ -195,7 +195,7 @@ static int prepare(cairn_list *l)
 	sqlite3 *db = catalog_db(l->st->cat);
 	const char *snaps =
 		"SELECT id, name, guid, createtxg, creation, userrefs, defer_destroy, used,"
-		" referenced, logicalreferenced, written FROM snapshot"
+		" referenced, logicalreferenced, written, lastverified FROM snapshot"
 		" WHERE dataset = ?1 AND createtxg > ?2 AND (?3 = 0 OR id = ?3)"
 		" ORDER BY createtxg LIMIT ?4";
 	const char *ds = "SELECT name, guid, createtxg, creation FROM dataset WHERE id = ?";
@@ -372,6 +372,7 @@ static int emit_dataset(cairn_list *l, const unit_t *u, const char *name,
 	set_field(b, f, CAIRN_F_USERREFS, 0);
 	set_field(b, f, CAIRN_F_DEFER_DESTROY, 0);
 	set_field(b, f, CAIRN_F_WRITTEN, 0);
+	set_field(b, f, CAIRN_F_LASTVERIFIED, 0);
 	if (f & DS_AGG_FIELDS) {
 		sqlite3_stmt *a = l->agg;
 		sqlite3_bind_int64(a, 1, u->ds);
@@ -404,6 +405,7 @@ static int emit_snapshot(cairn_list *l, sqlite3_stmt *s, const char *dsname, cai
 	set_field(b, f, CAIRN_F_REFERENCED, sqlite3_column_int64(s, 8));
 	set_field(b, f, CAIRN_F_LOGICALREFERENCED, sqlite3_column_int64(s, 9));
 	set_field(b, f, CAIRN_F_WRITTEN, sqlite3_column_int64(s, 10));
+	set_field(b, f, CAIRN_F_LASTVERIFIED, sqlite3_column_int64(s, 11));
 	return 0;
 }
 
@@ -456,7 +458,8 @@ static int snaps_reference(cairn_list *l, const unit_t *u, const char *dsname,
 	sqlite3_stmt *full;
 	if (sqlite3_prepare_v2(catalog_db(l->st->cat),
 			       "SELECT id, name, guid, createtxg, creation, userrefs, defer_destroy,"
-			       " used, referenced, logicalreferenced, written FROM snapshot WHERE id=?",
+			       " used, referenced, logicalreferenced, written, lastverified FROM snapshot"
+			       " WHERE id=?",
 			       -1, &full, NULL))
 		return -EIO;
 	sqlite3_bind_int64(full, 1, id);
@@ -508,6 +511,7 @@ static int bookmarks(cairn_list *l, const unit_t *u, const char *dsname, cairn_l
 		set_field(b, f, CAIRN_F_USED, 0);
 		set_field(b, f, CAIRN_F_LOGICALREFERENCED, 0);
 		set_field(b, f, CAIRN_F_WRITTEN, 0);
+		set_field(b, f, CAIRN_F_LASTVERIFIED, 0);
 		got++;
 	}
 	if (r == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)

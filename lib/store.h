@@ -13,6 +13,7 @@ struct cairn_store {
 	catalog_t *cat;
 	chunkstore_t *cs;
 	char errdetail[1024];
+	int writer_refs; /* writer.h registrations held by this handle */
 };
 
 /* Records the failing object and reason for cairn_store_errdetail() and
