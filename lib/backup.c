@@ -28,6 +28,7 @@
 #include "dataset.h"
 #include "snapio.h"
 #include "store.h"
+#include "snapshot.h"
 #include "writer.h"
 
 /* Bundle rules; changing them changes bundle boundaries (not the format). */
@@ -915,49 +916,6 @@ static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 
 /* ---- commit ---- */
 
-static int snap_index(cairn_store *st, int64_t id, buf_t *idx)
-{
-	buf_t tree = {0};
-	int r = catalog_snap_roots(st->cat, id, &tree, idx);
-	buf_free(&tree);
-	return r;
-}
-
-/* written of the new snapshot and the new used of its predecessor. */
-static int account(cairn_store *st, snapjob_t *j, snap_row_t *row)
-{
-	snap_row_t prev = {0}, pprev = {0};
-	buf_t pidx = {0}, ppidx = {0};
-	int r = catalog_snap_prev(st->cat, j->ds.id, UINT64_MAX, &prev);
-	if (r == -ENOENT) {
-		row->written = row->used = j->referenced;
-		return 0;
-	}
-	if (r == 0)
-		r = snap_index(st, prev.id, &pidx);
-	if (r == 0)
-		r = index_unique_bytes(st->cs, &j->index_roots, &pidx, NULL, &row->written);
-	row->used = row->written;
-	if (r == 0) {
-		int q = catalog_snap_prev(st->cat, j->ds.id, prev.createtxg, &pprev);
-		if (q == 0)
-			r = snap_index(st, pprev.id, &ppidx);
-		else if (q != -ENOENT)
-			r = q;
-	}
-	uint64_t pused = 0;
-	if (r == 0)
-		r = index_unique_bytes(st->cs, &pidx, pprev.id ? &ppidx : NULL, &j->index_roots,
-				       &pused);
-	if (r == 0)
-		r = catalog_snap_set_used(st->cat, prev.id, pused);
-	snap_row_clear(&prev);
-	snap_row_clear(&pprev);
-	buf_free(&pidx);
-	buf_free(&ppidx);
-	return r;
-}
-
 static int commit_all(cairn_store *st, snapjob_t *jobs, size_t n, cairn_snapshot_opts *opts)
 {
 	uint64_t txg;
@@ -967,24 +925,11 @@ static int commit_all(cairn_store *st, snapjob_t *jobs, size_t n, cairn_snapshot
 	int64_t now = time(NULL);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		snapjob_t *j = &jobs[i];
-		snap_row_t row = {.dataset = j->ds.id, .name = j->snapname, .guid = random_u64(),
-				  .createtxg = txg, .creation = now, .referenced = j->referenced,
-				  .logicalreferenced = j->logical};
-		r = account(st, j, &row);
-		if (r < 0) {
-			store_err(st, r, "%s@%s: space accounting: %s", j->ds.name, j->snapname,
-				  cairn_strerror(r));
-			break;
-		}
-		r = catalog_snap_insert(st->cat, &row, &j->tree_roots, &j->index_roots);
-		if (r == -EEXIST)
-			store_err(st, r, "%s@%s: snapshot already exists", j->ds.name, j->snapname);
-		else if (r < 0)
-			store_err(st, r, "%s@%s: %s", j->ds.name, j->snapname,
-				  catalog_errmsg(st->cat));
-		for (size_t k = 0; r == 0 && k < opts->nprops; k++)
-			r = catalog_snap_prop_set(st->cat, row.id, opts->props[k].name,
-						  opts->props[k].value);
+		snapnew_t sn = {.ds = j->ds.id, .dsname = j->ds.name, .name = j->snapname,
+				.guid = random_u64(), .creation = now, .tree = &j->tree_roots,
+				.idx = &j->index_roots, .referenced = j->referenced,
+				.logical = j->logical, .props = opts->props, .nprops = opts->nprops};
+		r = snapshot_insert(st, &sn, txg);
 	}
 	if (r == 0) {
 		r = catalog_commit(st->cat);

@@ -592,6 +592,28 @@ int chunkstore_put(chunkstore_t *cs, const digest_t *d, const void *data, size_t
 	return r;
 }
 
+int chunkstore_put_blob(chunkstore_t *cs, const digest_t *d, const void *blob, size_t len,
+			uint32_t *stored_len, bool *was_new)
+{
+	*stored_len = 0;
+	*was_new = false;
+	struct cpath p;
+	cpath_init(cs, d, &p);
+	int r = claim(cs, d, &p, stored_len);
+	if (r)
+		return r > 0 ? 0 : r;
+	/* The caller verified the blob; write its bytes as they are. */
+	buf_t b = {.data = (uint8_t *)blob, .len = len, .cap = len};
+	uint64_t tmpno = 0;
+	r = write_tmp(cs, &p, &b, &tmpno);
+	r = finish(cs, d, r, tmpno, len);
+	if (!r) {
+		*stored_len = len;
+		*was_new = true;
+	}
+	return r;
+}
+
 /* ---- get ---- */
 
 static int read_file_at(int at, const char *name, buf_t *out)

@@ -34,6 +34,11 @@ void chunkstore_close(chunkstore_t *cs);
 int chunkstore_put(chunkstore_t *cs, const digest_t *d, const void *data, size_t len,
 		   int level, uint32_t *stored_len, bool *was_new);
 
+/* Like chunkstore_put, but stores an already-encoded blob the caller has
+ * verified (blob_decode against d): received chunks keep their encoding. */
+int chunkstore_put_blob(chunkstore_t *cs, const digest_t *d, const void *blob, size_t len,
+			uint32_t *stored_len, bool *was_new);
+
 /* Makes every chunk put so far durable under its final name (see above).
  * Returns 0 or a negative errno; on failure, pending chunks are dropped. */
 int chunkstore_flush(chunkstore_t *cs);
