@@ -57,5 +57,7 @@ int cmd_holds(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_bookmark(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
+int cmd_send(int argc, char **argv);
+int cmd_recv(int argc, char **argv);
 
 #endif

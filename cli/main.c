@@ -32,6 +32,9 @@ static const struct verb {
 	{"release", cmd_release, "release holds"},
 	{"bookmark", cmd_bookmark, "bookmark a snapshot"},
 	{"prune", cmd_prune, "remove snapshots by keep rules"},
+	{"send", cmd_send, "write a replication stream"},
+	{"recv", cmd_recv, "receive a replication stream"},
+	{"receive", cmd_recv, "receive a replication stream"},
 };
 
 static void usage(FILE *f)

@@ -27,6 +27,8 @@ static const prop_def_t props[] = {
 	{"source", NULL, DS, -1, K_STR},
 	{"compression", NULL, DS, -1, K_STR},
 	{"chunksize", NULL, DS, -1, K_SIZE},
+	{"inconsistent", NULL, DS, -1, K_STR},
+	{"receive_resume_token", NULL, DS, -1, K_STR},
 	{NULL, NULL, 0, 0, 0},
 };
 

@@ -307,6 +307,61 @@ typedef struct cairn_prune_opts {
 int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *opts);
 /** @} */
 
+/** @defgroup replication Send and receive
+ * @{ */
+typedef struct cairn_send_opts {
+	/** Incremental source: "ds@snap", "ds#bookmark", or "@snap"/"#bm" in
+	 * the sent dataset.  NULL: a full stream. */
+	const char *from;
+	bool intermediates; /**< -I: every snapshot between from and the target */
+	bool recursive;     /**< -R: the dataset subtree, properties, all snapshots */
+	bool dry_run;       /**< -n: estimate only */
+	const char *resume_token; /**< -t: continue an interrupted receive */
+	int fd;             /**< where the stream goes */
+	/** Estimate lines (zfs send -P): kind "full" or "incremental". */
+	void (*estimate)(const char *kind, const char *from, const char *to, uint64_t bytes,
+			 void *arg);
+	cairn_progress_fn progress;
+	void *arg;
+	uint64_t bytes;     /**< result: stream bytes written (or estimated) */
+	uint64_t snapshots; /**< result */
+} cairn_send_opts;
+
+/** Writes a send stream of snap ("ds@snap").  Before reading anything it
+ * takes temporary holds on every snapshot it sends and every source
+ * snapshot in ONE transaction; it releases them in ONE transaction before
+ * returning (a killed send's holds are reaped by the next open). */
+int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *opts);
+
+typedef struct cairn_recv_opts {
+	const char *target;   /**< dataset the stream's top dataset becomes */
+	bool force;           /**< -F: roll back to the stream's source; with a
+			       * recursive stream, destroy what the sender no longer has */
+	bool resumable;       /**< -s: keep partial state on interruption */
+	char naming;          /**< 0, 'd' or 'e' as zfs recv -d / -e */
+	const cairn_prop *props; /**< -o overrides */
+	size_t nprops;
+	const char *const *exclude; /**< -x: properties not to set */
+	size_t nexclude;
+	int fd;
+	void (*item)(const char *what, const char *name, void *arg); /**< -v lines */
+	cairn_progress_fn progress;
+	void *arg;
+	uint64_t bytes, chunks_new, snapshots; /**< results */
+} cairn_recv_opts;
+
+/** Reads a stream and commits each snapshot atomically.  The stream is
+ * untrusted: every record's checksum, every chunk's digest and the
+ * whole-stream checksum are verified; nothing is written outside the
+ * store.  @return 0, CAIRN_ECORRUPT (bad or hostile stream: detail says
+ * where), -EPIPE (truncated; with resumable the partial state is kept and
+ * the dataset's receive_resume_token is set), -EEXIST, -ENOENT. */
+int cairn_recv(cairn_store *st, cairn_recv_opts *opts);
+
+/** Discards the partial state of an interrupted resumable receive. */
+int cairn_recv_abort(cairn_store *st, const char *dataset);
+/** @} */
+
 /** @defgroup gc Garbage collection and verify
  * @{ */
 

@@ -31,6 +31,7 @@ static const char *schema =
 	" userrefs INTEGER NOT NULL DEFAULT 0, defer_destroy INTEGER NOT NULL DEFAULT 0,"
 	" lastverified INTEGER NOT NULL DEFAULT 0, UNIQUE(dataset, name));"
 	"CREATE UNIQUE INDEX snapshot_order ON snapshot(dataset, createtxg);"
+	"CREATE INDEX snapshot_guid ON snapshot(guid);"
 	"CREATE TABLE snapdata(snapshot INTEGER PRIMARY KEY, tree BLOB NOT NULL, idx BLOB NOT NULL);"
 	"CREATE TABLE sprop(snapshot INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,"
 	" PRIMARY KEY(snapshot, name)) WITHOUT ROWID;"

@@ -132,12 +132,34 @@ static char *prop_default(cairn_store *st, const char *prop)
 	return strdup(buf);
 }
 
+/* Partial receive state shows as two read-only properties. */
+static int recv_prop(cairn_store *st, const ds_row_t *ds, const char *prop, char **value,
+		     char **source)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat), "SELECT token FROM recvstate WHERE dataset=?",
+			       -1, &q, NULL))
+		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	sqlite3_bind_text(q, 1, ds->name, -1, SQLITE_STATIC);
+	bool partial = sqlite3_step(q) == SQLITE_ROW;
+	if (!strcmp(prop, "inconsistent"))
+		*value = strdup(partial ? "on" : "off");
+	else
+		*value = strdup(partial ? (const char *)sqlite3_column_text(q, 0) : "-");
+	sqlite3_finalize(q);
+	if (source)
+		*source = strdup("-");
+	return *value ? 0 : -ENOMEM;
+}
+
 int dataset_prop(cairn_store *st, const ds_row_t *ds, const char *prop, char **value,
 		 char **source)
 {
 	*value = NULL;
 	if (source)
 		*source = NULL;
+	if (!strcmp(prop, "receive_resume_token") || !strcmp(prop, "inconsistent"))
+		return recv_prop(st, ds, prop, value, source);
 	if (strcmp(prop, "source") && strcmp(prop, "compression") && strcmp(prop, "chunksize") &&
 	    !is_user_prop(prop))
 		return store_err(st, CAIRN_EBADPROP, "%s: unknown property", prop);

@@ -4,13 +4,13 @@
 #
 # Each round changes the source, starts a snapshot (recursive every other
 # round, so two datasets share one transaction) in the background and kills
-# it after 0..300 ms.  Then:
+# it after 0..KILL_MS ms (default 300).  Then:
 #   - a snapshot whose command exited 0 is listed;
 #   - a killed snapshot is either not listed at all or listed completely
 #     (the kill came after the commit): -r snapshots are all-or-none;
 #   - a killed, unlisted snapshot is taken again under the same name and
 #     that must succeed;
-#   - the newest snapshot is restored, the restore is killed after 0..200 ms,
+#   - the newest snapshot is restored, the restore is killed after 0..150 ms,
 #     and `restore --force` into the same directory must complete;
 #   - restored trees must match the checksum manifest of the source saved
 #     when the snapshot was taken (content, types, modes, owners, sizes,

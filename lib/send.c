@@ -1,0 +1,711 @@
+/* send.c - writing send streams: full, incremental, recursive, resumed.
+ *
+ * Every snapshot the stream reads (and every incremental source snapshot)
+ * is held with a temporary hold, all in one transaction before anything
+ * is read, and released in one transaction at the end: the batched form of
+ * illumos' fix, so a send of N snapshots costs two catalog syncs, not 2N.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "snapio.h"
+#include "store.h"
+#include "stream.h"
+#include "token.h"
+
+typedef struct sendsnap {
+	int64_t ds, id;
+	int dstype;
+	char *dsname, *name;
+	uint64_t guid, createtxg, referenced, logical;
+	int64_t creation;
+	/* incremental source: a snapshot id or a bookmark id (0 = full) */
+	int64_t from_snap, from_bm;
+	uint64_t from_guid;
+	char *from_name;
+} sendsnap_t;
+
+typedef struct splan {
+	sendsnap_t *v;
+	size_t n, cap;
+	char **dsnames; /* datasets in the stream, parents first */
+	int64_t *dsids;
+	size_t nds;
+	char *top;
+	uint64_t skip; /* resumed: chunks the receiver already has */
+	uint32_t flags;
+} splan_t;
+
+static volatile sig_atomic_t g_stop;
+
+static void plan_free(splan_t *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->v[i].dsname);
+		free(p->v[i].name);
+		free(p->v[i].from_name);
+	}
+	for (size_t i = 0; i < p->nds; i++)
+		free(p->dsnames[i]);
+	free(p->v);
+	free(p->dsnames);
+	free(p->dsids);
+	free(p->top);
+}
+
+static sendsnap_t *plan_push(splan_t *p)
+{
+	if (p->n == p->cap) {
+		size_t n = p->cap ? p->cap * 2 : 16;
+		sendsnap_t *q = realloc(p->v, n * sizeof(*q));
+		if (!q)
+			return NULL;
+		p->v = q;
+		p->cap = n;
+	}
+	sendsnap_t *s = &p->v[p->n++];
+	memset(s, 0, sizeof(*s));
+	return s;
+}
+
+static int add_snap(splan_t *p, const ds_row_t *ds, const snap_row_t *row, int64_t from_snap,
+		    int64_t from_bm, uint64_t from_guid, const char *from_name)
+{
+	sendsnap_t *s = plan_push(p);
+	if (!s)
+		return -ENOMEM;
+	s->ds = ds->id;
+	s->dstype = ds->type;
+	s->dsname = strdup(ds->name);
+	s->name = strdup(row->name);
+	s->id = row->id;
+	s->guid = row->guid;
+	s->createtxg = row->createtxg;
+	s->creation = row->creation;
+	s->referenced = row->referenced;
+	s->logical = row->logicalreferenced;
+	s->from_snap = from_snap;
+	s->from_bm = from_bm;
+	s->from_guid = from_guid;
+	s->from_name = from_name ? strdup(from_name) : NULL;
+	return s->dsname && s->name ? 0 : -ENOMEM;
+}
+
+/* Snapshots of ds with createtxg in (lo, hi], in order, each incremental
+ * from its predecessor (the first from `first_from`). */
+static int add_run(cairn_store *st, splan_t *p, const ds_row_t *ds, uint64_t lo, uint64_t hi,
+		   const snap_row_t *first_from)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "SELECT id, name, guid, createtxg, creation, referenced,"
+			       " logicalreferenced FROM snapshot WHERE dataset=? AND createtxg > ?"
+			       " AND createtxg <= ? ORDER BY createtxg",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, ds->id);
+	sqlite3_bind_int64(q, 2, (int64_t)lo);
+	sqlite3_bind_int64(q, 3, (int64_t)hi);
+	int r = 0;
+	int64_t from_id = first_from ? first_from->id : 0;
+	uint64_t from_guid = first_from ? first_from->guid : 0;
+	char from_name[300];
+	snprintf(from_name, sizeof(from_name), "%s", first_from ? first_from->name : "");
+	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+		snap_row_t row = {.id = sqlite3_column_int64(q, 0),
+				  .name = (char *)sqlite3_column_text(q, 1),
+				  .guid = sqlite3_column_int64(q, 2),
+				  .createtxg = sqlite3_column_int64(q, 3),
+				  .creation = sqlite3_column_int64(q, 4),
+				  .referenced = sqlite3_column_int64(q, 5),
+				  .logicalreferenced = sqlite3_column_int64(q, 6)};
+		r = add_snap(p, ds, &row, from_id, 0, from_guid, from_id ? from_name : NULL);
+		from_id = row.id;
+		from_guid = row.guid;
+		snprintf(from_name, sizeof(from_name), "%s", row.name);
+	}
+	sqlite3_finalize(q);
+	return r;
+}
+
+/* The incremental source inside dataset ds: "@snap" or "#bm" short names. */
+static int find_source(cairn_store *st, const ds_row_t *ds, const char *from, snap_row_t *snap,
+		       int64_t *bm_id, uint64_t *bm_guid, uint64_t *bm_txg)
+{
+	*bm_id = 0;
+	if (from[0] == '@')
+		return catalog_snap_lookup(st->cat, ds->id, from + 1, snap);
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "SELECT id, guid, createtxg FROM bookmark WHERE dataset=? AND name=?",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, ds->id);
+	sqlite3_bind_text(q, 2, from + 1, -1, SQLITE_STATIC);
+	int r = -ENOENT;
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		*bm_id = sqlite3_column_int64(q, 0);
+		*bm_guid = sqlite3_column_int64(q, 1);
+		*bm_txg = sqlite3_column_int64(q, 2);
+		r = 0;
+	}
+	sqlite3_finalize(q);
+	return r;
+}
+
+static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const char *to,
+			const char *from, const cairn_send_opts *o, bool top)
+{
+	snap_row_t tos = {0}, froms = {0};
+	int r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
+	if (r == -ENOENT && !top)
+		return 0; /* a descendant created after the snapshot */
+	if (r == -ENOENT)
+		return store_err(st, r, "%s@%s: snapshot does not exist", ds->name, to);
+	int64_t bm = 0;
+	uint64_t bm_guid = 0, bm_txg = 0;
+	if (r == 0 && from) {
+		int q = find_source(st, ds, from, &froms, &bm, &bm_guid, &bm_txg);
+		if (q == -ENOENT && top)
+			r = store_err(st, q, "%s%s: incremental source does not exist", ds->name, from);
+		else if (q == -ENOENT)
+			from = NULL; /* new in this subtree: send it whole */
+		else
+			r = q;
+	}
+	uint64_t from_txg = bm ? bm_txg : froms.createtxg;
+	if (r == 0 && from && from_txg >= tos.createtxg)
+		r = store_err(st, -EINVAL, "%s%s: incremental source is not older than %s@%s",
+			      ds->name, from, ds->name, to);
+	if (r == 0 && from && bm && o->intermediates)
+		r = store_err(st, -EINVAL, "%s%s: -I needs a snapshot, not a bookmark", ds->name,
+			      from);
+	if (r == 0) {
+		if (!from && o->recursive)
+			r = add_run(st, p, ds, 0, tos.createtxg, NULL);
+		else if (!from)
+			r = add_snap(p, ds, &tos, 0, 0, 0, NULL);
+		else if (o->intermediates)
+			r = add_run(st, p, ds, froms.createtxg, tos.createtxg, &froms);
+		else
+			r = add_snap(p, ds, &tos, bm ? 0 : froms.id, bm, bm ? bm_guid : froms.guid,
+				     from + 1);
+	}
+	snap_row_clear(&tos);
+	snap_row_clear(&froms);
+	return r;
+}
+
+static int ds_push(splan_t *p, const ds_row_t *ds)
+{
+	char **n = realloc(p->dsnames, (p->nds + 1) * sizeof(*n));
+	int64_t *i = n ? realloc(p->dsids, (p->nds + 1) * sizeof(*i)) : NULL;
+	if (n)
+		p->dsnames = n;
+	if (!i)
+		return -ENOMEM;
+	p->dsids = i;
+	p->dsnames[p->nds] = strdup(ds->name);
+	p->dsids[p->nds++] = ds->id;
+	return 0;
+}
+
+static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o, splan_t *p)
+{
+	ds_row_t ds = {0};
+	const char *to;
+	int r = snapshot_split(st, snap, &ds, &to);
+	if (r < 0)
+		return r;
+	p->top = strdup(ds.name);
+	char from[600] = "";
+	if (o->from) {
+		/* "ds@x" / "ds#x" must be in the same dataset; keep the short form. */
+		const char *sep = o->from + strcspn(o->from, "@#");
+		if (!*sep)
+			r = store_err(st, CAIRN_EBADNAME, "%s: not a snapshot or bookmark", o->from);
+		else if (sep != o->from &&
+			 ((size_t)(sep - o->from) != strlen(ds.name) ||
+			  strncmp(o->from, ds.name, sep - o->from)))
+			r = store_err(st, -EINVAL, "%s: incremental source must be in %s", o->from,
+				      ds.name);
+		snprintf(from, sizeof(from), "%s", sep);
+	}
+	int64_t *ids = NULL;
+	size_t n = 1;
+	if (r == 0 && o->recursive) {
+		r = catalog_ds_subtree(st->cat, ds.id, &ids, &n);
+		p->flags |= STREAM_F_RECURSIVE;
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		ds_row_t d = {0};
+		r = o->recursive ? catalog_ds_by_id(st->cat, ids[i], &d) : 0;
+		const ds_row_t *cur = o->recursive ? &d : &ds;
+		size_t before = p->n;
+		if (r == 0)
+			r = plan_dataset(st, p, cur, to, o->from ? from : NULL, o, cur->id == ds.id);
+		if (r == 0 && (p->n > before || cur->id == ds.id))
+			r = ds_push(p, cur);
+		ds_row_clear(&d);
+	}
+	free(ids);
+	ds_row_clear(&ds);
+	return r;
+}
+
+/* Resumed: exactly one snapshot, found by guid, from a source by guid. */
+static int plan_resume(cairn_store *st, const char *token, splan_t *p)
+{
+	resume_token_t t;
+	if (token_decode(token, &t) < 0)
+		return store_err(st, CAIRN_ECORRUPT, "resume token is not valid (damaged or forged)");
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "SELECT s.id, s.name, s.guid, s.createtxg, s.creation, s.referenced,"
+			       " s.logicalreferenced, s.dataset FROM snapshot s WHERE s.guid=?",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)t.toguid);
+	int r = 0;
+	ds_row_t ds = {0};
+	snap_row_t row = {0};
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		row.id = sqlite3_column_int64(q, 0);
+		row.name = strdup((const char *)sqlite3_column_text(q, 1));
+		row.guid = sqlite3_column_int64(q, 2);
+		row.createtxg = sqlite3_column_int64(q, 3);
+		row.creation = sqlite3_column_int64(q, 4);
+		row.referenced = sqlite3_column_int64(q, 5);
+		row.logicalreferenced = sqlite3_column_int64(q, 6);
+		r = catalog_ds_by_id(st->cat, sqlite3_column_int64(q, 7), &ds);
+	} else {
+		r = store_err(st, -ENOENT,
+			      "resume token names a snapshot (guid %llu) this store does not have",
+			      (unsigned long long)t.toguid);
+	}
+	sqlite3_finalize(q);
+	int64_t from_snap = 0, from_bm = 0;
+	char from_name[300] = "";
+	if (r == 0 && t.fromguid) {
+		/* The source may be a snapshot or a bookmark of the same dataset. */
+		const char *sqls[] = {"SELECT id, name FROM snapshot WHERE dataset=? AND guid=?",
+				      "SELECT id, name FROM bookmark WHERE dataset=? AND guid=?"};
+		for (int k = 0; k < 2 && !from_snap && !from_bm; k++) {
+			if (sqlite3_prepare_v2(catalog_db(st->cat), sqls[k], -1, &q, NULL))
+				return -EIO;
+			sqlite3_bind_int64(q, 1, ds.id);
+			sqlite3_bind_int64(q, 2, (int64_t)t.fromguid);
+			if (sqlite3_step(q) == SQLITE_ROW) {
+				*(k ? &from_bm : &from_snap) = sqlite3_column_int64(q, 0);
+				snprintf(from_name, sizeof(from_name), "%s", sqlite3_column_text(q, 1));
+			}
+			sqlite3_finalize(q);
+		}
+		if (!from_snap && !from_bm)
+			r = store_err(st, -ENOENT, "resume token's incremental source is gone");
+	}
+	if (r == 0) {
+		p->top = strdup(ds.name);
+		p->skip = t.skip;
+		p->flags = STREAM_F_RESUMED | (t.flags & STREAM_F_RECURSIVE);
+		r = add_snap(p, &ds, &row, from_snap, from_bm, t.fromguid,
+			     t.fromguid ? from_name : NULL);
+		if (r == 0)
+			r = ds_push(p, &ds);
+	}
+	snap_row_clear(&row);
+	ds_row_clear(&ds);
+	return r;
+}
+
+/* ---- holds ---- */
+
+static int hold_all(cairn_store *st, const splan_t *p, bool release, char *tag)
+{
+	size_t n = 0;
+	cairn_hold_item *items = calloc(2 * p->n + 1, sizeof(*items));
+	char **names = calloc(2 * p->n + 1, sizeof(char *));
+	int r = items && names ? 0 : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < p->n; i++) {
+		const sendsnap_t *s = &p->v[i];
+		if (asprintf(&names[n], "%s@%s", s->dsname, s->name) < 0)
+			r = -ENOMEM;
+		else
+			items[n] = (cairn_hold_item){.snapshot = names[n], .tag = tag}, n++;
+		/* A source outside the plan (the first of a run) is held too. */
+		bool inplan = false;
+		for (size_t k = 0; k < p->n; k++)
+			inplan |= p->v[k].id == s->from_snap;
+		if (r == 0 && s->from_snap && !inplan) {
+			bool dup = false;
+			char *fn;
+			if (asprintf(&fn, "%s@%s", s->dsname, s->from_name) < 0) {
+				r = -ENOMEM;
+				break;
+			}
+			for (size_t k = 0; k < n && !dup; k++)
+				dup = !strcmp(names[k], fn);
+			if (dup)
+				free(fn);
+			else
+				names[n] = fn, items[n] = (cairn_hold_item){.snapshot = fn, .tag = tag}, n++;
+		}
+	}
+	if (r == 0)
+		r = release ? cairn_release(st, items, n) : cairn_hold(st, items, n, true);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(items);
+	return r;
+}
+
+/* ---- chunks of a snapshot ---- */
+
+typedef int (*chunk_fn)(void *arg, const chunk_ref_t *ref);
+
+static int roots_of(cairn_store *st, const sendsnap_t *s, buf_t *tree, buf_t *idx, buf_t *fidx)
+{
+	int r = catalog_snap_roots(st->cat, s->id, tree, idx);
+	if (r == 0 && s->from_snap) {
+		buf_t t = {0};
+		r = catalog_snap_roots(st->cat, s->from_snap, &t, fidx);
+		buf_free(&t);
+	} else if (r == 0 && s->from_bm) {
+		sqlite3_stmt *q;
+		if (sqlite3_prepare_v2(catalog_db(st->cat), "SELECT idx FROM bookmark WHERE id=?", -1,
+				       &q, NULL))
+			return -EIO;
+		sqlite3_bind_int64(q, 1, s->from_bm);
+		r = sqlite3_step(q) == SQLITE_ROW
+			    ? buf_append(fidx, sqlite3_column_blob(q, 0), sqlite3_column_bytes(q, 0))
+			    : -ENOENT;
+		sqlite3_finalize(q);
+	}
+	return r;
+}
+
+/* Calls fn for each chunk the receiver may lack, in a fixed order: the
+ * snapshot's index entries the source's index lacks (digest order), then
+ * the index stream's own chunks.  Resuming counts positions in this order. */
+static int each_new_chunk(cairn_store *st, const buf_t *idx, const buf_t *fidx, chunk_fn fn,
+			  void *arg)
+{
+	idxrd_t a, b;
+	idxrd_open(&a, st->cs, idx);
+	bool incr = fidx->len > 0;
+	if (incr)
+		idxrd_open(&b, st->cs, fidx);
+	chunk_ref_t x, y;
+	int ra = idxrd_next(&a, &x), rb = incr ? idxrd_next(&b, &y) : 0;
+	int r = 0;
+	while (r == 0 && ra == 1 && rb >= 0) {
+		while (rb == 1 && digest_cmp(&y.digest, &x.digest) < 0)
+			rb = idxrd_next(&b, &y);
+		if (rb < 0)
+			break;
+		if (!(rb == 1 && !digest_cmp(&y.digest, &x.digest)))
+			r = fn(arg, &x);
+		if (r == 0)
+			ra = idxrd_next(&a, &x);
+	}
+	if (r == 0 && ra < 0)
+		r = ra;
+	if (r == 0 && rb < 0)
+		r = rb;
+	idxrd_close(&a);
+	if (incr)
+		idxrd_close(&b);
+	for (size_t i = 0; r == 0 && i < idx->len / CHUNK_REF_WIRE; i++) {
+		chunk_ref_t ref;
+		chunk_ref_unpack(idx->data + i * CHUNK_REF_WIRE, &ref);
+		r = fn(arg, &ref);
+	}
+	return r;
+}
+
+typedef struct sctx {
+	cairn_store *st;
+	swriter_t w;
+	cairn_send_opts *o;
+	uint64_t pos, skip, est;
+	buf_t blob;
+	int64_t last_progress;
+	const char *object;
+} sctx_t;
+
+static int count_chunk(void *arg, const chunk_ref_t *ref)
+{
+	sctx_t *c = arg;
+	c->est += ref->stored_len + DIGEST_LEN + 13;
+	return 0;
+}
+
+static int send_chunk(void *arg, const chunk_ref_t *ref)
+{
+	sctx_t *c = arg;
+	if (g_stop)
+		return -EINTR;
+	if (c->pos++ < c->skip)
+		return 0;
+	int r = chunkstore_get_raw(c->st->cs, &ref->digest, &c->blob);
+	if (r < 0) {
+		char hex[DIGEST_HEX_LEN + 1];
+		digest_to_hex(&ref->digest, hex);
+		return store_err(c->st, r, "chunk %s: %s", hex,
+				 r == -ENOENT ? "missing from the chunk store" : cairn_strerror(r));
+	}
+	sw_begin(&c->w, REC_CHUNK);
+	buf_append(&c->w.rec, ref->digest.b, DIGEST_LEN);
+	buf_append(&c->w.rec, c->blob.data, c->blob.len);
+	r = sw_end(&c->w);
+	if (r < 0)
+		return store_err(c->st, r, "writing the stream: %s", strerror(-r));
+	if (c->o->progress && mono_ns() - c->last_progress > 200000000) {
+		c->last_progress = mono_ns();
+		cairn_progress pr = {.phase = "send", .object = c->object, .bytes = c->w.bytes};
+		c->o->progress(&pr, c->o->arg);
+	}
+	return 0;
+}
+
+static int put_props(swriter_t *w, cairn_store *st, int64_t ds)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "SELECT name, value FROM dprop WHERE dataset=? ORDER BY name", -1, &q,
+			       NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, ds);
+	size_t at = w->rec.len;
+	buf_put_u32(&w->rec, 0);
+	uint32_t n = 0;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		sw_put_str(w, (const char *)sqlite3_column_text(q, 0));
+		sw_put_str(w, (const char *)sqlite3_column_text(q, 1));
+		n++;
+	}
+	sqlite3_finalize(q);
+	put_u32(w->rec.data + at, n);
+	return 0;
+}
+
+static int put_snapprops(swriter_t *w, cairn_store *st, int64_t snap)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "SELECT name, value FROM sprop WHERE snapshot=? ORDER BY name", -1, &q,
+			       NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, snap);
+	size_t at = w->rec.len;
+	buf_put_u32(&w->rec, 0);
+	uint32_t n = 0;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		sw_put_str(w, (const char *)sqlite3_column_text(q, 0));
+		sw_put_str(w, (const char *)sqlite3_column_text(q, 1));
+		n++;
+	}
+	sqlite3_finalize(q);
+	put_u32(w->rec.data + at, n);
+	return 0;
+}
+
+static int dataset_type(cairn_store *st, int64_t id)
+{
+	ds_row_t d = {0};
+	int t = catalog_ds_by_id(st->cat, id, &d) == 0 ? d.type : CAIRN_TYPE_FILESYSTEM;
+	ds_row_clear(&d);
+	return t;
+}
+
+/* The (name, guid) list of each dataset lets the receiver apply renames
+ * and, with -F, destroys. */
+static int put_snaplist(sctx_t *c, int64_t ds, const char *name)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
+			       "SELECT name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg", -1,
+			       &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, ds);
+	sw_begin(&c->w, REC_SNAPLIST);
+	sw_put_str(&c->w, name);
+	size_t at = c->w.rec.len;
+	buf_put_u32(&c->w.rec, 0);
+	uint32_t n = 0;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		sw_put_str(&c->w, (const char *)sqlite3_column_text(q, 0));
+		buf_put_u64(&c->w.rec, sqlite3_column_int64(q, 1));
+		n++;
+	}
+	sqlite3_finalize(q);
+	put_u32(c->w.rec.data + at, n);
+	return sw_end(&c->w);
+}
+
+static int send_snapshot(sctx_t *c, const sendsnap_t *s, bool recursive)
+{
+	buf_t tree = {0}, idx = {0}, fidx = {0};
+	int r = roots_of(c->st, s, &tree, &idx, &fidx);
+	if (r < 0) {
+		buf_free(&tree);
+		buf_free(&idx);
+		buf_free(&fidx);
+		return store_err(c->st, r, "%s@%s: %s", s->dsname, s->name, cairn_strerror(r));
+	}
+	swriter_t *w = &c->w;
+	sw_begin(w, REC_SNAP);
+	sw_put_str(w, s->dsname);
+	sw_put_str(w, s->name);
+	buf_put_u64(&w->rec, s->guid);
+	buf_put_u64(&w->rec, s->from_guid);
+	buf_put_u64(&w->rec, (uint64_t)s->creation);
+	buf_put_u64(&w->rec, s->referenced);
+	buf_put_u64(&w->rec, s->logical);
+	put_snapprops(w, c->st, s->id);
+	buf_put_u32(&w->rec, tree.len / CHUNK_REF_WIRE);
+	buf_append(&w->rec, tree.data, tree.len);
+	buf_put_u32(&w->rec, idx.len / CHUNK_REF_WIRE);
+	buf_append(&w->rec, idx.data, idx.len);
+	buf_put_u64(&w->rec, c->skip);
+	r = sw_end(w);
+	char obj[600];
+	snprintf(obj, sizeof(obj), "%s@%s", s->dsname, s->name);
+	c->object = obj;
+	c->pos = 0;
+	if (r == 0)
+		r = each_new_chunk(c->st, &idx, &fidx, send_chunk, c);
+	c->skip = 0;
+	if (r == 0) {
+		sw_begin(w, REC_SNAPEND);
+		buf_put_u64(&w->rec, s->guid);
+		r = sw_end(w);
+	}
+	(void)recursive;
+	buf_free(&tree);
+	buf_free(&idx);
+	buf_free(&fidx);
+	return r;
+}
+
+static int write_stream(sctx_t *c, splan_t *p)
+{
+	int r = sw_init(&c->w, c->o->fd);
+	swriter_t *w = &c->w;
+	if (r == 0) {
+		sw_begin(w, REC_BEGIN);
+		buf_put_u32(&w->rec, p->flags);
+		buf_put_u64(&w->rec, p->skip);
+		sw_put_str(w, p->top);
+		buf_put_u64(&w->rec, p->n);
+		r = sw_end(w);
+	}
+	for (size_t i = 0; r == 0 && i < p->nds; i++) {
+		sw_begin(w, REC_DATASET);
+		sw_put_str(w, p->dsnames[i]);
+		buf_put_u8(&w->rec, dataset_type(c->st, p->dsids[i]));
+		if (p->flags & STREAM_F_RECURSIVE)
+			put_props(w, c->st, p->dsids[i]);
+		else
+			buf_put_u32(&w->rec, 0);
+		r = sw_end(w);
+		if (r == 0 && (p->flags & STREAM_F_RECURSIVE))
+			r = put_snaplist(c, p->dsids[i], p->dsnames[i]);
+	}
+	c->skip = p->skip;
+	for (size_t i = 0; r == 0 && i < p->n; i++) {
+		r = send_snapshot(c, &p->v[i], p->flags & STREAM_F_RECURSIVE);
+		c->o->snapshots += r == 0;
+	}
+	if (r == 0)
+		r = sw_finish(w);
+	c->o->bytes = w->bytes;
+	if (r < 0 && !c->st->errdetail[0])
+		store_err(c->st, r, "writing the stream: %s", strerror(-r));
+	sw_free(w);
+	return r;
+}
+
+static int estimate(sctx_t *c, splan_t *p)
+{
+	int r = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; r == 0 && i < p->n; i++) {
+		const sendsnap_t *s = &p->v[i];
+		buf_t tree = {0}, idx = {0}, fidx = {0};
+		c->est = 0;
+		r = roots_of(c->st, s, &tree, &idx, &fidx);
+		if (r == 0)
+			r = each_new_chunk(c->st, &idx, &fidx, count_chunk, c);
+		char to[600], from[600];
+		snprintf(to, sizeof(to), "%s@%s", s->dsname, s->name);
+		snprintf(from, sizeof(from), "%s%c%s", s->dsname, s->from_bm ? '#' : '@',
+			 s->from_name ? s->from_name : "");
+		if (r == 0 && c->o->estimate)
+			c->o->estimate(s->from_guid ? "incremental" : "full",
+				       s->from_guid ? from : NULL, to, c->est, c->o->arg);
+		total += c->est;
+		buf_free(&tree);
+		buf_free(&idx);
+		buf_free(&fidx);
+	}
+	c->o->bytes = total;
+	c->o->snapshots = p->n;
+	return r;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
+{
+	st->errdetail[0] = 0;
+	splan_t p = {0};
+	int r = o->resume_token ? plan_resume(st, o->resume_token, &p) : plan_send(st, snap, o, &p);
+	sctx_t c = {.st = st, .o = o};
+	char tag[64];
+	snprintf(tag, sizeof(tag), ".send-%d-%llu", (int)getpid(),
+		 (unsigned long long)process_start_time(getpid()));
+	bool held = false;
+	if (r == 0 && !o->dry_run) {
+		r = hold_all(st, &p, false, tag);
+		held = r == 0;
+	}
+	if (r == 0 && o->dry_run)
+		r = estimate(&c, &p);
+	else if (r == 0) {
+		/* Stop cleanly on a signal so the holds go in one release; a
+		 * closed pipe shows up as EPIPE from write. */
+		struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term, old_pipe;
+		sigaction(SIGINT, &sa, &old_int);
+		sigaction(SIGTERM, &sa, &old_term);
+		struct sigaction ign = {.sa_handler = SIG_IGN};
+		sigaction(SIGPIPE, &ign, &old_pipe);
+		r = write_stream(&c, &p);
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGPIPE, &old_pipe, NULL);
+		if (g_stop && r == -EINTR)
+			store_err(st, r, "interrupted");
+	}
+	if (held) {
+		char saved[sizeof(st->errdetail)];
+		memcpy(saved, st->errdetail, sizeof(saved));
+		int q = hold_all(st, &p, true, tag);
+		if (r == 0)
+			r = q;
+		else
+			memcpy(st->errdetail, saved, sizeof(saved));
+	}
+	buf_free(&c.blob);
+	plan_free(&p);
+	return r;
+}

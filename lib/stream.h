@@ -1,0 +1,91 @@
+/* stream.h - the framing of send streams (untrusted bytes on receive).
+ *
+ *   header:  "CAIRNSND" u32 version (1)
+ *   record:  u8 type, u32 payload length, payload, u64 XXH3-64 of
+ *            (type, length, payload)
+ *   the last record is REC_END whose payload is the SHA-256 of every byte
+ *   before it (header included).
+ * Integers are little-endian; strings are u16 length + bytes (no NUL).
+ * The reader bounds every length by the record type before allocating,
+ * and checks each record's checksum before anything acts on it.
+ */
+#ifndef CAIRN_STREAM_H
+#define CAIRN_STREAM_H
+
+#include "util.h"
+
+#define STREAM_MAGIC "CAIRNSND"
+#define STREAM_VERSION 1
+#define STREAM_HEADER_LEN 12
+
+enum rec_type {
+	REC_BEGIN = 1,    /* u32 flags, u64 resume_skip, str top, u64 nsnaps */
+	REC_DATASET = 2,  /* str name, u8 type, u32 nprops, (str, str)... */
+	REC_SNAPLIST = 3, /* str dataset, u32 n, (str name, u64 guid)... */
+	REC_SNAP = 4,     /* str ds, str snap, u64 guid, u64 fromguid, i64 creation,
+			   * u64 referenced, u64 logical, u32 nprops, (str,str)...,
+			   * u32 ntree, refs, u32 nidx, refs, u64 nchunks, u64 skip */
+	REC_CHUNK = 5,    /* digest[32], blob bytes */
+	REC_SNAPEND = 6,  /* u64 guid */
+	REC_END = 7,      /* sha256[32] */
+	REC_MAX_TYPE = 7,
+};
+
+#define STREAM_F_RECURSIVE 0x1
+#define STREAM_F_RESUMED 0x2
+
+/* Largest payload per type; anything bigger is refused before reading it. */
+size_t stream_rec_limit(int type);
+
+typedef struct swriter {
+	int fd;
+	void *sha; /* EVP_MD_CTX */
+	buf_t rec;
+	uint8_t type;
+	uint64_t bytes;
+	int err;
+} swriter_t;
+
+int sw_init(swriter_t *w, int fd);
+/* Starts a record; append the payload to w->rec with buf_put_*. */
+void sw_begin(swriter_t *w, uint8_t type);
+int sw_put_str(swriter_t *w, const char *s);
+/* Frames and writes the record. */
+int sw_end(swriter_t *w);
+/* Writes REC_END. */
+int sw_finish(swriter_t *w);
+void sw_free(swriter_t *w);
+
+typedef struct sreader {
+	int fd;
+	void *sha;
+	buf_t in;   /* read-ahead */
+	size_t inpos;
+	buf_t rec;  /* current payload */
+	uint8_t type;
+	size_t pos; /* parse cursor in rec */
+	bool bad;   /* a parse went past the payload */
+	uint64_t offset; /* stream bytes consumed */
+	bool eof;
+} sreader_t;
+
+/* Reads and checks the header. */
+int sr_init(sreader_t *r, int fd);
+/* Reads the next record: its type (>0), or CAIRN_ECORRUPT (bad length,
+ * checksum, type) or -EPIPE (the stream ended mid-way: truncated). */
+int sr_next(sreader_t *r);
+/* For REC_END: 0 if the stream checksum matches. */
+int sr_check_end(sreader_t *r);
+/* Field readers: on overrun they set r->bad and return zero/NULL. */
+uint8_t sr_u8(sreader_t *r);
+uint32_t sr_u32(sreader_t *r);
+uint64_t sr_u64(sreader_t *r);
+/* A string copied into out (NUL-terminated, at most outlen-1 bytes);
+ * strings with NUL bytes or too long set bad. */
+void sr_str(sreader_t *r, char *out, size_t outlen);
+const uint8_t *sr_bytes(sreader_t *r, size_t n);
+/* 0 when the payload was consumed exactly and nothing overran. */
+int sr_done(sreader_t *r);
+void sr_free(sreader_t *r);
+
+#endif
