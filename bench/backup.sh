@@ -102,10 +102,12 @@ say "corpus: $BYTES bytes ($((BYTES / 1048576)) MiB) in $NFILES regular files, $
 
 # ---- work dir; put the corpus back on exit ----
 mkdir -p "$BASE"
-if [ -e "$WORK" ]; then
+# A kept store or restore is a mass deletion; the logs alone are not.
+if [ -e "$STORE" ] || [ -e "$RESTORE" ] || [ -e "$CPCOPY" ]; then
 	rm -rf "$WORK"
 	date +%s >"$DELSTAMP"
 fi
+rm -rf "$WORK"
 mkdir -p "$WORK" "$LOG"
 cd "$WORK"
 [ "$(df --output=source "$CORPUS" | tail -n 1)" = "$(df --output=source "$WORK" | tail -n 1)" ] ||

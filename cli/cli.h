@@ -59,5 +59,7 @@ int cmd_bookmark(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
 int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
+int cmd_sync(int argc, char **argv);
+int cmd_have(int argc, char **argv);
 
 #endif

@@ -35,6 +35,8 @@ static const struct verb {
 	{"send", cmd_send, "write a replication stream"},
 	{"recv", cmd_recv, "receive a replication stream"},
 	{"receive", cmd_recv, "receive a replication stream"},
+	{"sync", cmd_sync, "replicate to another store, sending only missing chunks"},
+	{"have", cmd_have, "(internal) answer which chunks this store has"},
 };
 
 static void usage(FILE *f)

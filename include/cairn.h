@@ -313,7 +313,8 @@ typedef struct cairn_send_opts {
 	/** Incremental source: "ds@snap", "ds#bookmark", or "@snap"/"#bm" in
 	 * the sent dataset.  NULL: a full stream. */
 	const char *from;
-	bool intermediates; /**< -I: every snapshot between from and the target */
+	bool intermediates; /**< -I: every snapshot between from and the target;
+			     * without from: every snapshot up to the target */
 	bool recursive;     /**< -R: the dataset subtree, properties, all snapshots */
 	bool dry_run;       /**< -n: estimate only */
 	const char *resume_token; /**< -t: continue an interrupted receive */
@@ -321,9 +322,16 @@ typedef struct cairn_send_opts {
 	/** Estimate lines (zfs send -P): kind "full" or "incremental". */
 	void (*estimate)(const char *kind, const char *from, const char *to, uint64_t bytes,
 			 void *arg);
+	/** Optional: which of n chunks (32-byte digests) the receiver already
+	 * has; set present[i] to 1 for those.  Those chunks are left out of the
+	 * stream (the receiver checks every listed chunk is there before it
+	 * commits).  Asked once per snapshot, in batches.  Returns 0 or <0. */
+	int (*have)(const uint8_t (*digests)[32], size_t n, uint8_t *present, void *arg);
+	void *have_arg;
 	cairn_progress_fn progress;
 	void *arg;
 	uint64_t bytes;     /**< result: stream bytes written (or estimated) */
+	uint64_t chunks_skipped; /**< result: chunks the receiver had (have) */
 	uint64_t snapshots; /**< result */
 } cairn_send_opts;
 
@@ -357,6 +365,12 @@ typedef struct cairn_recv_opts {
  * where), -EPIPE (truncated; with resumable the partial state is kept and
  * the dataset's receive_resume_token is set), -EEXIST, -ENOENT. */
 int cairn_recv(cairn_store *st, cairn_recv_opts *opts);
+
+/** For each of n chunk digests, present[i] = 1 if the store has it.  Each
+ * present chunk is touched (GC then keeps it through the receive that
+ * relies on it). */
+int cairn_chunks_present(cairn_store *st, const uint8_t (*digests)[32], size_t n,
+			 uint8_t *present);
 
 /** Discards the partial state of an interrupted resumable receive. */
 int cairn_recv_abort(cairn_store *st, const char *dataset);

@@ -746,3 +746,14 @@ int cairn_recv_abort(cairn_store *st, const char *dataset)
 		catalog_rollback(st->cat);
 	return r;
 }
+
+int cairn_chunks_present(cairn_store *st, const uint8_t (*digests)[32], size_t n,
+			 uint8_t *present)
+{
+	for (size_t i = 0; i < n; i++) {
+		digest_t d;
+		memcpy(d.b, digests[i], DIGEST_LEN);
+		present[i] = chunkstore_touch(st->cs, &d) == 0;
+	}
+	return 0;
+}

@@ -185,7 +185,7 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 		r = store_err(st, -EINVAL, "%s%s: -I needs a snapshot, not a bookmark", ds->name,
 			      from);
 	if (r == 0) {
-		if (!from && o->recursive)
+		if (!from && (o->recursive || o->intermediates))
 			r = add_run(st, p, ds, 0, tos.createtxg, NULL);
 		else if (!from)
 			r = add_snap(p, ds, &tos, 0, 0, 0, NULL);
@@ -429,20 +429,46 @@ static int each_new_chunk(cairn_store *st, const buf_t *idx, const buf_t *fidx, 
 }
 
 typedef struct sctx {
+	chunk_ref_t queued[4096];
+	uint8_t queued_d[4096][32];
+	size_t nqueued;
 	cairn_store *st;
 	swriter_t w;
 	cairn_send_opts *o;
 	uint64_t pos, skip, est;
+	bool counting; /* estimate: add up what send_one would write */
 	buf_t blob;
 	int64_t last_progress;
 	const char *object;
 } sctx_t;
 
-static int count_chunk(void *arg, const chunk_ref_t *ref)
+static int send_one(sctx_t *c, const chunk_ref_t *ref);
+
+
+#define HAVE_BATCH 4096
+
+/* With a have() filter, chunks are collected and asked about in batches:
+ * one round trip per 4096 chunks, not one per chunk. */
+static int have_flush(sctx_t *c)
 {
-	sctx_t *c = arg;
-	c->est += ref->stored_len + DIGEST_LEN + 13;
-	return 0;
+	size_t n = c->nqueued;
+	if (!n)
+		return 0;
+	uint8_t present[HAVE_BATCH];
+	memset(present, 0, n);
+	int r = c->o->have((const uint8_t(*)[32])c->queued_d, n, present, c->o->have_arg);
+	if (r < 0)
+		return store_err(c->st, r, "asking the receiver which chunks it has: %s",
+				 strerror(-r));
+	c->nqueued = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (present[i]) {
+			c->o->chunks_skipped++;
+			continue;
+		}
+		r = send_one(c, &c->queued[i]);
+	}
+	return r;
 }
 
 static int send_chunk(void *arg, const chunk_ref_t *ref)
@@ -452,6 +478,19 @@ static int send_chunk(void *arg, const chunk_ref_t *ref)
 		return -EINTR;
 	if (c->pos++ < c->skip)
 		return 0;
+	if (!c->o->have)
+		return send_one(c, ref);
+	c->queued[c->nqueued] = *ref;
+	memcpy(c->queued_d[c->nqueued++], ref->digest.b, DIGEST_LEN);
+	return c->nqueued == HAVE_BATCH ? have_flush(c) : 0;
+}
+
+static int send_one(sctx_t *c, const chunk_ref_t *ref)
+{
+	if (c->counting) {
+		c->est += ref->stored_len + DIGEST_LEN + 13;
+		return 0;
+	}
 	int r = chunkstore_get_raw(c->st->cs, &ref->digest, &c->blob);
 	if (r < 0) {
 		char hex[DIGEST_HEX_LEN + 1];
@@ -580,6 +619,8 @@ static int send_snapshot(sctx_t *c, const sendsnap_t *s, bool recursive)
 	c->pos = 0;
 	if (r == 0)
 		r = each_new_chunk(c->st, &idx, &fidx, send_chunk, c);
+	if (r == 0)
+		r = have_flush(c);
 	c->skip = 0;
 	if (r == 0) {
 		sw_begin(w, REC_SNAPEND);
@@ -639,9 +680,14 @@ static int estimate(sctx_t *c, splan_t *p)
 		const sendsnap_t *s = &p->v[i];
 		buf_t tree = {0}, idx = {0}, fidx = {0};
 		c->est = 0;
+		c->counting = true;
+		c->pos = 0;
+		c->skip = i == 0 ? p->skip : 0;
 		r = roots_of(c->st, s, &tree, &idx, &fidx);
 		if (r == 0)
-			r = each_new_chunk(c->st, &idx, &fidx, count_chunk, c);
+			r = each_new_chunk(c->st, &idx, &fidx, send_chunk, c);
+		if (r == 0)
+			r = have_flush(c);
 		char to[600], from[600];
 		snprintf(to, sizeof(to), "%s@%s", s->dsname, s->name);
 		snprintf(from, sizeof(from), "%s%c%s", s->dsname, s->from_bm ? '#' : '@',
@@ -669,8 +715,13 @@ int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 {
 	st->errdetail[0] = 0;
 	splan_t p = {0};
+	/* The context holds a have() batch: keep it off the stack. */
+	sctx_t *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->st = st;
+	c->o = o;
 	int r = o->resume_token ? plan_resume(st, o->resume_token, &p) : plan_send(st, snap, o, &p);
-	sctx_t c = {.st = st, .o = o};
 	char tag[64];
 	snprintf(tag, sizeof(tag), ".send-%d-%llu", (int)getpid(),
 		 (unsigned long long)process_start_time(getpid()));
@@ -680,7 +731,7 @@ int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 		held = r == 0;
 	}
 	if (r == 0 && o->dry_run)
-		r = estimate(&c, &p);
+		r = estimate(c, &p);
 	else if (r == 0) {
 		/* Stop cleanly on a signal so the holds go in one release; a
 		 * closed pipe shows up as EPIPE from write. */
@@ -689,7 +740,7 @@ int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 		sigaction(SIGTERM, &sa, &old_term);
 		struct sigaction ign = {.sa_handler = SIG_IGN};
 		sigaction(SIGPIPE, &ign, &old_pipe);
-		r = write_stream(&c, &p);
+		r = write_stream(c, &p);
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGTERM, &old_term, NULL);
 		sigaction(SIGPIPE, &old_pipe, NULL);
@@ -705,7 +756,8 @@ int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 		else
 			memcpy(st->errdetail, saved, sizeof(saved));
 	}
-	buf_free(&c.blob);
+	buf_free(&c->blob);
+	free(c);
 	plan_free(&p);
 	return r;
 }

@@ -104,7 +104,7 @@ parity() {
 		nfail=$((nfail + 1))
 		fail "batched (${bad:-defaults}) and reference differ: list $*"
 		if [ $nfail -le 5 ]; then
-			diff <(echo "$ref") <(echo "$out") | head -n 8 >&2
+			diff <(echo "$ref") <(echo "$out") | head -n 8 | cut -c1-200 >&2
 		fi
 	fi
 	LAST=$ref
@@ -131,7 +131,7 @@ for p in $ALLPROPS; do
 	if [ "$p" = available ]; then
 		parity -t all -r -H -o "$p"
 		PF="cut -f1" parity -t all -r -H -p -o "name,$p"
-		echo "$LAST" | awk -F'\t' '/@/ && $2 != "-" { exit 1 } !/@/ && NF == 2 && $2 !~ /^[0-9]+$/ { exit 1 }' ||
+		cairn list -t all -r -H -p -o "name,$p" | awk -F'\t' '/@/ && $2 != "-" { exit 1 } !/@/ && NF == 2 && $2 !~ /^[0-9]+$/ { exit 1 }' ||
 			fail "available: not a number for datasets and - for snapshots"
 		continue
 	fi
@@ -182,7 +182,11 @@ for j in "-j" "-j --json-int"; do
 		echo "$LAST" | sed '$d' | python3 -m json.tool >/dev/null ||
 			fail "invalid JSON: list $j -t snapshot -o $cols tank"
 	done
-	parity $j -t all -r
+	if [ "$j" = -j ]; then
+		parity $j -t all -r # default columns, with (human-readable) available
+	else
+		parity $j -t all -r -o name,used,referenced,source
+	fi
 	echo "$LAST" | sed '$d' | python3 -m json.tool >/dev/null || fail "invalid JSON: list $j -t all -r"
 	parity $j -t snapshot empty
 	echo "$LAST" | sed '$d' | python3 -m json.tool >/dev/null || fail "invalid JSON (empty): list $j"
@@ -238,8 +242,8 @@ parity -H -o name,guid -t snapshot "long/$L195"
 echo "$LAST" | grep -q "^long/$L195@$S54	" || fail "255-byte snapshot name not listed"
 
 # ---- -t / -r / -d over filesystems, a volume and snapshots ----
-for t in all filesystem volume snapshot filesystem,snapshot volume,snapshot fs,vol; do
-	for d in -r "-d 0" "-d 1" "-d 2" "-d 3"; do
+for t in all filesystem volume,snapshot snapshot fs,snap; do
+	for d in -r "-d 0" "-d 1" "-d 2"; do
 		parity -H -p -t $t $d -o name,type,createtxg,guid
 		parity -H -p -t $t $d -o name,type,createtxg tank
 		parity -H -p -t $t $d -o name,used,written tank/a

@@ -1,0 +1,44 @@
+#!/bin/bash
+# sync: only chunks the destination lacks cross, whatever dataset they are
+# in there; works between local stores and over (a stand-in for) ssh.
+. "$(dirname "$0")/lib.sh"
+A="$TESTDIR/A" B="$TESTDIR/B"
+mkdir -p "$TESTDIR/src" "$TESTDIR/src2"
+cp -a /usr/include/linux "$TESTDIR/src/"
+cp -a /usr/include/linux "$TESTDIR/src2/"
+head -c 2000000 /dev/urandom >"$TESTDIR/src/big"
+cp "$TESTDIR/src/big" "$TESTDIR/src2/big"
+ok "$CAIRN" -s "$A" init >/dev/null
+ok "$CAIRN" -s "$B" init >/dev/null
+ok "$CAIRN" -s "$A" create -o source="$TESTDIR/src" t1
+ok "$CAIRN" -s "$A" snapshot t1@1
+ok "$CAIRN" -s "$B" create -o source="$TESTDIR/src2" other
+ok "$CAIRN" -s "$B" snapshot other@x
+
+# the destination already has every content chunk through "other"
+out=$("$CAIRN" -s "$A" sync -v t1 "$B:copy" 2>&1) || fail "sync: $out"
+moved=$(echo "$out" | sed -n 's/^synced .*: \([0-9.]*\)\([KMB]\).*/\1\2/p')
+case "$moved" in *M) fail "sync moved $moved although the destination had the data";; esac
+"$CAIRN" -s "$B" restore copy@1 "$TESTDIR/r1" || fail "restore copy@1"
+same_tree "$TESTDIR/src" "$TESTDIR/r1"
+[ "$("$CAIRN" -s "$A" list -H -o guid t1@1)" = "$("$CAIRN" -s "$B" list -H -o guid copy@1)" ] || fail "guid differs"
+
+# send|recv of the same snapshot moves everything
+full=$("$CAIRN" -s "$A" send t1@1 | wc -c)
+[ "$full" -gt 2000000 ] || fail "full stream only $full bytes?"
+
+# incremental over a fake ssh that runs the command locally
+echo change >>"$TESTDIR/src/linux/kernel.h"
+ok "$CAIRN" -s "$A" snapshot t1@2
+ok "$CAIRN" -s "$A" snapshot t1@3
+printf '#!/bin/sh\nshift\nexec sh -c "$*"\n' >"$TESTDIR/fakessh"
+chmod +x "$TESTDIR/fakessh"
+CAIRN_SSH="$TESTDIR/fakessh" CAIRN_REMOTE="$CAIRN" ok "$CAIRN" -s "$A" sync t1 "localhost:$B:copy"
+[ "$("$CAIRN" -s "$B" list -H -o name -t snapshot copy | tr '\n' ' ')" = "copy@1 copy@2 copy@3 " ] || fail "intermediates not synced"
+"$CAIRN" -s "$B" restore copy@3 "$TESTDIR/r3" || fail "restore copy@3"
+same_tree "$TESTDIR/src" "$TESTDIR/r3"
+"$CAIRN" -s "$A" sync -v t1 "$B:copy" | grep -q "up to date" || fail "second sync not a no-op"
+"$CAIRN" -s "$A" sync --dry-run t1 "$B:other" >/dev/null 2>&1 && fail "sync into unrelated dataset accepted"
+fails_with 1 "none in common" "$CAIRN" -s "$A" sync t1 "$B:other"
+fails_with 1 "must be a local store" "$CAIRN" -s "$A" sync "host:$A:t1" "$B:x"
+done_test
