@@ -28,6 +28,7 @@
 #include "dataset.h"
 #include "snapio.h"
 #include "store.h"
+#include "pool.h"
 #include "snapshot.h"
 #include "writer.h"
 
@@ -76,6 +77,13 @@ typedef struct bctx {
 	hardlink_t *links;
 	size_t nlinks, caplinks;
 	buf_t io, bundle;
+	pool_t *pool;
+	struct inflight {
+		chunkjob_t *job;
+		uint32_t ext;
+	} *q; /* jobs of the current file, oldest first */
+	size_t qhead, qn, qcap;
+	uint64_t qbytes;
 	int64_t last_progress;
 	uint64_t files, bytes_read, bytes_reused, skipped;
 	int err;
@@ -187,6 +195,91 @@ static int extent_add(tree_entry_t *e, size_t *cap, const tree_extent_t *x)
 
 /* ---- reading file content ---- */
 
+/* Bytes of chunk copies waiting for workers; bounds memory. */
+#define INFLIGHT_MAX (64u << 20)
+
+/* Waits for the oldest job of the current file and puts its reference
+ * into the extent it belongs to. */
+static int complete_oldest(bctx_t *c, tree_entry_t *e)
+{
+	struct inflight *f = &c->q[c->qhead++];
+	c->qn--;
+	pool_wait(c->pool, f->job);
+	chunkjob_t *j = f->job;
+	int r = j->err;
+	c->qbytes -= j->len;
+	if (r == 0) {
+		e->extents[f->ext].ref = j->ref;
+		if (refset_add(&c->set, &j->ref) < 0)
+			r = -ENOMEM;
+	}
+	if (r < 0 && !c->err) {
+		char hex[DIGEST_HEX_LEN + 1];
+		digest_to_hex(&j->ref.digest, hex);
+		c->err = store_err(c->st, r, "chunk store: writing chunk %s: %s", hex,
+				   cairn_strerror(r));
+	}
+	free(j);
+	if (!c->qn)
+		c->qhead = 0;
+	return r;
+}
+
+static int complete_all(bctx_t *c, tree_entry_t *e)
+{
+	int r = 0;
+	while (c->qn) {
+		int q = complete_oldest(c, e);
+		if (!r)
+			r = q;
+	}
+	return r;
+}
+
+/* Adds a chunk extent to e; its digest, compression and write happen on a
+ * worker thread, and complete_all() fills the reference in. */
+static int submit_chunk(bctx_t *c, tree_entry_t *e, size_t *cap, const uint8_t *data, size_t n)
+{
+	tree_extent_t x = {.kind = TREE_EXT_CHUNK, .length = n};
+	if (!c->pool) {
+		int r = store_chunk(c, data, n, &x.ref);
+		return r < 0 ? r : extent_add(e, cap, &x);
+	}
+	int r = extent_add(e, cap, &x);
+	chunkjob_t *j = r == 0 ? calloc(1, sizeof(*j)) : NULL;
+	if (j)
+		j->data = malloc(n);
+	if (!j || !j->data) {
+		free(j);
+		return -ENOMEM;
+	}
+	memcpy(j->data, data, n);
+	j->len = n;
+	j->level = c->level;
+	if (c->qhead + c->qn == c->qcap) {
+		if (c->qhead) {
+			memmove(c->q, c->q + c->qhead, c->qn * sizeof(*c->q));
+			c->qhead = 0;
+		} else {
+			size_t ncap = c->qcap ? c->qcap * 2 : 64;
+			struct inflight *p = realloc(c->q, ncap * sizeof(*p));
+			if (!p) {
+				free(j->data);
+				free(j);
+				return -ENOMEM;
+			}
+			c->q = p;
+			c->qcap = ncap;
+		}
+	}
+	c->q[c->qhead + c->qn++] = (struct inflight){j, e->nextent - 1};
+	c->qbytes += n;
+	pool_submit(c->pool, j);
+	while (r == 0 && c->qbytes > INFLIGHT_MAX)
+		r = complete_oldest(c, e);
+	return r;
+}
+
 /* Chunks [off, end) of fd with FastCDC into e's extents. */
 static int chunk_region(bctx_t *c, int fd, uint64_t off, uint64_t end, tree_entry_t *e,
 			size_t *cap, uint64_t *got)
@@ -211,11 +304,7 @@ static int chunk_region(bctx_t *c, int fd, uint64_t off, uint64_t end, tree_entr
 		size_t done = 0;
 		while (c->io.len - done >= c->cp.max_size || (eof && done < c->io.len)) {
 			size_t n = chunker_cut(&c->cp, c->io.data + done, c->io.len - done);
-			tree_extent_t x = {.kind = TREE_EXT_CHUNK, .length = n};
-			int r = store_chunk(c, c->io.data + done, n, &x.ref);
-			if (r < 0)
-				return r;
-			r = extent_add(e, cap, &x);
+			int r = submit_chunk(c, e, cap, c->io.data + done, n);
 			if (r < 0)
 				return r;
 			done += n;
@@ -301,14 +390,10 @@ static int read_volume(bctx_t *c, int fd, tree_entry_t *e)
 		if (k == 0)
 			break;
 		int r;
-		if (all_zero(c->io.data, k)) {
+		if (all_zero(c->io.data, k))
 			r = hole_add(e, &cap, k);
-		} else {
-			tree_extent_t x = {.kind = TREE_EXT_CHUNK, .length = k};
-			r = store_chunk(c, c->io.data, k, &x.ref);
-			if (r == 0)
-				r = extent_add(e, &cap, &x);
-		}
+		else
+			r = submit_chunk(c, e, &cap, c->io.data, k);
 		if (r < 0)
 			return r;
 		off += k;
@@ -318,7 +403,7 @@ static int read_volume(bctx_t *c, int fd, tree_entry_t *e)
 			break;
 	}
 	e->size = off;
-	return 0;
+	return complete_all(c, e);
 }
 
 /* ---- tree output ---- */
@@ -596,8 +681,9 @@ static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *s
 		return -errno;
 	e->content = TREE_CONTENT_EXTENTS;
 	int r = read_large(c, fd, st, e);
+	int q = complete_all(c, e);
 	close(fd);
-	return r;
+	return r ? r : q;
 }
 
 /* Records one object; regular files get their content here or in the
@@ -805,6 +891,12 @@ static int open_prev(bctx_t *c, int64_t dsid)
 
 static void ctx_free(bctx_t *c)
 {
+	for (size_t i = 0; i < c->qn; i++) {
+		pool_wait(c->pool, c->q[c->qhead + i].job);
+		free(c->q[c->qhead + i].job);
+	}
+	free(c->q);
+	pool_free(c->pool);
 	if (c->prev.open) {
 		free((void *)c->prev.t.m.refs);
 		tree_entry_clear(&c->prev.cur);
@@ -881,7 +973,8 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 
 static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 {
-	bctx_t c = {.st = st, .cs = st->cs, .opts = opts, .dsname = j->ds.name};
+	bctx_t c = {.st = st, .cs = st->cs, .opts = opts, .dsname = j->ds.name,
+		    .pool = pool_new(st->cs, 0)};
 	int r = dataset_compression(st, &j->ds, &c.level);
 	if (r == 0)
 		r = dataset_chunksize(st, &j->ds, &c.avg);
