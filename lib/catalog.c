@@ -467,6 +467,8 @@ int catalog_snap_prev(catalog_t *c, int64_t ds, uint64_t before_txg, snap_row_t 
 int catalog_snap_next(catalog_t *c, int64_t ds, uint64_t after_txg, snap_row_t *out)
 {
 	sqlite3_stmt *s;
+	if (after_txg >= INT64_MAX)
+		return -ENOENT; /* no txg is that large */
 	int r = prep(c,
 		     "SELECT " SNAP_COLS " FROM snapshot WHERE dataset=? AND createtxg > ?"
 		     " ORDER BY createtxg ASC LIMIT 1",

@@ -445,6 +445,7 @@ static int snaps_reference(cairn_list *l, const unit_t *u, const char *dsname,
 			   cairn_list_cursor *c, cairn_list_batch *b, bool *unit_done)
 {
 	sqlite3_stmt *s = l->one;
+	*unit_done = false;
 	sqlite3_bind_int64(s, 1, u->ds);
 	sqlite3_bind_int64(s, 2, (int64_t)c->txg);
 	sqlite3_bind_int64(s, 3, u->only_snap);
@@ -567,7 +568,12 @@ static int fill(cairn_list *l, cairn_list_cursor *c, cairn_list_batch *b)
 	while (b->n < limit && c->unit < l->nunits) {
 		const unit_t *u = &l->units[c->unit];
 		sqlite3_bind_int64(l->ds, 1, u->ds);
-		bool exists = sqlite3_step(l->ds) == SQLITE_ROW;
+		int rc = sqlite3_step(l->ds);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+			sqlite3_reset(l->ds);
+			return -EIO;
+		}
+		bool exists = rc == SQLITE_ROW;
 		bool unit_done = !exists, time_up = false;
 		int r = 0;
 		if (exists) {

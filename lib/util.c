@@ -243,6 +243,9 @@ uint64_t process_start_time(int pid)
 	char *p = strrchr(line, ')');
 	if (!p)
 		return 0;
+	/* A zombie has exited: whatever it owned is gone. */
+	if (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+		return 0;
 	int field = 2;
 	for (p++; *p && field < 22; p++)
 		if (*p == ' ')
