@@ -101,9 +101,12 @@ static int open_db(const char *path, int flags, sqlite3 **out)
 	/* Writers wait for each other instead of failing: concurrent
 	 * snapshot commands on one store are normal. */
 	sqlite3_busy_timeout(db, 600000);
+	/* Short commands (a listing) must not pay a WAL checkpoint and the
+	 * WAL's re-creation at every close; commits checkpoint as it grows. */
+	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	rc = sqlite3_exec(db,
 			  "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;"
-			  "PRAGMA cache_size=-16384;",
+			  "PRAGMA cache_size=-16384; PRAGMA mmap_size=1073741824;",
 			  NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		sqlite3_close(db);
