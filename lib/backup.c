@@ -1024,13 +1024,7 @@ static int commit_all(cairn_store *st, snapjob_t *jobs, size_t n, cairn_snapshot
 				.logical = j->logical, .props = opts->props, .nprops = opts->nprops};
 		r = snapshot_insert(st, &sn, txg);
 	}
-	if (r == 0) {
-		r = catalog_commit(st->cat);
-		if (r < 0)
-			store_err(st, r, "catalog commit: %s", catalog_errmsg(st->cat));
-	} else {
-		catalog_rollback(st->cat);
-	}
+	r = store_txn_end(st, r);
 	return r;
 }
 

@@ -121,12 +121,6 @@ int cairn_bookmark(cairn_store *st, const char *source, const char *bookmark)
 	if (r == 0)
 		r = insert(st, ds, bname, &b, full);
 	buf_free(&b.idx);
-	if (r == 0) {
-		r = catalog_commit(st->cat);
-		if (r < 0)
-			store_err(st, r, "catalog commit: %s", catalog_errmsg(st->cat));
-	} else {
-		catalog_rollback(st->cat);
-	}
+	r = store_txn_end(st, r);
 	return r;
 }

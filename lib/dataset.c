@@ -337,13 +337,7 @@ int cairn_dataset_create(cairn_store *st, const char *name, cairn_type type,
 		r = insert_one(st, name, parent, type, txg, &id);
 	if (r == 0)
 		r = props_apply(st, id, props, nprops);
-	if (r == 0) {
-		r = catalog_commit(st->cat);
-		if (r < 0)
-			store_err(st, r, "catalog commit: %s", catalog_errmsg(st->cat));
-	} else {
-		catalog_rollback(st->cat);
-	}
+	r = store_txn_end(st, r);
 	return r;
 }
 
@@ -361,10 +355,7 @@ int cairn_dataset_set(cairn_store *st, const char *name, const cairn_prop *props
 	if (r == 0)
 		r = props_apply(st, ds.id, props, nprops);
 	ds_row_clear(&ds);
-	if (r == 0)
-		return catalog_commit(st->cat);
-	catalog_rollback(st->cat);
-	return r;
+	return store_txn_end(st, r);
 }
 
 int cairn_dataset_iter(cairn_store *st, int (*fn)(const char *, cairn_type, void *), void *arg)

@@ -526,13 +526,10 @@ int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *o)
 	plan_free(&p);
 	if (r < 0 && !st->errdetail[0])
 		store_err(st, r, "%s: %s", target, cairn_strerror(r));
-	if (r == 0 && !o->dry_run) {
-		r = catalog_commit(st->cat);
-		if (r < 0)
-			store_err(st, r, "catalog commit: %s", catalog_errmsg(st->cat));
-	} else {
-		catalog_rollback(st->cat);
-	}
+	if (o->dry_run && r == 0)
+		catalog_rollback(st->cat); /* a dry run leaves the catalog as it was */
+	else
+		r = store_txn_end(st, r);
 	return r;
 }
 

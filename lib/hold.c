@@ -115,13 +115,7 @@ static int finish(holdctx_t *h, int r)
 {
 	if (r == 0 && h->first_err)
 		r = h->first_err;
-	if (r == 0) {
-		r = catalog_commit(h->st->cat);
-		if (r < 0)
-			store_err(h->st, r, "catalog commit: %s", catalog_errmsg(h->st->cat));
-	} else {
-		catalog_rollback(h->st->cat);
-	}
+	r = store_txn_end(h->st, r);
 	holdctx_free(h);
 	return r;
 }
@@ -354,10 +348,7 @@ int hold_reap(cairn_store *st)
 	}
 	if (r == 0)
 		r = destroy_deferred(st, ids, nids);
-	if (r == 0)
-		r = catalog_commit(st->cat);
-	else
-		catalog_rollback(st->cat);
+	r = store_txn_end(st, r);
 	free(ids);
 	free(dead);
 	return r;

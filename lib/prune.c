@@ -176,12 +176,9 @@ int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *o)
 		free(v[i].name);
 	free(v);
 	ds_row_clear(&ds);
-	if (r == 0 && !o->dry_run) {
-		r = catalog_commit(st->cat);
-		if (r < 0)
-			store_err(st, r, "catalog commit: %s", catalog_errmsg(st->cat));
-	} else {
-		catalog_rollback(st->cat);
-	}
+	if (o->dry_run && r == 0)
+		catalog_rollback(st->cat); /* a dry run leaves the catalog as it was */
+	else
+		r = store_txn_end(st, r);
 	return r;
 }

@@ -323,10 +323,7 @@ static int checkpoint(rctx_t *c)
 			r = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
 			sqlite3_finalize(q);
 		}
-		if (r == 0)
-			r = catalog_commit(c->st->cat);
-		else
-			catalog_rollback(c->st->cat);
+		r = store_txn_end(c->st, r);
 	}
 	buf_free(&roots);
 	c->since_checkpoint_bytes = c->since_checkpoint_chunks = 0;
@@ -606,13 +603,7 @@ static int commit_snap(rctx_t *c)
 		r = snapshot_insert(c->st, &sn, txg);
 	if (r == 0)
 		r = drop_state(c->st, c->target);
-	if (r == 0) {
-		r = catalog_commit(c->st->cat);
-		if (r < 0)
-			store_err(c->st, r, "catalog commit: %s", catalog_errmsg(c->st->cat));
-	} else {
-		catalog_rollback(c->st->cat);
-	}
+	r = store_txn_end(c->st, r);
 	if (r == 0 && c->o->item) {
 		char full[NAME_BUF * 2];
 		snprintf(full, sizeof(full), "%s@%s", c->target, c->snapname);
@@ -740,11 +731,7 @@ int cairn_recv_abort(cairn_store *st, const char *dataset)
 	r = drop_state(st, dataset);
 	if (r == 0 && !sqlite3_changes(catalog_db(st->cat)))
 		r = store_err(st, -ENOENT, "%s: no partial receive", dataset);
-	if (r == 0)
-		r = catalog_commit(st->cat);
-	else
-		catalog_rollback(st->cat);
-	return r;
+	return store_txn_end(st, r);
 }
 
 int cairn_chunks_present(cairn_store *st, const uint8_t (*digests)[32], size_t n,

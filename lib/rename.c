@@ -144,13 +144,7 @@ int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursi
 		r = store_err(st, -EINVAL, "-r applies to snapshots only");
 	else
 		r = rename_dataset(st, from, to, parents, txg);
-	if (r == 0) {
-		r = catalog_commit(st->cat);
-		if (r < 0)
-			store_err(st, r, "catalog commit: %s", catalog_errmsg(st->cat));
-	} else {
-		catalog_rollback(st->cat);
-	}
+	r = store_txn_end(st, r);
 	return r;
 }
 
@@ -176,8 +170,5 @@ int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, b
 		r = catalog_prop_set(st->cat, recursive ? ids[i] : ds.id, prop, NULL);
 	free(ids);
 	ds_row_clear(&ds);
-	if (r == 0)
-		return catalog_commit(st->cat);
-	catalog_rollback(st->cat);
-	return r;
+	return store_txn_end(st, r);
 }

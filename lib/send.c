@@ -512,14 +512,13 @@ static int send_one(sctx_t *c, const chunk_ref_t *ref)
 	return 0;
 }
 
-static int put_props(swriter_t *w, cairn_store *st, int64_t ds)
+/* Appends u32 count + (name, value) pairs that sql selects for id. */
+static int put_pairs(swriter_t *w, cairn_store *st, const char *sql, int64_t id)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(st->cat),
-			       "SELECT name, value FROM dprop WHERE dataset=? ORDER BY name", -1, &q,
-			       NULL))
+	if (sqlite3_prepare_v2(catalog_db(st->cat), sql, -1, &q, NULL))
 		return -EIO;
-	sqlite3_bind_int64(q, 1, ds);
+	sqlite3_bind_int64(q, 1, id);
 	size_t at = w->rec.len;
 	buf_put_u32(&w->rec, 0);
 	uint32_t n = 0;
@@ -533,25 +532,14 @@ static int put_props(swriter_t *w, cairn_store *st, int64_t ds)
 	return 0;
 }
 
+static int put_props(swriter_t *w, cairn_store *st, int64_t ds)
+{
+	return put_pairs(w, st, "SELECT name, value FROM dprop WHERE dataset=? ORDER BY name", ds);
+}
+
 static int put_snapprops(swriter_t *w, cairn_store *st, int64_t snap)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(st->cat),
-			       "SELECT name, value FROM sprop WHERE snapshot=? ORDER BY name", -1, &q,
-			       NULL))
-		return -EIO;
-	sqlite3_bind_int64(q, 1, snap);
-	size_t at = w->rec.len;
-	buf_put_u32(&w->rec, 0);
-	uint32_t n = 0;
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		sw_put_str(w, (const char *)sqlite3_column_text(q, 0));
-		sw_put_str(w, (const char *)sqlite3_column_text(q, 1));
-		n++;
-	}
-	sqlite3_finalize(q);
-	put_u32(w->rec.data + at, n);
-	return 0;
+	return put_pairs(w, st, "SELECT name, value FROM sprop WHERE snapshot=? ORDER BY name", snap);
 }
 
 static int dataset_type(cairn_store *st, int64_t id)

@@ -82,6 +82,16 @@ int store_err(cairn_store *st, int err, const char *fmt, ...)
 	return err;
 }
 
+int store_txn_end(cairn_store *st, int r)
+{
+	if (r < 0) {
+		catalog_rollback(st->cat);
+		return r;
+	}
+	r = catalog_commit(st->cat);
+	return r < 0 ? store_err(st, r, "catalog commit: %s", catalog_errmsg(st->cat)) : 0;
+}
+
 const char *cairn_store_errdetail(const cairn_store *st)
 {
 	return st ? st->errdetail : "";
@@ -189,11 +199,9 @@ int cairn_config_set(cairn_store *st, const char *key, const char *value)
 	if (r < 0)
 		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
 	r = catalog_config_set(st->cat, key, v);
-	if (r == 0)
-		r = catalog_commit(st->cat);
-	else
-		catalog_rollback(st->cat);
-	return r < 0 ? store_err(st, r, "%s: %s", key, catalog_errmsg(st->cat)) : 0;
+	if (r < 0)
+		store_err(st, r, "%s: %s", key, catalog_errmsg(st->cat));
+	return store_txn_end(st, r);
 }
 
 int store_check_atime(int dirfd, char *why, size_t whylen)

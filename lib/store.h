@@ -21,6 +21,10 @@ struct cairn_store {
 int store_err(cairn_store *st, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Ends the open write transaction: commits when r == 0 (recording a
+ * failed commit in errdetail), else rolls back.  Returns the outcome. */
+int store_txn_end(cairn_store *st, int r);
+
 /* Effective integer setting (environment, catalog, default); the key must
  * be in the config table.  Falls back to the default on a bad env value
  * after recording why in errdetail. */
