@@ -755,7 +755,10 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	}
 	if (r < 0)
 		return r;
-	uint64_t h = fnv1a64(path, strlen(path));
+	/* The file name, not the whole path: the same files backed up under
+	 * another root (a child dataset, another host) cut into the same
+	 * bundles and deduplicate. */
+	uint64_t h = fnv1a64(name, strlen(name));
 	bool boundary = p->small && ((c->group_bytes >= c->avg / 4 && !(h & BUNDLE_HASH_MASK)) ||
 				     c->group_bytes >= c->avg);
 	if (boundary || c->npend >= PENDING_MAX)
