@@ -626,25 +626,40 @@ static int copy_xattrs(tree_entry_t *e, const tree_entry_t *prev)
 	return 0;
 }
 
+/* Inodes with several links seen so far: an open-addressing table keyed
+ * by (dev, ino), so a tree full of hardlinks stays linear. */
+static size_t link_slot(const bctx_t *c, dev_t dev, ino_t ino)
+{
+	uint64_t h = ((uint64_t)ino * 0x9e3779b97f4a7c15ull) ^ (uint64_t)dev;
+	size_t i = h & (c->caplinks - 1);
+	while (c->links[i].path && (c->links[i].dev != dev || c->links[i].ino != ino))
+		i = (i + 1) & (c->caplinks - 1);
+	return i;
+}
+
 static const char *hardlink_find(bctx_t *c, const struct stat *st)
 {
-	for (size_t i = 0; i < c->nlinks; i++)
-		if (c->links[i].dev == st->st_dev && c->links[i].ino == st->st_ino)
-			return c->links[i].path;
-	return NULL;
+	if (!c->caplinks)
+		return NULL;
+	return c->links[link_slot(c, st->st_dev, st->st_ino)].path;
 }
 
 static int hardlink_add(bctx_t *c, const struct stat *st, const char *path)
 {
-	if (c->nlinks == c->caplinks) {
-		size_t n = c->caplinks ? c->caplinks * 2 : 16;
-		hardlink_t *p = realloc(c->links, n * sizeof(*p));
-		if (!p)
+	if ((c->nlinks + 1) * 2 > c->caplinks) {
+		bctx_t grown = {.caplinks = c->caplinks ? c->caplinks * 2 : 64};
+		grown.links = calloc(grown.caplinks, sizeof(hardlink_t));
+		if (!grown.links)
 			return -ENOMEM;
-		c->links = p;
-		c->caplinks = n;
+		for (size_t i = 0; i < c->caplinks; i++)
+			if (c->links[i].path)
+				grown.links[link_slot(&grown, c->links[i].dev, c->links[i].ino)] =
+					c->links[i];
+		free(c->links);
+		c->links = grown.links;
+		c->caplinks = grown.caplinks;
 	}
-	hardlink_t *h = &c->links[c->nlinks];
+	hardlink_t *h = &c->links[link_slot(c, st->st_dev, st->st_ino)];
 	h->path = strdup(path);
 	if (!h->path)
 		return -ENOMEM;
@@ -908,7 +923,7 @@ static void ctx_free(bctx_t *c)
 	for (size_t i = 0; i < c->npend; i++)
 		tree_entry_clear(&c->pend[i].e);
 	free(c->pend);
-	for (size_t i = 0; i < c->nlinks; i++)
+	for (size_t i = 0; i < c->caplinks; i++)
 		free(c->links[i].path);
 	free(c->links);
 	refset_free(&c->set);
