@@ -19,10 +19,17 @@ static char *norm_path(char *p)
 	return p;
 }
 
+/* The library's object string already says what failed and why. */
+static void restore_warn(const char *object, int err, void *arg)
+{
+	cli_progress_done();
+	cli_err(NULL, "%s", object);
+}
+
 int cmd_restore(int argc, char **argv)
 {
 	static const struct option lo[] = {{"force", no_argument, 0, 'f'}, {0}};
-	cairn_restore_opts o = {.progress = cli_progress, .warn = cli_warn};
+	cairn_restore_opts o = {.progress = cli_progress, .warn = restore_warn};
 	bool verbose = false;
 	int ch;
 	while ((ch = getopt_long(argc, argv, "vf", lo, NULL)) != -1) {

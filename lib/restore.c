@@ -224,10 +224,23 @@ static void set_meta_at(rctx_t *c, int dfd, const char *name, const tree_entry_t
 
 /* ---- objects ---- */
 
+/* With --force, whatever is in the way (a file, a symlink, a FIFO that
+ * would block an open, a read-only file) is removed first; a directory in
+ * the way is an error, as with tar. */
+static int clear_way(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
+{
+	if (!c->opts->force || !unlinkat(dfd, name, 0) || errno == ENOENT)
+		return 0;
+	if (errno == EISDIR)
+		return fail(c, e->path, -EISDIR, "a directory is in the way"), -EISDIR;
+	return fail(c, e->path, -errno, "removing the old entry: %s", strerror(errno)), -errno;
+}
+
 static int make_reg(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
 {
-	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
-		    (c->opts->force ? O_TRUNC : O_EXCL);
+	if (clear_way(c, dfd, name, e) < 0)
+		return 0;
+	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_EXCL;
 	int fd = openat(dfd, name, flags, 0600);
 	if (fd < 0)
 		return fail(c, e->path, -errno, "create: %s", strerror(errno));
@@ -245,8 +258,18 @@ static int make_reg(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
 
 static int make_dir(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
 {
-	if (*e->path && mkdirat(dfd, name, 0700) < 0 && errno != EEXIST)
-		return fail(c, e->path, -errno, "mkdir: %s", strerror(errno));
+	if (*e->path && mkdirat(dfd, name, 0700) < 0) {
+		struct stat sb;
+		bool isdir = errno == EEXIST && !fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) &&
+			     S_ISDIR(sb.st_mode);
+		/* --force replaces a non-directory in the way. */
+		if (!isdir && (errno != EEXIST || !c->opts->force || unlinkat(dfd, name, 0) < 0 ||
+			       mkdirat(dfd, name, 0700) < 0))
+			return fail(c, e->path, -errno, "mkdir: %s", strerror(errno));
+		/* An existing directory may be read-only from an earlier run. */
+		if (isdir)
+			fchmodat(dfd, name, 0700, 0);
+	}
 	int fd = *e->path ? open_beneath(c->rootfd, e->path, O_RDONLY | O_DIRECTORY)
 			  : dup(c->rootfd);
 	if (fd < 0)
@@ -276,8 +299,8 @@ static int make_dir(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
 
 static int make_other(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
 {
-	if (c->opts->force)
-		unlinkat(dfd, name, 0);
+	if (clear_way(c, dfd, name, e) < 0)
+		return 0;
 	int r = 0;
 	switch (e->type) {
 	case TREE_SYMLINK:

@@ -129,6 +129,8 @@ int buf_put_u64(buf_t *b, uint64_t v)
 
 void buf_consume(buf_t *b, size_t n)
 {
+	if (!n)
+		return;
 	memmove(b->data, b->data + n, b->len - n);
 	b->len -= n;
 }
