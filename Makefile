@@ -39,8 +39,16 @@ $(B)/libcairn.a: $(LIB_OBJ)
 $(B)/libcairn.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libcairn.so.0 -o $@ $^ $(LDLIBS)
 
+# The command links its libraries statically: a short command (a listing)
+# otherwise spends half its time in the dynamic loader.  STATIC=0 opts out.
+STATIC ?= 1
+ifeq ($(STATIC),1)
+CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lcrypto -Wl,-Bdynamic -lz -ldl -lm -pthread
+else
+CLI_LIBS := $(LDLIBS)
+endif
 $(B)/cairn: $(CLI_OBJ) $(B)/libcairn.a
-	$(CC) -o $@ $(CLI_OBJ) $(B)/libcairn.a $(LDLIBS)
+	$(CC) -o $@ $(CLI_OBJ) $(B)/libcairn.a $(CLI_LIBS)
 
 $(B)/cairn.pc: Makefile
 	@mkdir -p $(B)

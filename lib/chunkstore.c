@@ -229,10 +229,10 @@ static int subdir_open_cached(chunkstore_t *cs, unsigned idx)
 	int fd = openat(cs->dirfd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	int expect = -1;
-	if (!atomic_compare_exchange_strong(&cs->subfd[idx], &expect, fd)) {
+	int expect = 0;
+	if (!atomic_compare_exchange_strong(&cs->subfd[idx], &expect, fd + 1)) {
 		close(fd);
-		return expect;
+		return expect - 1;
 	}
 	atomic_fetch_add(&cs->nsubfd, 1);
 	return fd;
@@ -244,7 +244,7 @@ static int subdir_open_cached(chunkstore_t *cs, unsigned idx)
  * subdirectory then shows up as the error of the operation itself. */
 static int subdir_fd(chunkstore_t *cs, unsigned idx)
 {
-	int fd = atomic_load_explicit(&cs->subfd[idx], memory_order_acquire);
+	int fd = atomic_load_explicit(&cs->subfd[idx], memory_order_acquire) - 1;
 	if (fd >= 0)
 		return fd;
 	if (atomic_load(&cs->nsubfd) >= cs->subfd_cap)
@@ -314,7 +314,9 @@ static chunkstore_t *cs_alloc(void)
 	chunkstore_t *cs = calloc(1, sizeof(*cs));
 	if (!cs)
 		return NULL;
-	cs->subfd = malloc(NSUBDIRS * sizeof(*cs->subfd));
+	/* Entries hold fd + 1, so the zeroed (untouched, lazily mapped) table
+	 * means "not open": opening a store for a listing costs nothing here. */
+	cs->subfd = calloc(NSUBDIRS, sizeof(*cs->subfd));
 	cs->cap = 64;
 	cs->slots = calloc(cs->cap, sizeof(*cs->slots));
 	if (!cs->subfd || !cs->slots) {
@@ -323,8 +325,6 @@ static chunkstore_t *cs_alloc(void)
 		free(cs);
 		return NULL;
 	}
-	for (unsigned i = 0; i < NSUBDIRS; i++)
-		atomic_init(&cs->subfd[i], -1);
 	return cs;
 }
 
@@ -368,8 +368,8 @@ void chunkstore_close(chunkstore_t *cs)
 		if (cs->slots[i].state == SLOT_READY)
 			unlink_tmp(cs, &cs->slots[i]);
 	}
-	for (unsigned i = 0; i < NSUBDIRS; i++) {
-		int fd = atomic_load(&cs->subfd[i]);
+	for (unsigned i = 0; atomic_load(&cs->nsubfd) && i < NSUBDIRS; i++) {
+		int fd = atomic_load(&cs->subfd[i]) - 1;
 		if (fd >= 0)
 			close(fd);
 	}
@@ -699,7 +699,7 @@ int chunkstore_dirfd(chunkstore_t *cs, unsigned idx)
 {
 	if (idx >= NSUBDIRS)
 		return -EINVAL;
-	int fd = atomic_load_explicit(&cs->subfd[idx], memory_order_acquire);
+	int fd = atomic_load_explicit(&cs->subfd[idx], memory_order_acquire) - 1;
 	return fd >= 0 ? fd : subdir_open_cached(cs, idx);
 }
 

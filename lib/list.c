@@ -389,23 +389,26 @@ static int emit_dataset(cairn_list *l, const unit_t *u, const char *name,
 	return 1;
 }
 
+/* Only the projected columns are read out of the row. */
 static int emit_snapshot(cairn_list *l, sqlite3_stmt *s, const char *dsname, cairn_list_batch *b)
 {
+	static const struct {
+		int field, col;
+	} map[] = {
+		{CAIRN_F_OBJSETID, 0},	   {CAIRN_F_GUID, 2},
+		{CAIRN_F_CREATETXG, 3},	   {CAIRN_F_CREATION, 4},
+		{CAIRN_F_USERREFS, 5},	   {CAIRN_F_DEFER_DESTROY, 6},
+		{CAIRN_F_USED, 7},	   {CAIRN_F_REFERENCED, 8},
+		{CAIRN_F_LOGICALREFERENCED, 9}, {CAIRN_F_WRITTEN, 10},
+		{CAIRN_F_LASTVERIFIED, 11},
+	};
 	uint32_t f = l->spec.fields;
 	int r = row_add(b, CAIRN_TYPE_SNAPSHOT, dsname, (const char *)sqlite3_column_text(s, 1));
 	if (r < 0)
 		return r;
-	set_field(b, f, CAIRN_F_OBJSETID, sqlite3_column_int64(s, 0));
-	set_field(b, f, CAIRN_F_GUID, sqlite3_column_int64(s, 2));
-	set_field(b, f, CAIRN_F_CREATETXG, sqlite3_column_int64(s, 3));
-	set_field(b, f, CAIRN_F_CREATION, sqlite3_column_int64(s, 4));
-	set_field(b, f, CAIRN_F_USERREFS, sqlite3_column_int64(s, 5));
-	set_field(b, f, CAIRN_F_DEFER_DESTROY, sqlite3_column_int64(s, 6));
-	set_field(b, f, CAIRN_F_USED, sqlite3_column_int64(s, 7));
-	set_field(b, f, CAIRN_F_REFERENCED, sqlite3_column_int64(s, 8));
-	set_field(b, f, CAIRN_F_LOGICALREFERENCED, sqlite3_column_int64(s, 9));
-	set_field(b, f, CAIRN_F_WRITTEN, sqlite3_column_int64(s, 10));
-	set_field(b, f, CAIRN_F_LASTVERIFIED, sqlite3_column_int64(s, 11));
+	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
+		if (f & (1u << map[i].field))
+			b->field[map[i].field][b->n - 1] = sqlite3_column_int64(s, map[i].col);
 	return 0;
 }
 
@@ -418,10 +421,17 @@ static int snaps_batched(cairn_list *l, const unit_t *u, const char *dsname,
 	sqlite3_bind_int64(s, 1, u->ds);
 	sqlite3_bind_int64(s, 2, (int64_t)c->txg);
 	sqlite3_bind_int64(s, 3, u->only_snap);
-	sqlite3_bind_int64(s, 4, room);
+	/* One row more than fits tells whether the unit is done, so a listing
+	 * that ends on a batch boundary needs no extra, empty transaction. */
+	sqlite3_bind_int64(s, 4, room + 1);
 	size_t got = 0;
+	bool more = false;
 	int rc, r = 0;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (got == room) {
+			more = true;
+			break;
+		}
 		r = emit_snapshot(l, s, dsname, b);
 		if (r < 0)
 			break;
@@ -435,7 +445,7 @@ static int snaps_batched(cairn_list *l, const unit_t *u, const char *dsname,
 	if (r == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
 		r = -EIO;
 	sqlite3_reset(s);
-	*unit_done = r == 0 && !*time_up && got < room;
+	*unit_done = r == 0 && !*time_up && !more;
 	return r;
 }
 
@@ -476,7 +486,7 @@ static int snaps_reference(cairn_list *l, const unit_t *u, const char *dsname,
 /* Bookmarks of a unit, after its snapshots; keyed by (createtxg, id)
  * since bookmarks of one snapshot share a createtxg. */
 static int bookmarks(cairn_list *l, const unit_t *u, const char *dsname, cairn_list_cursor *c,
-		     cairn_list_batch *b, size_t room, bool *unit_done)
+		     cairn_list_batch *b, size_t room, int64_t t0, bool *unit_done, bool *time_up)
 {
 	sqlite3_stmt *s = l->bms;
 	uint32_t f = l->spec.fields;
@@ -484,10 +494,15 @@ static int bookmarks(cairn_list *l, const unit_t *u, const char *dsname, cairn_l
 	sqlite3_bind_int64(s, 2, (int64_t)c->txg);
 	sqlite3_bind_int64(s, 3, c->id);
 	sqlite3_bind_int64(s, 4, u->only_bm);
-	sqlite3_bind_int64(s, 5, room);
+	sqlite3_bind_int64(s, 5, room + 1);
 	size_t got = 0;
+	bool more = false;
 	int rc, r = 0;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (got == room) {
+			more = true;
+			break;
+		}
 		size_t dl = strlen(dsname);
 		const char *bm = (const char *)sqlite3_column_text(s, 1);
 		char *full = malloc(dl + strlen(bm) + 2);
@@ -514,11 +529,15 @@ static int bookmarks(cairn_list *l, const unit_t *u, const char *dsname, cairn_l
 		set_field(b, f, CAIRN_F_WRITTEN, 0);
 		set_field(b, f, CAIRN_F_LASTVERIFIED, 0);
 		got++;
+		if (mono_ns() - t0 >= l->btime_ns) {
+			*time_up = true;
+			break;
+		}
 	}
 	if (r == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
 		r = -EIO;
 	sqlite3_reset(s);
-	*unit_done = r == 0 && got < room;
+	*unit_done = r == 0 && !*time_up && !more;
 	return r;
 }
 
@@ -552,10 +571,11 @@ static int fill_unit(cairn_list *l, const unit_t *u, const char *name, cairn_lis
 			c->id = 0;
 		}
 	}
-	if (c->state == 2 && !*time_up && b->n < limit) {
+	if (c->state == 2 && !u->bms) {
+		*unit_done = true; /* nothing to query: the unit ends here */
+	} else if (c->state == 2 && !*time_up && b->n < limit) {
 		phase_done = true;
-		if (u->bms)
-			r = bookmarks(l, u, name, c, b, limit - b->n, &phase_done);
+		r = bookmarks(l, u, name, c, b, limit - b->n, t0, &phase_done, time_up);
 		*unit_done = phase_done;
 	}
 	return r;

@@ -11,7 +11,7 @@
 #include "catalog.h"
 #include "unit.h"
 
-static char tmpdir[] = "/tmp/test_catalog.XXXXXX";
+static char tmpdir[] = "/dev/shm/test_catalog.XXXXXX";
 static char dbpath[256];
 
 /* The txg as stored, read behind the API's back. */

@@ -18,7 +18,7 @@
 #include "chunkstore.h"
 #include "unit.h"
 
-static char tmpdir[] = "/tmp/test_chunkstore.XXXXXX";
+static char tmpdir[] = "/dev/shm/test_chunkstore.XXXXXX";
 static char store_path[128];
 
 /* A deterministic, incompressible chunk: seed picks the content.  Every

@@ -10,7 +10,7 @@
 #include "snapio.h"
 #include "unit.h"
 
-static char tmpdir[] = "/tmp/test_snapio.XXXXXX";
+static char tmpdir[] = "/dev/shm/test_snapio.XXXXXX";
 static chunkstore_t *cs;
 
 /* ---- deterministic randomness ---- */
