@@ -57,6 +57,8 @@ int cmd_holds(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_bookmark(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
 int cmd_sync(int argc, char **argv);

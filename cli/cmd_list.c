@@ -288,7 +288,7 @@ static void print_header(lopts_t *o)
 
 static void flush_rows(lopts_t *o)
 {
-	if (o->nkeys) {
+	if (o->nkeys && o->nrows) {
 		g_sort_opts = o;
 		qsort(o->rows, o->nrows, sizeof(*o->rows), row_cmp);
 	}
@@ -476,11 +476,16 @@ int cmd_list(int argc, char **argv)
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	cairn_store *st;
-	if (cli_open(&st))
-		return 1;
-	int r = run(st, &spec, &o);
-	int rc = r < 0 ? cli_fail(st, NULL, r) : 0;
-	cairn_store_close(st);
+	int rc = cli_open(&st);
+	if (!rc) {
+		int r = run(st, &spec, &o);
+		rc = r < 0 ? cli_fail(st, NULL, r) : 0;
+		cairn_store_close(st);
+	}
+	for (size_t c = 0; c < o.ncols; c++)
+		free((char *)o.cols[c].user);
+	for (size_t k = 0; k < o.nkeys; k++)
+		free((char *)o.keys[k].col.user);
 	free(o.width);
 	free(o.cols);
 	free(o.rows);

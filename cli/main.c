@@ -32,6 +32,8 @@ static const struct verb {
 	{"release", cmd_release, "release holds"},
 	{"bookmark", cmd_bookmark, "bookmark a snapshot"},
 	{"prune", cmd_prune, "remove snapshots by keep rules"},
+	{"gc", cmd_gc, "remove chunks no snapshot references (garbage collection)"},
+	{"verify", cmd_verify, "re-read and check the chunks of snapshots"},
 	{"send", cmd_send, "write a replication stream"},
 	{"recv", cmd_recv, "receive a replication stream"},
 	{"receive", cmd_recv, "receive a replication stream"},

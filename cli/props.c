@@ -59,6 +59,8 @@ int columns_parse(const char *list, column_t **cols, size_t *n, const char *usag
 			    strchr(t, '/')) {
 				cli_usage(usage, "invalid property '%s'", t);
 				free(dup);
+				for (size_t i = 0; i < *n; i++)
+					free((char *)(*cols)[i].user);
 				free(*cols);
 				*cols = NULL;
 				return -1;

@@ -886,25 +886,31 @@ typedef struct snapjob {
 	uint64_t referenced, logical;
 } snapjob_t;
 
+/* The previous snapshot only saves reading: if it is gone (destroyed by
+ * another process a moment ago) or unreadable, the backup reads files. */
 static int open_prev(bctx_t *c, int64_t dsid)
 {
 	snap_row_t prev = {0};
-	int r = catalog_snap_prev(c->st->cat, dsid, UINT64_MAX, &prev);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
 	buf_t tree = {0}, idx = {0};
-	r = catalog_snap_roots(c->st->cat, prev.id, &tree, &idx);
+	int r = catalog_begin_read(c->st->cat);
+	if (r == 0)
+		r = catalog_snap_prev(c->st->cat, dsid, UINT64_MAX, &prev);
+	if (r == 0)
+		r = catalog_snap_roots(c->st->cat, prev.id, &tree, &idx);
+	catalog_end_read(c->st->cat);
 	snap_row_clear(&prev);
 	buf_free(&idx);
 	if (r == 0)
 		r = snaptree_open(&c->prev.t, c->cs, &tree);
-	if (r == 0)
-		c->prev.open = true;
+	if (r < 0) {
+		buf_free(&tree);
+		return r == -ENOENT || r == CAIRN_ECORRUPT ? 0
+			: store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
+	}
+	c->prev.open = true;
 	/* The cursor reads tree chunks lazily from this copy of the roots. */
 	c->prev.t.m.refs = tree.data;
-	return r;
+	return 0;
 }
 
 static void ctx_free(bctx_t *c)

@@ -106,7 +106,7 @@ static int open_db(const char *path, int flags, sqlite3 **out)
 	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	rc = sqlite3_exec(db,
 			  "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;"
-			  "PRAGMA cache_size=-16384; PRAGMA mmap_size=1073741824;",
+			  "PRAGMA cache_size=-16384;",
 			  NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		sqlite3_close(db);

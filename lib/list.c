@@ -92,7 +92,10 @@ static int plan_dataset(cairn_list *l, const ds_row_t *root, size_t order)
 			    .snaps = (types & CAIRN_TYPE_SNAPSHOT) && (depth < 0 || d + 1 <= depth),
 			    .bms = (types & CAIRN_TYPE_BOOKMARK) && (depth < 0 || d + 1 <= depth)};
 		ds.name = NULL;
-		r = unit_add(l, &u);
+		if (u.ds_row || u.snaps || u.bms)
+			r = unit_add(l, &u); /* a unit with nothing to list costs a batch */
+		else
+			free(u.name);
 	}
 	free(ids);
 	return r;
@@ -185,7 +188,7 @@ static int plan(cairn_list *l)
 	for (size_t i = 0; r == 0 && i < l->spec.nroots; i++)
 		r = plan_root(l, l->spec.roots[i], i);
 	catalog_end_read(l->st->cat);
-	if (r == 0)
+	if (r == 0 && l->nunits)
 		qsort(l->units, l->nunits, sizeof(*l->units), unit_cmp);
 	return r;
 }

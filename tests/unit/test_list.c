@@ -22,7 +22,7 @@
 #include "cairn.h"
 #include "unit.h"
 
-static char tmpdir[] = "/tmp/test_list.XXXXXX";
+static char tmpdir[] = "/dev/shm/test_list.XXXXXX";
 static char store_path[256], src_path[256], img_path[256], db_path[300];
 
 #define ALL_FIELDS ((1u << CAIRN_F_COUNT) - 1)
@@ -746,6 +746,70 @@ static void test_interleaved_writers(void)
 	cairn_store_close(w);
 }
 
+/* Bookmarks come after their dataset's snapshots, keyed by (createtxg, id)
+ * since bookmarks of one snapshot share a createtxg: every batch size and
+ * the reference path give the same rows, and the time budget cuts bookmark
+ * batches as it cuts snapshot batches. */
+static void test_bookmarks(void)
+{
+	char bm[64];
+	const char *srcs[] = {"p/b@x1", "p/b@r2", "p/b@r3"};
+	int nbm = 0;
+	for (int i = 0; i < 45; i++) {
+		snprintf(bm, sizeof(bm), "p/b#bm%02d", i);
+		int r = cairn_bookmark(g_st, srcs[i % 3], bm);
+		if (r < 0)
+			fprintf(stderr, "bookmark %s: %s (%s)\n", bm, cairn_strerror(r),
+				cairn_store_errdetail(g_st));
+		CHECK_EQ(r, 0);
+		nbm += r == 0;
+	}
+	const char *root = "p/b";
+	cairn_list_spec rs = {.roots = &root, .nroots = 1, .depth = 1,
+			      .types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_SNAPSHOT | CAIRN_TYPE_BOOKMARK,
+			      .fields = ALL_FIELDS, .batch_time_us = 100000, .reference = true};
+	rows_t ref;
+	collect(g_st, &rs, &ref);
+	CHECK_EQ(count_type(&ref, CAIRN_TYPE_BOOKMARK), nbm);
+	CHECK_EQ(count_type(&ref, CAIRN_TYPE_SNAPSHOT), 5);
+	/* the dataset, its snapshots, then its bookmarks by createtxg */
+	for (size_t i = 1; i < ref.n; i++) {
+		if (ref.v[i - 1].type == CAIRN_TYPE_BOOKMARK)
+			CHECK_EQ(ref.v[i].type, CAIRN_TYPE_BOOKMARK);
+		if (ref.v[i - 1].type == CAIRN_TYPE_BOOKMARK && ref.v[i].type == CAIRN_TYPE_BOOKMARK)
+			CHECK(ref.v[i - 1].f[CAIRN_F_CREATETXG] <= ref.v[i].f[CAIRN_F_CREATETXG]);
+		for (size_t j = 0; j < i; j++)
+			CHECK(strcmp(ref.v[i].name, ref.v[j].name));
+	}
+	uint32_t sizes[] = {1, 2, 3, 7, 1024};
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		cairn_list_spec s = rs;
+		s.reference = false;
+		s.batch_size = sizes[k];
+		rows_t got;
+		collect(g_st, &s, &got);
+		char what[64];
+		snprintf(what, sizeof(what), "bookmarks, batch size %u vs reference", sizes[k]);
+		CHECK(rows_equal(&got, &ref, ALL_FIELDS, what));
+		rows_free(&got);
+	}
+	/* 1 us budget, bookmarks only */
+	cairn_list_spec ts = rs;
+	ts.reference = false;
+	ts.types = CAIRN_TYPE_BOOKMARK;
+	ts.batch_size = 4096;
+	ts.batch_time_us = 1;
+	rows_t got;
+	collect(g_st, &ts, &got);
+	CHECK_EQ(got.n, nbm);
+	if (got.calls < got.n / 16)
+		fprintf(stderr, "  %zu bookmarks came in %zu batches with a 1 us budget\n", got.n,
+			got.calls);
+	CHECK(got.calls >= got.n / 16);
+	rows_free(&got);
+	rows_free(&ref);
+}
+
 /* A catalog error in the middle of a listing must be reported, never look
  * like the end of the listing.  Here the dataset table vanishes between
  * two batches (an ALTER TABLE by another connection: every later query on
@@ -797,6 +861,7 @@ int main(void)
 	RUN(test_open_errors);
 	RUN(test_batch_count);
 	RUN(test_interleaved_writers);
+	RUN(test_bookmarks);
 	RUN(test_error_not_end);
 	cairn_store_close(g_st);
 	if (!getenv("KEEP"))
