@@ -26,19 +26,21 @@ int cmd_bookmark(int argc, char **argv)
 	if (!recursive) {
 		r = cairn_bookmark(st, src, dst);
 		rc = r < 0 ? cli_fail(st, src, r) : 0;
+	} else if (strchr(dst, '#') && dst[0] != '#' &&
+		   (strncmp(dst, src, strcspn(src, "@#")) || dst[strcspn(src, "@#")] != '#')) {
+		cli_err(dst, "with -r, give the bookmark's short name (or #name / %.*s#name)",
+			(int)strcspn(src, "@#"), src);
+		rc = 1;
 	} else {
-		char **names;
-		size_t n;
+		char **names = NULL;
+		size_t n = 0;
 		const char *bname = strchr(dst, '#') ? strchr(dst, '#') + 1 : dst;
 		r = cairn_snapshot_expand(st, src, &names, &n);
+		if (r == 0)
+			r = cairn_bookmark_many(st, (const char *const *)names, n, bname);
 		if (r < 0)
 			rc = cli_fail(st, src, r);
-		for (size_t i = 0; r == 0 && i < n; i++) {
-			r = cairn_bookmark(st, names[i], bname);
-			if (r < 0)
-				rc = cli_fail(st, names[i], r);
-		}
-		for (size_t i = 0; r >= 0 && i < n; i++)
+		for (size_t i = 0; i < n; i++)
 			free(names[i]);
 		free(names);
 	}

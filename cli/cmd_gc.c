@@ -31,7 +31,7 @@ static void item(const char *path, uint64_t bytes, void *arg)
 static void warn(const char *object, int err, void *arg)
 {
 	cli_progress_done();
-	cli_err(object, "%s", cairn_strerror(err));
+	cli_err(object, "%s", err == -ENOENT ? "missing" : cairn_strerror(err));
 }
 
 static double secs(int64_t ns)

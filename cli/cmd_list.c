@@ -463,7 +463,8 @@ int cmd_list(int argc, char **argv)
 	spec.roots = (const char *const *)argv + optind;
 	spec.nroots = argc - optind;
 	if (spec.depth == -2)
-		spec.depth = !spec.nroots ? -1 : (spec.types & CAIRN_TYPE_SNAPSHOT) ? 1 : 0;
+		spec.depth = !spec.nroots ? -1
+			     : (spec.types & (CAIRN_TYPE_SNAPSHOT | CAIRN_TYPE_BOOKMARK)) ? 1 : 0;
 	for (size_t c = 0; c < o.ncols; c++)
 		spec.fields |= fields_of(&o.cols[c]);
 	for (size_t k = 0; k < o.nkeys; k++)

@@ -62,6 +62,7 @@ int cmd_prune(int argc, char **argv)
 		{"keep-within", required_argument, 0, 'W'}, {0}};
 	cairn_prune_opts o = {0};
 	bool verbose = false, recursive = false;
+	unsigned seen = 0; /* keep options given, so a repeat is refused */
 	int ch;
 	while ((ch = getopt_long(argc, argv, "nvr", lo, NULL)) != -1) {
 		uint32_t *slot = NULL;
@@ -76,6 +77,9 @@ int cmd_prune(int argc, char **argv)
 		case 'm': slot = &o.keep_monthly; break;
 		case 'y': slot = &o.keep_yearly; break;
 		case 'W':
+			if (seen & (1u << 7))
+				return cli_usage(u, "--keep-within is given twice");
+			seen |= 1u << 7;
 			if (parse_duration(optarg, &o.keep_within) < 0)
 				return cli_usage(u, "invalid duration '%s' (e.g. 30d, 12h, 2w1d)", optarg);
 			continue;
@@ -86,8 +90,10 @@ int cmd_prune(int argc, char **argv)
 		long v = strtol(optarg, &end, 10);
 		if (*end || end == optarg || v < 0 || v > 1000000)
 			return cli_usage(u, "invalid count '%s' for a keep option", optarg);
-		if (*slot)
+		unsigned bit = 1u << (slot - &o.keep_last);
+		if (seen & bit)
 			return cli_usage(u, "a keep option is given twice");
+		seen |= bit;
 		*slot = v;
 	}
 	if (optind >= argc)

@@ -12,13 +12,10 @@ int holdargs_build(cairn_store *st, const char *tag, char **snaps, int n, bool r
 	for (int i = 0; i < n; i++) {
 		char **names = NULL;
 		size_t k = 0;
-		if (recursive) {
-			int r = cairn_snapshot_expand(st, snaps[i], &names, &k);
-			if (r < 0) {
-				free(names);
-				return r;
-			}
-		} else {
+		/* A name that does not expand stays as one item: the batch then
+		 * names it among every other failing item. */
+		if (!recursive || cairn_snapshot_expand(st, snaps[i], &names, &k) < 0) {
+			free(names);
 			names = malloc(sizeof(char *));
 			names[0] = strdup(snaps[i]);
 			k = 1;
@@ -43,10 +40,7 @@ int holdargs_report(const holdargs_t *h, const char *what)
 	int bad = 0;
 	for (size_t i = 0; i < h->n; i++)
 		if (h->items[i].err) {
-			cli_err(h->items[i].snapshot, "%s '%s': %s", what, h->items[i].tag,
-				h->items[i].err == -EEXIST ? "tag already exists on this snapshot"
-				: h->items[i].err == -ENOENT ? "no such snapshot or hold"
-							     : cairn_strerror(h->items[i].err));
+			cli_err(NULL, "%s", h->items[i].why);
 			bad++;
 		}
 	if (bad)

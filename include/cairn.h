@@ -256,7 +256,8 @@ int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, b
 typedef struct cairn_hold_item {
 	const char *snapshot; /**< "ds@snap" */
 	const char *tag;
-	int err;
+	int err;              /**< out: 0, or why this item failed */
+	char why[320];        /**< out: the failure, naming the item */
 } cairn_hold_item;
 
 /** Adds every hold in ONE transaction (one sync, whatever n is).  If any
@@ -287,6 +288,11 @@ int cairn_snapshot_expand(cairn_store *st, const char *snap, char ***names, size
  * snapshot's chunk index (an incremental send source), but not its data:
  * GC does not keep a bookmark's chunks. */
 int cairn_bookmark(cairn_store *st, const char *source, const char *bookmark);
+
+/** Bookmarks each source (as cairn_bookmark) in ONE transaction: all or
+ * none.  bookmark is the short name, or "ds#name" for a single source. */
+int cairn_bookmark_many(cairn_store *st, const char *const *sources, size_t n,
+			const char *bookmark);
 
 /** Retention rules, PBS semantics.  0 = rule unused. */
 typedef struct cairn_prune_opts {
@@ -396,13 +402,16 @@ typedef struct cairn_gc_opts {
 	/** Each referenced chunk that is missing, with a snapshot needing it. */
 	cairn_warn_fn warn;
 	void *arg;
+	/** Each chunk sweep removes (with dry_run: would remove): its path
+	 * relative to the store and its size.  Calls are serialised.  May be NULL. */
+	void (*item)(const char *path, uint64_t bytes, void *arg);
 } cairn_gc_opts;
 
 /** What a GC run found and did; also kept in the store for cairn gc --status. */
 typedef struct cairn_gc_status {
 	int64_t start, end;              /**< unix seconds */
 	uint64_t snapshots;              /**< snapshots walked */
-	uint64_t index_bytes;            /**< bytes of index data read */
+	uint64_t index_bytes;            /**< logical bytes the walked snapshots' indexes reference */
 	uint64_t referenced_chunks;      /**< distinct... as marked (touches + cache hits) */
 	uint64_t touched, cache_hits, cache_misses;
 	uint64_t missing;                /**< referenced chunks not found */
@@ -410,6 +419,7 @@ typedef struct cairn_gc_status {
 	uint64_t removed_chunks, removed_bytes;
 	uint64_t pending_chunks, pending_bytes; /**< unreferenced but inside the cutoff */
 	uint64_t removed_temp;           /**< leftover temporary files removed */
+	uint64_t other_files;            /**< files with other names (e.g. <digest>.bad), left alone */
 	double dedup_factor;             /**< logical referenced bytes / disk bytes */
 	uint64_t avg_chunk;              /**< disk bytes / disk chunks */
 	int64_t mark_ns, sweep_ns;

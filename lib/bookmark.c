@@ -89,19 +89,15 @@ static int insert(cairn_store *st, int64_t ds, const char *name, const bmsrc_t *
 	return rc == SQLITE_DONE ? 0 : store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
 }
 
-int cairn_bookmark(cairn_store *st, const char *source, const char *bookmark)
+/* One bookmark inside the open write transaction. */
+static int bookmark_one(cairn_store *st, const char *source, const char *bookmark)
 {
-	st->errdetail[0] = 0;
 	bool from_bm = strchr(source, '#') != NULL;
 	if (!from_bm && !strchr(source, '@'))
 		return store_err(st, -EINVAL, "%s: not a snapshot or bookmark", source);
-	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
-	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
 	bmsrc_t b = {0};
 	int64_t ds;
-	r = from_bm ? source_bookmark(st, source, &ds, &b) : source_snapshot(st, source, &ds, &b);
+	int r = from_bm ? source_bookmark(st, source, &ds, &b) : source_snapshot(st, source, &ds, &b);
 	/* "ds#name", "#name" or "name": a bookmark lives in its snapshot's dataset. */
 	const char *h = strchr(bookmark, '#');
 	const char *bname = h ? h + 1 : bookmark;
@@ -109,18 +105,32 @@ int cairn_bookmark(cairn_store *st, const char *source, const char *bookmark)
 	char full[600];
 	snprintf(full, sizeof(full), "%.*s#%s", (int)dslen, source, bname);
 	char why[256];
-	if (r == 0 && h && h != bookmark && (size_t)(h - bookmark) == dslen &&
-	    strncmp(bookmark, source, dslen))
-		r = store_err(st, -EINVAL, "%s: a bookmark must be in its snapshot's dataset",
-			      bookmark);
-	else if (r == 0 && h && h != bookmark && (size_t)(h - bookmark) != dslen)
-		r = store_err(st, -EINVAL, "%s: a bookmark must be in its snapshot's dataset",
-			      bookmark);
+	if (r == 0 && h && h != bookmark &&
+	    ((size_t)(h - bookmark) != dslen || strncmp(bookmark, source, dslen)))
+		r = store_err(st, -EINVAL, "%s: a bookmark must be in its snapshot's dataset (%.*s)",
+			      bookmark, (int)dslen, source);
 	if (r == 0 && cairn_name_check(full, true, why, sizeof(why)) < 0)
 		r = store_err(st, CAIRN_EBADNAME, "%s: %s", full, why);
 	if (r == 0)
 		r = insert(st, ds, bname, &b, full);
 	buf_free(&b.idx);
-	r = store_txn_end(st, r);
 	return r;
+}
+
+int cairn_bookmark_many(cairn_store *st, const char *const *sources, size_t n,
+			const char *bookmark)
+{
+	st->errdetail[0] = 0;
+	uint64_t txg;
+	int r = catalog_begin_write(st->cat, &txg);
+	if (r < 0)
+		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = bookmark_one(st, sources[i], bookmark);
+	return store_txn_end(st, r);
+}
+
+int cairn_bookmark(cairn_store *st, const char *source, const char *bookmark)
+{
+	return cairn_bookmark_many(st, &source, 1, bookmark);
 }

@@ -90,6 +90,19 @@ void snap_row_clear(snap_row_t *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* After a commit that left a large WAL (a hold of 10,000 snapshots),
+ * checkpoint and truncate it so the WAL stays bounded.  Best effort: a
+ * busy reader just postpones it to a later commit. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	if (pages < 2000)
+		return SQLITE_OK;
+	sqlite3_busy_timeout(db, 100);
+	sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	sqlite3_busy_timeout(db, 600000);
+	return SQLITE_OK;
+}
+
 static int open_db(const char *path, int flags, sqlite3 **out)
 {
 	sqlite3 *db = NULL;
@@ -104,9 +117,10 @@ static int open_db(const char *path, int flags, sqlite3 **out)
 	/* Short commands (a listing) must not pay a WAL checkpoint and the
 	 * WAL's re-creation at every close; commits checkpoint as it grows. */
 	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	sqlite3_wal_hook(db, wal_hook, NULL);
 	rc = sqlite3_exec(db,
 			  "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;"
-			  "PRAGMA cache_size=-16384;",
+			  "PRAGMA cache_size=-16384; PRAGMA journal_size_limit=4194304;",
 			  NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		sqlite3_close(db);

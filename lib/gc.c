@@ -1,17 +1,27 @@
 /* gc.c - garbage collection: mark (batched, sorted touches) and sweep.
  *
- * Mark walks every snapshot (by dataset, then createtxg, so that
- * consecutive snapshots share most chunks and the LRU keeps hitting) and
- * every partial receive.  A snapshot's chunks are its tree and index roots
- * plus every record of its index stream (which lists tree chunks too).
- * Each reference goes through the LRU; a miss is queued in the pending
- * list; a full list is flushed: sorted (by inode numbers read from exactly
- * the directories the batch needs, or by digest, or left in arrival
- * order), then touched with utimensat(dirfd, name, {UTIME_NOW, UTIME_OMIT})
- * through directory fds held for that flush.  Index chunks already parsed
- * in this run are not read again (gc_idxwalk keeps their boundary bytes).
- * Sweep reads all 65536 directories on several threads and removes chunks
- * whose atime is older than the threshold below.
+ * Mark walks every partial receive, then every snapshot (by dataset, then
+ * createtxg, so that consecutive snapshots share most chunks and the LRU
+ * keeps hitting).  A snapshot's chunks are its tree and index roots plus
+ * every record of its index stream (which lists tree chunks too).  Each
+ * reference goes through the LRU; a miss is queued in the pending list; a
+ * full list is flushed: sorted (by inode numbers read from exactly the
+ * directories the batch needs, or by digest, or left in arrival order),
+ * then touched with utimensat(dirfd, name, {UTIME_NOW, UTIME_OMIT},
+ * AT_SYMLINK_NOFOLLOW) through directory fds held for that flush.  A
+ * flush runs in a thread of its own while the walk fills the next list
+ * (directories read by GC_IO_THREADS threads, the sorted list touched by
+ * `threads` threads in contiguous parts).  Index chunks already parsed in
+ * this run are not read again (gc_idxwalk keeps their boundary bytes) and
+ * the others are opened ahead by prefetch threads.  Sweep reads all 65536
+ * directories on `threads` threads and removes chunks whose atime is
+ * older than the threshold below.
+ *
+ * Memory: the LRU (64 bytes a digest), three pending lists of 48 bytes an
+ * entry (filling, flushing, sort scratch), the index-chunk edge cache
+ * (cache/16 entries of 116 bytes), 16 directory buffers of 64 KiB, and
+ * per snapshot its root lists: set by gc_cache_capacity and gc_batch, not
+ * by the number of chunks.
  *
  * WHY A RUNNING BACKUP NEVER LOSES A CHUNK
  *
@@ -38,8 +48,9 @@
  *     chunk.  Every chunk S references was, after w, either written new
  *     by P (a new file's atime is its creation time; the rename of the
  *     temporary keeps it) or found existing and touched by P
- *     (chunkstore_put on a duplicate, backup's reuse path through
- *     chunkstore_touch: both utimensat UTIME_NOW on the name).  So
+ *     (chunkstore_put on a duplicate, backup's reuse path and recv's
+ *     completeness check through chunkstore_touch: all utimensat
+ *     UTIME_NOW on the name).  So
  *     atime(X) >= w - SLACK (SLACK covers the kernel's coarse clock and
  *     timestamp granularity against w, which is read from the fine clock).
  *     a) P's registration was visible at R1: W <= w, so X is kept.
@@ -61,10 +72,14 @@
  *  4. Temporary files (<hex>.tmp.<pid>.<n>) go only when older than the
  *     threshold (atime and mtime) and their process is gone.
  *  5. Bookmarks keep no chunks.  Partial receives (recvstate.idx) are
- *     walked like snapshots.  A snapshot whose index cannot be read is
- *     walked through its tree instead; if that fails too, or a partial
- *     receive's index cannot be read, sweep is skipped altogether: we
- *     cannot tell what it needs.
+ *     walked like snapshots, and first: a receive that completes during
+ *     the walk has committed its snapshot (in the transaction that drops
+ *     its recvstate row) before the snapshots are read, so its chunks are
+ *     reached one way or the other even by a receiver that does not touch
+ *     the chunks it kept from the interrupted attempt.  A snapshot whose
+ *     index cannot be read is walked through its tree instead; if that
+ *     fails too, or a partial receive's index cannot be read, sweep is
+ *     skipped altogether: we cannot tell what it needs.
  *
  * SIGINT/SIGTERM (cairn_gc_interrupt) stop GC between batches, snapshots,
  * index chunks and directories; a stop during mark skips sweep, a stop
@@ -346,8 +361,16 @@ _Static_assert(offsetof(pend_t, d) == 0, "digest first");
 struct gc_marker {
 	gc_marker_opts_t o;
 	lru_t *lru;
-	pend_t *pend, *tmp;
-	size_t n, cap;
+	/* pend fills while fbuf (with tmp as scratch) is flushed by a thread
+	 * of its own: marking goes on during a flush. */
+	pend_t *pend, *fbuf, *tmp;
+	size_t n, fn, cap;
+	bool busy; /* a flush thread runs */
+	bool flusher_ok;
+	pthread_t flusher;
+	int ferr;           /* its result */
+	pend_t *miss;       /* missing chunks it found, reported by the caller */
+	size_t nmiss, capmiss;
 	uint64_t seq;
 	int *dfd;      /* per directory: fd held by the current flush, or -1 */
 	uint32_t *off; /* GC_NDIRS + 1: the dir-sorted list's ranges */
@@ -377,6 +400,7 @@ int gc_marker_new(const gc_marker_opts_t *o, gc_marker_t **out)
 	m->cap = o->batch;
 	m->threads = 1;
 	m->pend = malloc(m->cap * sizeof(pend_t));
+	m->fbuf = malloc(m->cap * sizeof(pend_t));
 	m->tmp = malloc(m->cap * sizeof(pend_t));
 	m->dfd = malloc(GC_NDIRS * sizeof(int));
 	m->off = calloc(GC_NDIRS + 1, sizeof(uint32_t));
@@ -392,7 +416,7 @@ int gc_marker_new(const gc_marker_opts_t *o, gc_marker_t **out)
 	for (int i = 0; m->dirbufs && i < m->o.io_threads; i++)
 		if (!(m->dirbufs[i] = malloc(DIRBUF)))
 			r = -ENOMEM;
-	if (!m->pend || !m->tmp || !m->dfd || !m->off || !m->opened || !m->hit || !m->gdirs ||
+	if (!m->pend || !m->fbuf || !m->tmp || !m->dfd || !m->off || !m->opened || !m->hit || !m->gdirs ||
 	    !m->dirbufs)
 		r = -ENOMEM;
 	if (r == 0 && o->cache_capacity)
@@ -403,7 +427,7 @@ int gc_marker_new(const gc_marker_opts_t *o, gc_marker_t **out)
 	}
 	for (unsigned i = 0; i < GC_NDIRS; i++)
 		m->dfd[i] = -1;
-	m->s.memory = sizeof(*m) + 2 * m->cap * sizeof(pend_t) + GC_NDIRS * (3 * sizeof(int) + 4) +
+	m->s.memory = sizeof(*m) + 3 * m->cap * sizeof(pend_t) + GC_NDIRS * (3 * sizeof(int) + 4) +
 		      HIT_CHUNK + (size_t)m->o.io_threads * DIRBUF +
 		      (m->lru ? lru_memory(m->lru) : 0);
 	*out = m;
@@ -414,9 +438,13 @@ void gc_marker_free(gc_marker_t *m)
 {
 	if (!m)
 		return;
+	if (m->busy)
+		pthread_join(m->flusher, NULL);
 	lru_free(m->lru);
 	free(m->pend);
+	free(m->fbuf);
 	free(m->tmp);
+	free(m->miss);
 	free(m->dfd);
 	free(m->off);
 	free(m->opened);
@@ -561,9 +589,19 @@ static int touch_list(gc_marker_t *m, const pend_t *v, size_t n)
 		m->s.path_touches += r->path_touches;
 		m->s.restored += r->restored;
 		m->s.missing += r->nmissing;
-		for (size_t k = 0; k < r->nmissing; k++)
-			if (m->o.missing)
-				m->o.missing(&r->missing[k].d, r->missing[k].owner, m->o.arg);
+		/* Reported by the marker's owner thread (wait_flush). */
+		if (r->nmissing && m->nmiss + r->nmissing > m->capmiss) {
+			size_t c = MAX(m->capmiss * 2, m->nmiss + r->nmissing);
+			pend_t *v = realloc(m->miss, c * sizeof(*v));
+			if (v) {
+				m->miss = v;
+				m->capmiss = c;
+			} else if (!err) {
+				err = -ENOMEM;
+			}
+		}
+		for (size_t k = 0; k < r->nmissing && m->nmiss < m->capmiss; k++)
+			m->miss[m->nmiss++] = r->missing[k];
 		free(r->missing);
 		if (r->err && !err)
 			err = r->err;
@@ -601,21 +639,21 @@ static void sort_by_dir(gc_marker_t *m)
 {
 	uint32_t *off = m->off;
 	memset(off, 0, (GC_NDIRS + 1) * sizeof(*off));
-	for (size_t i = 0; i < m->n; i++)
-		off[gc_dir_of(&m->pend[i].d) + 1]++;
+	for (size_t i = 0; i < m->fn; i++)
+		off[gc_dir_of(&m->fbuf[i].d) + 1]++;
 	for (unsigned d = 0; d < GC_NDIRS; d++)
 		off[d + 1] += off[d];
 	/* off[d] is now the start of d; fill with a moving cursor. */
-	for (size_t i = 0; i < m->n; i++) {
-		unsigned d = gc_dir_of(&m->pend[i].d);
-		m->tmp[off[d]++] = m->pend[i];
+	for (size_t i = 0; i < m->fn; i++) {
+		unsigned d = gc_dir_of(&m->fbuf[i].d);
+		m->tmp[off[d]++] = m->fbuf[i];
 	}
 	/* The cursors ended at each directory's end: shift back to starts. */
 	for (unsigned d = GC_NDIRS; d > 0; d--)
 		off[d] = off[d - 1];
 	off[0] = 0;
-	pend_t *t = m->pend;
-	m->pend = m->tmp;
+	pend_t *t = m->fbuf;
+	m->fbuf = m->tmp;
 	m->tmp = t;
 }
 
@@ -675,12 +713,12 @@ static int flush_none(gc_marker_t *m)
 {
 	/* Arrival order; directories opened as first needed, while the fd
 	 * budget lasts (then paths). */
-	for (size_t i = 0; i < m->n; i++) {
-		unsigned d = gc_dir_of(&m->pend[i].d);
+	for (size_t i = 0; i < m->fn; i++) {
+		unsigned d = gc_dir_of(&m->fbuf[i].d);
 		if (m->dfd[d] < 0 && m->nopened < m->o.fd_budget)
 			open_dir(m, d);
 	}
-	int r = touch_list(m, m->pend, m->n);
+	int r = touch_list(m, m->fbuf, m->fn);
 	close_dirs(m);
 	return r;
 }
@@ -712,7 +750,7 @@ static void *prep_thread(void *arg)
 			break;
 		unsigned d = m->gdirs[i];
 		uint32_t a = m->off[d], b = m->off[d + 1];
-		sort_slice_digest(m->pend + a, b - a);
+		sort_slice_digest(m->fbuf + a, b - a);
 		char dn[5];
 		gc_dir_name(d, dn);
 		/* On failure touches use paths; a real problem shows there. */
@@ -722,14 +760,14 @@ static void *prep_thread(void *arg)
 			atomic_fetch_add(&p->opened, 1);
 		if (!p->by_inode)
 			continue;
-		int r = fd >= 0 ? dir_inodes_buf(fd, m->pend + a, sizeof(pend_t), b - a,
+		int r = fd >= 0 ? dir_inodes_buf(fd, m->fbuf + a, sizeof(pend_t), b - a,
 						 offsetof(pend_t, key), w->buf)
 				: -1;
 		if (fd >= 0)
 			atomic_fetch_add(&p->read, 1);
 		if (r < 0)
 			for (uint32_t k = a; k < b; k++)
-				m->pend[k].key = 0;
+				m->fbuf[k].key = 0;
 	}
 	return NULL;
 }
@@ -779,18 +817,16 @@ static int flush_sorted(gc_marker_t *m, bool by_inode)
 		prepare_group(m, ndirs, by_inode);
 		uint32_t ga = m->off[first], gb = m->off[d];
 		if (by_inode)
-			sort_by_key(m->pend + ga, m->tmp, gb - ga);
-		err = touch_list(m, m->pend + ga, gb - ga);
+			sort_by_key(m->fbuf + ga, m->tmp, gb - ga);
+		err = touch_list(m, m->fbuf + ga, gb - ga);
 		close_dirs(m);
 	}
 	return err;
 }
 
-int gc_marker_flush(gc_marker_t *m)
+/* Flushes fbuf[0..fn); runs in the flush thread. */
+static int do_flush(gc_marker_t *m)
 {
-	if (!m->n)
-		return 0;
-	m->s.flushes++;
 	int r;
 	switch (m->o.order) {
 	case CAIRN_GC_ORDER_NONE:
@@ -803,8 +839,59 @@ int gc_marker_flush(gc_marker_t *m)
 		r = flush_sorted(m, true);
 		break;
 	}
-	m->n = 0;
+	m->fn = 0;
 	return r;
+}
+
+static void *flush_thread(void *arg)
+{
+	gc_marker_t *m = arg;
+	m->ferr = do_flush(m);
+	return NULL;
+}
+
+/* Waits for the running flush, reports what it found missing, and
+ * returns its result. */
+static int wait_flush(gc_marker_t *m)
+{
+	if (!m->busy)
+		return 0;
+	if (m->flusher_ok)
+		pthread_join(m->flusher, NULL);
+	m->busy = false;
+	for (size_t i = 0; i < m->nmiss; i++)
+		if (m->o.missing)
+			m->o.missing(&m->miss[i].d, m->miss[i].owner, m->o.arg);
+	m->nmiss = 0;
+	int r = m->ferr;
+	m->ferr = 0;
+	return r;
+}
+
+/* Hands the pending list to a flush thread (after the previous one ended). */
+static int start_flush(gc_marker_t *m)
+{
+	int r = wait_flush(m);
+	if (r < 0 || !m->n)
+		return r;
+	pend_t *t = m->fbuf;
+	m->fbuf = m->pend;
+	m->pend = t;
+	m->fn = m->n;
+	m->n = 0;
+	m->s.flushes++;
+	m->busy = true;
+	m->flusher_ok = pthread_create(&m->flusher, NULL, flush_thread, m) == 0;
+	if (!m->flusher_ok)
+		m->ferr = do_flush(m); /* no thread: flush right here */
+	return 0;
+}
+
+int gc_marker_flush(gc_marker_t *m)
+{
+	int r = start_flush(m);
+	int w = wait_flush(m);
+	return r < 0 ? r : w;
 }
 
 static inline int queue(gc_marker_t *m, const digest_t *d, int64_t owner)
@@ -813,7 +900,7 @@ static inline int queue(gc_marker_t *m, const digest_t *d, int64_t owner)
 	p->d = *d;
 	p->key = m->seq++;
 	p->owner = owner;
-	return m->n == m->cap ? gc_marker_flush(m) : 0;
+	return m->n == m->cap ? start_flush(m) : 0;
 }
 
 int gc_marker_add(gc_marker_t *m, const digest_t *d, size_t n, int64_t owner)
@@ -856,6 +943,9 @@ typedef struct edge {
 struct gc_idxwalk {
 	edge_t *edges;
 	size_t ecap; /* power of two, or 0 */
+	int pf_fd, pf_threads;
+	digest_t *pf; /* the chunks of this stream to prefetch */
+	size_t npf, cappf;
 	buf_t chunk;
 	chunk_ref_t *out;
 	size_t outcap;
@@ -889,10 +979,17 @@ void gc_idxwalk_reset(gc_idxwalk_t *w)
 		memset(w->edges, 0, w->ecap * sizeof(edge_t));
 }
 
+void gc_idxwalk_set_prefetch(gc_idxwalk_t *w, int chunkfd, int threads)
+{
+	w->pf_fd = chunkfd;
+	w->pf_threads = threads < 0 ? 0 : threads > 64 ? 64 : threads;
+}
+
 void gc_idxwalk_free(gc_idxwalk_t *w)
 {
 	if (!w)
 		return;
+	free(w->pf);
 	free(w->edges);
 	buf_free(&w->chunk);
 	free(w->out);
@@ -932,8 +1029,86 @@ static int unpack_rec(const uint8_t *p, chunk_ref_t *r)
 	return (!r->plain_len || r->plain_len > CHUNK_MAX_PLAIN) ? CAIRN_ECORRUPT : 0;
 }
 
+typedef struct prefetch {
+	const gc_idxwalk_t *w;
+	atomic_size_t next;
+} prefetch_t;
+
+static void *prefetch_thread(void *arg)
+{
+	prefetch_t *p = arg;
+	const gc_idxwalk_t *w = p->w;
+	for (;;) {
+		size_t i = atomic_fetch_add(&p->next, 1);
+		if (i >= w->npf)
+			return NULL;
+		char path[5 + DIGEST_HEX_LEN + 1];
+		hex_encode(&w->pf[i], path + 5);
+		memcpy(path, path + 5, 4);
+		path[4] = '/';
+		int fd = openat(w->pf_fd, path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+		if (fd < 0 && errno == EPERM)
+			fd = openat(w->pf_fd, path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			readahead(fd, 0, 1 << 20);
+			close(fd);
+		}
+	}
+}
+
+/* Starts prefetching the chunks of roots that will not be skipped; the
+ * caller joins the threads after the stream. */
+static int prefetch_start(gc_idxwalk_t *w, const uint8_t *roots, size_t nroots, prefetch_t *p,
+			  pthread_t *tid)
+{
+	if (!w->pf_threads || nroots < 2)
+		return 0;
+	if (nroots > w->cappf) {
+		digest_t *v = realloc(w->pf, nroots * sizeof(*v));
+		if (!v)
+			return 0;
+		w->pf = v;
+		w->cappf = nroots;
+	}
+	w->npf = 0;
+	for (size_t i = 1; i < nroots; i++) { /* the first one is read at once */
+		digest_t d;
+		memcpy(d.b, roots + i * CHUNK_REF_WIRE, DIGEST_LEN);
+		if (w->ecap) {
+			edge_t *e = edge_slot(w, &d);
+			if (e->used && !digest_cmp(&e->d, &d))
+				continue; /* will most likely be skipped */
+		}
+		w->pf[w->npf++] = d;
+	}
+	p->w = w;
+	atomic_init(&p->next, 0);
+	int t = (int)MIN((size_t)w->pf_threads, w->npf), started = 0;
+	for (int i = 0; i < t; i++)
+		if (pthread_create(&tid[started], NULL, prefetch_thread, p) == 0)
+			started++;
+	return started;
+}
+
+static int walk_stream(gc_idxwalk_t *w, chunkstore_t *cs, const uint8_t *roots, size_t nroots,
+		       gc_refs_fn fn, void *arg, chunk_ref_t *failed);
+
 int gc_idxwalk_stream(gc_idxwalk_t *w, chunkstore_t *cs, const uint8_t *roots, size_t nroots,
 		      gc_refs_fn fn, void *arg, chunk_ref_t *failed)
+{
+	prefetch_t p;
+	pthread_t tid[64];
+	int started = prefetch_start(w, roots, nroots, &p, tid);
+	int r = walk_stream(w, cs, roots, nroots, fn, arg, failed);
+	if (started)
+		atomic_store(&p.next, SIZE_MAX / 2); /* stop early */
+	for (int i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	return r;
+}
+
+static int walk_stream(gc_idxwalk_t *w, chunkstore_t *cs, const uint8_t *roots, size_t nroots,
+		       gc_refs_fn fn, void *arg, chunk_ref_t *failed)
 {
 	memset(failed, 0, sizeof(*failed));
 	uint8_t hdr[INDEX_HEADER_LEN], carry[CHUNK_REF_WIRE];
@@ -1353,6 +1528,9 @@ typedef struct sweep {
 	pthread_mutex_t lock;
 	void (*item)(const char *path, uint64_t bytes, void *arg);
 	void *arg;
+	/* Tests only (CAIRN_TEST_SWEEP_DELAY_US): a pause between deciding to
+	 * remove a chunk and removing it, to widen the race with writers. */
+	unsigned delay_us;
 	sweepstats_t tot;
 	int err;
 	char errobj[128];
@@ -1398,6 +1576,8 @@ static bool remove_chunk(sweep_t *sw, int fd, const char *dir, const char *name)
 {
 	char q[DIGEST_HEX_LEN + 8];
 	snprintf(q, sizeof(q), "%s.gc", name);
+	if (sw->delay_us)
+		usleep(sw->delay_us);
 	if (renameat(fd, name, fd, q) < 0) {
 		if (errno != ENOENT)
 			sweep_fail(sw, -errno, dir, name);
@@ -1722,6 +1902,7 @@ typedef struct gcctx {
 	int fatal; /* a failed touch, -EINTR, -ENOMEM: stops the walk */
 	bool sorted; /* the refs come from an index stream (dry run may stop early) */
 	bool unsafe; /* some source's chunks could not be listed */
+	uint64_t damaged; /* sources whose index had to be replaced by the tree */
 	int64_t last_progress, t0;
 	uint64_t refs;
 	int64_t name_owner;
@@ -1852,8 +2033,10 @@ static int mark_source(gcctx_t *c, gc_idxwalk_t *w)
 		int t = gc_tree_refs(c->st->cs, &src->tree, mark_refs, c, &failed);
 		if (c->fatal)
 			return c->fatal;
-		if (t == 0)
+		if (t == 0) {
+			c->damaged++;
 			return 0;
+		}
 		warn_chunk(c, "tree stream", &failed, t);
 	}
 	if (!c->unsafe)
@@ -1887,6 +2070,28 @@ static int walk_sources(gcctx_t *c, gc_idxwalk_t *w)
 	c->src = NULL;
 	gc_srciter_free(&it);
 	return r;
+}
+
+/* store_check_atime's probe on the lock file, for a filesystem too full
+ * to create the probe file (GC is most wanted there). */
+static int check_atime_on(int fd, char *why, size_t whylen)
+{
+	struct timespec old[2] = {{time(NULL) - 3600, 0}, {0, UTIME_OMIT}};
+	struct stat a, b;
+	const char *fake = getenv("CAIRN_TEST_NO_ATIME");
+	if (futimens(fd, old) < 0 || fstat(fd, &a) < 0 || futimens(fd, touch_now) < 0 ||
+	    fstat(fd, &b) < 0) {
+		snprintf(why, whylen, "atime probe failed: %s", strerror(errno));
+		return -errno;
+	}
+	if ((fake && *fake == '1') || a.st_atime > time(NULL) - 3000 ||
+	    b.st_atime < time(NULL) - 60) {
+		snprintf(why, whylen,
+			 "the filesystem does not keep access times set with utimensat(); "
+			 "garbage collection would be unsafe here");
+		return CAIRN_ENOATIME;
+	}
+	return 0;
 }
 
 static int clock_probe(int fd, int64_t *ns)
@@ -1934,6 +2139,8 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 	}
 	char why[256];
 	int r = store_check_atime(st->dirfd, why, sizeof(why));
+	if (r == -ENOSPC || r == -EDQUOT)
+		r = check_atime_on(lockfd, why, sizeof(why));
 	if (r < 0) {
 		close(lockfd);
 		return store_err(st, r, "refusing to collect garbage: %s", why);
@@ -1959,10 +2166,14 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 	size_t edges = cap > 0 ? MAX((size_t)cap / 16, 256) : 0;
 	if (r == 0)
 		r = gc_idxwalk_new(edges, &w);
+	if (r == 0)
+		gc_idxwalk_set_prefetch(w, chunkfd, GC_IO_THREADS / 2);
 	sweep_t sw = {.chunkfd = chunkfd, .dry = opts->dry_run, .t0 = t0};
 	pthread_mutex_init(&sw.lock, NULL);
 	sw.item = opts->item;
 	sw.arg = opts->arg;
+	const char *delay = getenv("CAIRN_TEST_SWEEP_DELAY_US");
+	sw.delay_us = delay ? (unsigned)strtoul(delay, NULL, 10) % 10000000 : 0;
 	int64_t mark0 = mono_ns(), sweep_ns = 0;
 	bool swept = false;
 
@@ -2070,6 +2281,11 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 			      "%llu referenced chunks are missing (see the warnings); the rest "
 			      "was collected",
 			      (unsigned long long)s->missing);
+	if (r == 0 && c.damaged)
+		r = store_err(st, CAIRN_ECORRUPT,
+			      "%llu index streams could not be read (see the warnings); their "
+			      "snapshots' trees were walked instead, and the rest was collected",
+			      (unsigned long long)c.damaged);
 	if (!opts->dry_run && swept && (r == 0 || r == CAIRN_ECORRUPT || sw.err)) {
 		int e = status_save(st, s);
 		if (e < 0 && r == 0)

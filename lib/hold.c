@@ -63,12 +63,13 @@ static void item_fail(holdctx_t *h, cairn_hold_item *it, int err, const char *fm
 static void item_fail(holdctx_t *h, cairn_hold_item *it, int err, const char *fmt, ...)
 {
 	it->err = err;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(it->why, sizeof(it->why), fmt, ap);
+	va_end(ap);
 	if (!h->first_err) {
 		h->first_err = err;
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(h->st->errdetail, sizeof(h->st->errdetail), fmt, ap);
-		va_end(ap);
+		snprintf(h->st->errdetail, sizeof(h->st->errdetail), "%s", it->why);
 	}
 	h->nfail++;
 }
@@ -79,7 +80,10 @@ static int64_t find_snapshot(holdctx_t *h, cairn_hold_item *it)
 	const char *at = strchr(it->snapshot, '@');
 	if (!at || cairn_name_check(it->snapshot, true, why, sizeof(why)) < 0) {
 		item_fail(h, it, CAIRN_EBADNAME, "%s: %s", it->snapshot,
-			  at ? why : "not a snapshot (holds apply to snapshots only)");
+			  at ? why
+			  : strchr(it->snapshot, '#')
+				  ? "is a bookmark; holds apply to snapshots only"
+				  : "is not a snapshot (holds apply to snapshots only)");
 		return 0;
 	}
 	sqlite3_bind_text(h->find, 1, it->snapshot, at - it->snapshot, SQLITE_STATIC);
@@ -97,7 +101,7 @@ static bool tag_ok(holdctx_t *h, cairn_hold_item *it)
 	if (n == 0)
 		item_fail(h, it, CAIRN_EBADNAME, "%s: empty hold tag", it->snapshot);
 	else if (n > TAG_MAX)
-		item_fail(h, it, CAIRN_EBADNAME, "%s: hold tag is %zu bytes long (at most %d)",
+		item_fail(h, it, CAIRN_EBADNAME, "%s: hold tag is %zu bytes long (at most %d bytes)",
 			  it->snapshot, n, TAG_MAX);
 	return n && n <= TAG_MAX;
 }

@@ -47,6 +47,9 @@ typedef struct rctx {
 	int64_t last_progress;
 	char created[MAX_CREATED][NAME_BUF]; /* datasets this receive made */
 	size_t ncreated;
+	uint64_t *dsguids; /* -R: guids of the stream's datasets */
+	size_t ndsguids;
+	bool reconciled;
 	bool state_saved;
 } rctx_t;
 
@@ -82,9 +85,17 @@ static int map_name(rctx_t *c, const char *sent, char *out)
 
 /* ---- records ---- */
 
+static int truncated(rctx_t *c)
+{
+	return store_err(c->st, -EPIPE, "stream truncated after %llu bytes",
+			 (unsigned long long)(c->rd.offset + c->rd.in.len - c->rd.inpos));
+}
+
 static int read_begin(rctx_t *c)
 {
 	int t = sr_next(&c->rd);
+	if (t == -EPIPE)
+		return truncated(c);
 	if (t != REC_BEGIN)
 		return t < 0 && t != CAIRN_ECORRUPT ? t : bad(c, "no BEGIN record");
 	c->flags = sr_u32(&c->rd);
@@ -112,6 +123,89 @@ static bool excluded(rctx_t *c, const char *prop)
 	return false;
 }
 
+/* Datasets are matched by guid inside the target subtree: a dataset the
+ * sender renamed is renamed here too (-R). */
+static int find_by_guid(rctx_t *c, uint64_t guid, char *out)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
+			       "SELECT name FROM dataset WHERE guid = ?1 AND (name = ?2 OR"
+			       " (name > ?2 || '/' AND name < ?2 || '0'))",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)guid);
+	sqlite3_bind_text(q, 2, c->o->target, -1, SQLITE_STATIC);
+	int r = -ENOENT;
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		snprintf(out, NAME_BUF, "%s", sqlite3_column_text(q, 0));
+		r = 0;
+	}
+	sqlite3_finalize(q);
+	return r;
+}
+
+static int set_guid(rctx_t *c, const char *local, uint64_t guid)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat), "UPDATE dataset SET guid=? WHERE name=?", -1,
+			       &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)guid);
+	sqlite3_bind_text(q, 2, local, -1, SQLITE_STATIC);
+	int r = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_finalize(q);
+	return r;
+}
+
+/* With -R -F: the datasets under the target that the sender no longer has
+ * go, once every dataset record has been seen. */
+static int reconcile(rctx_t *c)
+{
+	if (c->reconciled || !(c->flags & STREAM_F_RECURSIVE) || !c->o->force) {
+		c->reconciled = true;
+		return 0;
+	}
+	c->reconciled = true;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
+			       "SELECT name, guid FROM dataset WHERE name > ?1 || '/' AND"
+			       " name < ?1 || '0' ORDER BY name",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_text(q, 1, c->o->target, -1, SQLITE_STATIC);
+	char (*gone)[NAME_BUF] = NULL;
+	size_t n = 0;
+	int r = 0;
+	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+		uint64_t g = sqlite3_column_int64(q, 1);
+		bool keep = false;
+		for (size_t i = 0; i < c->ndsguids && !keep; i++)
+			keep = c->dsguids[i] == g;
+		if (keep)
+			continue;
+		void *p = realloc(gone, (n + 1) * sizeof(*gone));
+		if (!p) {
+			r = -ENOMEM;
+			break;
+		}
+		gone = p;
+		snprintf(gone[n++], NAME_BUF, "%s", sqlite3_column_text(q, 0));
+	}
+	sqlite3_finalize(q);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		ds_row_t d = {0};
+		if (catalog_ds_by_name(c->st->cat, gone[i], &d) < 0)
+			continue; /* went with its parent */
+		ds_row_clear(&d);
+		cairn_destroy_opts dop = {.recursive = true};
+		r = cairn_destroy(c->st, gone[i], &dop);
+		if (r == 0 && c->o->item)
+			c->o->item("destroyed", gone[i], c->o->arg);
+	}
+	free(gone);
+	return r;
+}
+
 /* Creates the local dataset for a stream dataset if it does not exist. */
 static int ensure_dataset(rctx_t *c, const char *local, int type, cairn_prop *props,
 			  size_t np)
@@ -129,7 +223,8 @@ static int ensure_dataset(rctx_t *c, const char *local, int type, cairn_prop *pr
 	}
 	if (r != -ENOENT)
 		return r;
-	r = cairn_dataset_create(c->st, local, type, props, np, false);
+	/* Below the target, missing parents come from the stream's own tree. */
+	r = cairn_dataset_create(c->st, local, type, props, np, strcmp(local, c->o->target) != 0);
 	if (r == 0 && c->ncreated < MAX_CREATED)
 		snprintf(c->created[c->ncreated++], NAME_BUF, "%s", local);
 	if (r == 0 && c->o->item)
@@ -142,8 +237,10 @@ static int read_dataset(rctx_t *c)
 	char name[NAME_BUF], local[NAME_BUF], why[256];
 	sr_str(&c->rd, name, sizeof(name));
 	int type = sr_u8(&c->rd);
+	uint64_t guid = sr_u64(&c->rd);
 	uint32_t np = sr_u32(&c->rd);
-	if (c->rd.bad || np > 4096 || (type != CAIRN_TYPE_FILESYSTEM && type != CAIRN_TYPE_VOLUME))
+	if (c->rd.bad || np > (c->rd.rec.len - c->rd.pos) / 4 ||
+	    (type != CAIRN_TYPE_FILESYSTEM && type != CAIRN_TYPE_VOLUME))
 		return bad(c, "malformed DATASET record");
 	if (cairn_name_check(name, false, why, sizeof(why)) < 0)
 		return bad(c, why);
@@ -176,84 +273,121 @@ static int read_dataset(rctx_t *c)
 			c->dstypes[c->nds++] = type;
 		}
 	}
+	char old[NAME_BUF];
+	if (r == 0 && (c->flags & STREAM_F_RECURSIVE) && find_by_guid(c, guid, old) == 0 &&
+	    strcmp(old, local)) {
+		r = cairn_rename(c->st, old, local, false, true);
+		if (r == 0 && c->o->item)
+			c->o->item("renamed", local, c->o->arg);
+	}
 	if (r == 0)
 		r = ensure_dataset(c, local, type, props, n);
+	if (r == 0 && (c->flags & STREAM_F_RECURSIVE) && c->ncreated &&
+	    !strcmp(c->created[c->ncreated - 1], local))
+		r = set_guid(c, local, guid);
+	if (r == 0) {
+		uint64_t *g = realloc(c->dsguids, (c->ndsguids + 1) * sizeof(*g));
+		if (!g)
+			r = -ENOMEM;
+		else
+			(c->dsguids = g)[c->ndsguids++] = guid;
+	}
 	free(props);
 	free(kv);
 	return r;
 }
 
-/* -R: apply renames (same guid, other name) and, with -F, destroys. */
+/* -R: apply snapshot renames (same guid, other name) and, with -F,
+ * destroy the snapshots the sender no longer has. */
+static int apply_snaplist(rctx_t *c, const ds_row_t *d, const char *local, char (*names)[256],
+			  const uint64_t *guids, uint32_t n)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
+			       "SELECT name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg", -1,
+			       &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, d->id);
+	char (*from)[NAME_BUF * 2] = NULL, (*to)[NAME_BUF * 2] = NULL;
+	size_t nren = 0, ngone = 0, cap = 0;
+	char (*gone)[NAME_BUF * 2] = NULL;
+	int r = 0;
+	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+		const char *ln = (const char *)sqlite3_column_text(q, 0);
+		uint64_t g = sqlite3_column_int64(q, 1);
+		uint32_t k = 0;
+		while (k < n && guids[k] != g)
+			k++;
+		bool ren = k < n && strcmp(names[k], ln), drop = k == n && c->o->force;
+		if (!ren && !drop)
+			continue;
+		if (nren + ngone == cap) {
+			cap = cap ? cap * 2 : 16;
+			void *a1 = realloc(from, cap * sizeof(*from)), *a2 = realloc(to, cap * sizeof(*to)),
+			     *a3 = realloc(gone, cap * sizeof(*gone));
+			if (a1)
+				from = a1;
+			if (a2)
+				to = a2;
+			if (a3)
+				gone = a3;
+			if (!a1 || !a2 || !a3) {
+				r = -ENOMEM;
+				break;
+			}
+		}
+		if (ren) {
+			snprintf(from[nren], sizeof(from[0]), "%s@%s", local, ln);
+			snprintf(to[nren++], sizeof(to[0]), "%s@%s", local, names[k]);
+		} else {
+			snprintf(gone[ngone++], sizeof(gone[0]), "%s@%s", local, ln);
+		}
+	}
+	sqlite3_finalize(q);
+	char why[256];
+	for (size_t i = 0; r == 0 && i < nren; i++) {
+		if (cairn_name_check(to[i], true, why, sizeof(why)) < 0) {
+			r = bad(c, why);
+			break;
+		}
+		r = cairn_rename(c->st, from[i], to[i], false, false);
+		if (r == 0 && c->o->item)
+			c->o->item("renamed", to[i], c->o->arg);
+	}
+	for (size_t i = 0; r == 0 && i < ngone; i++) {
+		cairn_destroy_opts dop = {0};
+		r = cairn_destroy(c->st, gone[i], &dop);
+		if (r == 0 && c->o->item)
+			c->o->item("destroyed", gone[i], c->o->arg);
+	}
+	free(from);
+	free(to);
+	free(gone);
+	return r;
+}
+
 static int read_snaplist(rctx_t *c)
 {
 	char name[NAME_BUF], local[NAME_BUF];
 	sr_str(&c->rd, name, sizeof(name));
 	uint32_t n = sr_u32(&c->rd);
-	if (c->rd.bad || n > 10000000)
+	/* Each entry takes at least 10 bytes: bound n by the payload first. */
+	if (c->rd.bad || n > (c->rd.rec.len - c->rd.pos) / 10)
 		return bad(c, "malformed SNAPLIST record");
 	int r = map_name(c, name, local);
-	ds_row_t d = {0};
-	if (r == 0 && catalog_ds_by_name(c->st->cat, local, &d) < 0)
-		r = -ENOENT;
 	uint64_t *guids = calloc(n + 1, sizeof(*guids));
 	char (*names)[256] = calloc(n + 1, 256);
-	if (!guids || !names) {
-		free(guids);
-		free(names);
-		ds_row_clear(&d);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < n && !c->rd.bad; i++) {
+	if (!guids || !names)
+		r = -ENOMEM;
+	for (uint32_t i = 0; r == 0 && i < n && !c->rd.bad; i++) {
 		sr_str(&c->rd, names[i], 256);
 		guids[i] = sr_u64(&c->rd);
 	}
-	if (sr_done(&c->rd)) {
+	if (r == 0 && sr_done(&c->rd))
 		r = bad(c, "malformed SNAPLIST record");
-	} else if (r == 0) {
-		/* Local snapshots of this dataset, by guid. */
-		sqlite3_stmt *q;
-		sqlite3_prepare_v2(catalog_db(c->st->cat),
-				   "SELECT name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg",
-				   -1, &q, NULL);
-		sqlite3_bind_int64(q, 1, d.id);
-		char (*ren)[2][600] = calloc(1, sizeof(*ren) * 64);
-		char (*gone)[600] = calloc(1, sizeof(*gone) * 64);
-		size_t nren = 0, ngone = 0;
-		while (sqlite3_step(q) == SQLITE_ROW && nren < 64 && ngone < 64) {
-			const char *ln = (const char *)sqlite3_column_text(q, 0);
-			uint64_t g = sqlite3_column_int64(q, 1);
-			uint32_t k = 0;
-			while (k < n && guids[k] != g)
-				k++;
-			if (k < n && strcmp(names[k], ln)) {
-				snprintf(ren[nren][0], 600, "%s@%s", local, ln);
-				snprintf(ren[nren++][1], 600, "%s@%s", local, names[k]);
-			} else if (k == n && c->o->force) {
-				snprintf(gone[ngone++], 600, "%s@%s", local, ln);
-			}
-		}
-		sqlite3_finalize(q);
-		char why[256];
-		for (size_t i = 0; r == 0 && i < nren; i++) {
-			if (cairn_name_check(ren[i][1], true, why, sizeof(why)) < 0) {
-				r = bad(c, why);
-				break;
-			}
-			r = cairn_rename(c->st, ren[i][0], ren[i][1], false, false);
-			if (r == 0 && c->o->item)
-				c->o->item("renamed", ren[i][1], c->o->arg);
-		}
-		for (size_t i = 0; r == 0 && i < ngone; i++) {
-			cairn_destroy_opts dop = {0};
-			r = cairn_destroy(c->st, gone[i], &dop);
-			if (r == 0 && c->o->item)
-				c->o->item("destroyed", gone[i], c->o->arg);
-		}
-		free(ren);
-		free(gone);
-	} else if (r == -ENOENT) {
-		r = 0; /* a dataset created by this stream has nothing to reconcile */
-	}
+	ds_row_t d = {0};
+	if (r == 0 && catalog_ds_by_name(c->st->cat, local, &d) == 0)
+		r = apply_snaplist(c, &d, local, names, guids, n);
 	free(guids);
 	free(names);
 	ds_row_clear(&d);
@@ -434,7 +568,8 @@ static int read_snap(rctx_t *c)
 	} else if (skip) {
 		return bad(c, "chunks skipped in a stream that is not resumed");
 	}
-	c->in_snap = true;
+	/* Only a snapshot that passed its checks may leave partial state. */
+	c->in_snap = r == 0;
 	c->since_checkpoint_bytes = c->since_checkpoint_chunks = 0;
 	return r;
 }
@@ -482,7 +617,9 @@ static int read_chunk(rctx_t *c)
 }
 
 /* Every chunk the snapshot lists must be here (the stream carried it, or
- * the incremental source had it); touching it also tells GC it is used. */
+ * the incremental source had it); touching it also tells GC it is used.
+ * The tree must parse and reference only chunks its index lists, so a
+ * committed snapshot always restores. */
 static int check_complete(rctx_t *c)
 {
 	for (size_t i = 0; i < c->tree.len / CHUNK_REF_WIRE; i++) {
@@ -491,22 +628,47 @@ static int check_complete(rctx_t *c)
 		if (chunkstore_touch(c->st->cs, &ref.digest) < 0)
 			return bad(c, "tree chunk neither sent nor present");
 	}
+	refset_t listed = {0};
 	idxrd_t x;
 	idxrd_open(&x, c->st->cs, &c->idx);
 	chunk_ref_t ref;
-	int k;
-	while ((k = idxrd_next(&x, &ref)) == 1)
+	int k, r = 0;
+	while (r == 0 && (k = idxrd_next(&x, &ref)) == 1) {
 		if (chunkstore_touch(c->st->cs, &ref.digest) < 0) {
 			char hex[DIGEST_HEX_LEN + 1];
 			digest_to_hex(&ref.digest, hex);
-			idxrd_close(&x);
-			return store_err(c->st, CAIRN_ECORRUPT,
-					 "%s@%s: chunk %s was neither sent nor present on the "
-					 "receiver",
-					 c->target, c->snapname, hex);
+			r = store_err(c->st, CAIRN_ECORRUPT,
+				      "%s@%s: chunk %s was neither sent nor present on the receiver",
+				      c->target, c->snapname, hex);
+		} else if (refset_add(&listed, &ref) < 0) {
+			r = -ENOMEM;
 		}
+	}
 	idxrd_close(&x);
-	return k < 0 ? bad(c, "snapshot index unreadable or incomplete") : 0;
+	if (r == 0 && k < 0)
+		r = bad(c, "snapshot index unreadable or incomplete");
+	snaptree_t t = {0};
+	tree_entry_t e = {0};
+	bool opened = false;
+	if (r == 0) {
+		r = snaptree_open(&t, c->st->cs, &c->tree);
+		opened = true;
+	}
+	while (r == 0 && (k = snaptree_next(&t, &e)) == 1) {
+		for (uint32_t i = 0; r == 0 && i < e.nextent; i++)
+			if (e.extents[i].kind == TREE_EXT_CHUNK &&
+			    !refset_has(&listed, &e.extents[i].ref.digest))
+				r = bad(c, "tree references a chunk its index does not list");
+		if (r == 0 && e.content == TREE_CONTENT_BUNDLE && !refset_has(&listed, &e.bundle.digest))
+			r = bad(c, "tree references a bundle its index does not list");
+		tree_entry_clear(&e);
+	}
+	if (r == 0 && k < 0)
+		r = bad(c, "snapshot tree stream is not valid");
+	if (opened)
+		snaptree_close(&t);
+	refset_free(&listed);
+	return r;
 }
 
 /* The local snapshot the stream builds on must be the newest; -F rolls
@@ -630,10 +792,7 @@ static int run(rctx_t *c)
 	while (r == 0) {
 		int t = sr_next(&c->rd);
 		if (t < 0)
-			return t == -EPIPE ? store_err(c->st, -EPIPE,
-						       "stream truncated after %llu bytes",
-						       (unsigned long long)(c->rd.offset + c->rd.in.len -
-									    c->rd.inpos))
+			return t == -EPIPE ? truncated(c)
 					   : t == CAIRN_ECORRUPT ? bad(c, "damaged record") : t;
 		switch (t) {
 		case REC_DATASET:
@@ -645,7 +804,9 @@ static int run(rctx_t *c)
 		case REC_SNAP:
 			if (c->in_snap)
 				return bad(c, "snapshot inside a snapshot");
-			r = read_snap(c);
+			r = reconcile(c);
+			if (r == 0)
+				r = read_snap(c);
 			break;
 		case REC_CHUNK:
 			r = read_chunk(c);
@@ -658,7 +819,7 @@ static int run(rctx_t *c)
 				return bad(c, "stream ends inside a snapshot");
 			if (sr_check_end(&c->rd) < 0)
 				return bad(c, "stream checksum mismatch");
-			return 0;
+			return reconcile(c);
 		default:
 			return bad(c, "unexpected record");
 		}
@@ -718,6 +879,7 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 	free_sprops(&c);
 	free(c.dsnames);
 	free(c.dstypes);
+	free(c.dsguids);
 	return r;
 }
 

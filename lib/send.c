@@ -40,7 +40,7 @@ typedef struct splan {
 	uint32_t flags;
 } splan_t;
 
-static volatile sig_atomic_t g_stop;
+static volatile int g_stop;
 
 static void plan_free(splan_t *p)
 {
@@ -248,7 +248,9 @@ static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o
 		size_t before = p->n;
 		if (r == 0)
 			r = plan_dataset(st, p, cur, to, o->from ? from : NULL, o, cur->id == ds.id);
-		if (r == 0 && (p->n > before || cur->id == ds.id))
+		/* -R carries every dataset (parents of the ones with snapshots,
+		 * properties, renames), not only those with something to send. */
+		if (r == 0 && (p->n > before || cur->id == ds.id || o->recursive))
 			r = ds_push(p, cur);
 		ds_row_clear(&d);
 	}
@@ -542,10 +544,11 @@ static int put_snapprops(swriter_t *w, cairn_store *st, int64_t snap)
 	return put_pairs(w, st, "SELECT name, value FROM sprop WHERE snapshot=? ORDER BY name", snap);
 }
 
-static int dataset_type(cairn_store *st, int64_t id)
+static int dataset_type(cairn_store *st, int64_t id, uint64_t *guid)
 {
 	ds_row_t d = {0};
 	int t = catalog_ds_by_id(st->cat, id, &d) == 0 ? d.type : CAIRN_TYPE_FILESYSTEM;
+	*guid = d.guid;
 	ds_row_clear(&d);
 	return t;
 }
@@ -625,6 +628,7 @@ static int send_snapshot(sctx_t *c, const sendsnap_t *s, bool recursive)
 static int write_stream(sctx_t *c, splan_t *p)
 {
 	int r = sw_init(&c->w, c->o->fd);
+	c->w.stop = &g_stop;
 	swriter_t *w = &c->w;
 	if (r == 0) {
 		sw_begin(w, REC_BEGIN);
@@ -636,8 +640,10 @@ static int write_stream(sctx_t *c, splan_t *p)
 	}
 	for (size_t i = 0; r == 0 && i < p->nds; i++) {
 		sw_begin(w, REC_DATASET);
+		uint64_t guid;
 		sw_put_str(w, p->dsnames[i]);
-		buf_put_u8(&w->rec, dataset_type(c->st, p->dsids[i]));
+		buf_put_u8(&w->rec, dataset_type(c->st, p->dsids[i], &guid));
+		buf_put_u64(&w->rec, guid);
 		if (p->flags & STREAM_F_RECURSIVE)
 			put_props(w, c->st, p->dsids[i]);
 		else
@@ -702,6 +708,7 @@ static void on_signal(int sig)
 int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 {
 	st->errdetail[0] = 0;
+	g_stop = 0;
 	splan_t p = {0};
 	/* The context holds a have() batch: keep it off the stack. */
 	sctx_t *c = calloc(1, sizeof(*c));

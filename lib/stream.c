@@ -63,6 +63,24 @@ int sw_put_str(swriter_t *w, const char *s)
 	return r;
 }
 
+static int sw_write(swriter_t *w, const uint8_t *p, size_t n)
+{
+	while (n) {
+		/* Checked before every write: a signal may have cut the previous
+		 * one short instead of failing it. */
+		if (w->stop && *w->stop)
+			return -EINTR;
+		ssize_t k = write(w->fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
 int sw_end(swriter_t *w)
 {
 	if (w->err)
@@ -76,7 +94,7 @@ int sw_end(swriter_t *w)
 		return w->err = r;
 	EVP_DigestUpdate(w->sha, w->rec.data, w->rec.len);
 	w->bytes += w->rec.len;
-	r = write_full(w->fd, w->rec.data, w->rec.len);
+	r = sw_write(w, w->rec.data, w->rec.len);
 	if (r < 0)
 		w->err = r;
 	return r;

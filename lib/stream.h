@@ -20,7 +20,7 @@
 
 enum rec_type {
 	REC_BEGIN = 1,    /* u32 flags, u64 resume_skip, str top, u64 nsnaps */
-	REC_DATASET = 2,  /* str name, u8 type, u32 nprops, (str, str)... */
+	REC_DATASET = 2,  /* str name, u8 type, u64 guid, u32 nprops, (str, str)... */
 	REC_SNAPLIST = 3, /* str dataset, u32 n, (str name, u64 guid)... */
 	REC_SNAP = 4,     /* str ds, str snap, u64 guid, u64 fromguid, i64 creation,
 			   * u64 referenced, u64 logical, u32 nprops, (str,str)...,
@@ -39,6 +39,9 @@ size_t stream_rec_limit(int type);
 
 typedef struct swriter {
 	int fd;
+	/* When set, a write interrupted by a signal gives up (-EINTR) once
+	 * *stop is non-zero, so SIGINT/SIGTERM end a send blocked on a pipe. */
+	volatile int *stop;
 	void *sha; /* EVP_MD_CTX */
 	buf_t rec;
 	uint8_t type;

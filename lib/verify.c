@@ -675,6 +675,8 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 	gc_idxwalk_t *w = NULL;
 	if (r == 0)
 		r = gc_idxwalk_new(MAX((size_t)cap / 16, 256), &w);
+	if (r == 0)
+		gc_idxwalk_set_prefetch(w, c.chunkfd, GC_IO_THREADS / 2);
 	unsigned lo = 0;
 	while (r == 0 && lo < GC_NDIRS) {
 		gc_range_t range;
