@@ -15,11 +15,13 @@ static void summary(const cairn_snapshot_opts *o, double secs)
 	cli_size(reused, sizeof(reused), o->bytes_reused, false);
 	cli_size(st, sizeof(st), o->stored_new, false);
 	uint64_t logical = o->bytes_read + o->bytes_reused;
-	fprintf(stderr,
-		"%llu files, %s read, %s reused unread, %llu new chunks, %s new stored, "
-		"dedup+compression %.2fx, %.2fs\n",
-		(unsigned long long)o->files, rd, reused, (unsigned long long)o->chunks_new, st,
-		o->stored_new ? (double)logical / o->stored_new : 0.0, secs);
+	char ratio[32] = "all data already stored";
+	if (o->stored_new)
+		snprintf(ratio, sizeof(ratio), "dedup+compression %.2fx",
+			 (double)logical / o->stored_new);
+	fprintf(stderr, "%llu files, %s read, %s reused unread, %llu new chunks, %s new stored, %s, %.2fs\n",
+		(unsigned long long)o->files, rd, reused, (unsigned long long)o->chunks_new, st, ratio,
+		secs);
 	if (o->skipped)
 		fprintf(stderr, "%llu files skipped\n", (unsigned long long)o->skipped);
 }
