@@ -261,26 +261,37 @@ int cairn_snapshot_expand(cairn_store *st, const char *snap, char ***names, size
 	ds_row_t ds = {0};
 	const char *sname;
 	int r = snapshot_split(st, snap, &ds, &sname);
-	int64_t *ids = NULL;
-	size_t nids = 0;
-	if (r == 0)
-		r = catalog_ds_subtree(st->cat, ds.id, &ids, &nids);
-	*names = calloc(nids + 1, sizeof(char *));
-	if (r == 0 && !*names)
-		r = -ENOMEM;
-	for (size_t i = 0; r == 0 && i < nids; i++) {
-		snap_row_t s = {0};
-		ds_row_t d = {0};
-		if (catalog_snap_lookup(st->cat, ids[i], sname, &s) == 0 &&
-		    catalog_ds_by_id(st->cat, ids[i], &d) == 0 &&
-		    asprintf(&(*names)[(*n)++], "%s@%s", d.name, sname) < 0)
-			r = -ENOMEM;
-		snap_row_clear(&s);
-		ds_row_clear(&d);
+	sqlite3_stmt *q = NULL;
+	/* One query for the whole subtree, not a lookup per dataset. */
+	if (r == 0 && sqlite3_prepare_v2(catalog_db(st->cat),
+					 "SELECT d.name FROM dataset d JOIN snapshot s ON s.dataset = d.id"
+					 " WHERE (d.name = ?1 OR (d.name > ?1 || '/' AND d.name < ?1 || '0'))"
+					 " AND s.name = ?2 ORDER BY d.name",
+					 -1, &q, NULL))
+		r = store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	size_t cap = 0;
+	if (r == 0) {
+		sqlite3_bind_text(q, 1, ds.name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, sname, -1, SQLITE_STATIC);
+		while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+			if (*n + 1 >= cap) {
+				cap = cap ? cap * 2 : 16;
+				char **p = realloc(*names, cap * sizeof(char *));
+				if (!p) {
+					r = -ENOMEM;
+					break;
+				}
+				*names = p;
+			}
+			if (asprintf(&(*names)[*n], "%s@%s", sqlite3_column_text(q, 0), sname) < 0)
+				r = -ENOMEM;
+			else
+				(*n)++;
+		}
 	}
+	sqlite3_finalize(q);
 	if (r == 0 && *n == 0)
 		r = store_err(st, -ENOENT, "%s: snapshot does not exist", snap);
-	free(ids);
 	ds_row_clear(&ds);
 	return r;
 }

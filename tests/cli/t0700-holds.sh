@@ -75,7 +75,7 @@ case "$ts" in '' | *[!0-9]*) fail "holds -p timestamp not a number: $ts" ;; esac
 [ "$ts" -ge "$before" ] && [ "$ts" -le "$after" ] || fail "hold time $ts not in [$before, $after]"
 # without -p: the local date of the same second, as zfs holds prints it
 human=$(cairn holds -H tank@s1 | head -1 | cut -f3)
-[ "$human" = "$(date -d "@$ts" '+%a %b %e %H:%M %Y')" ] || fail "holds date '$human' for $ts"
+[ "$human" = "$(LC_ALL=C date -d "@$ts" '+%a %b %e %H:%M %Y')" ] || fail "holds date '$human' for $ts"
 # several snapshots at once, in argument order
 out=$(cairn holds -H tank@s1 tank/b@s1)
 [ "$(echo "$out" | cut -f1,2 | tr '\t' ' ')" = "tank@s1 keep
@@ -243,4 +243,26 @@ ok cairn release -r h4 tank@s4
 # the accounting of the survivors is still consistent with a fresh listing
 ok cairn list -t all -r tank >/dev/null
 consistent destroy
+
+# ---- a temporary hold (as send takes them) seen from the CLI ----
+# Its owner is a background process; the row is written as the library
+# writes it (pid, process start time = field 22 of /proc/PID/stat).
+sleep 300 &
+owner=$!
+pstart=$(awk '{sub(/^.*\) /, ""); print $20}' "/proc/$owner/stat")
+sid=$(sqlite3 "$DB" "SELECT s.id FROM snapshot s JOIN dataset d ON d.id = s.dataset
+	WHERE d.name = 'tank/b' AND s.name = 's1'")
+sqlite3 "$DB" "BEGIN; INSERT INTO hold VALUES($sid, '.send-$owner', strftime('%s'), $owner, $pstart);
+	UPDATE snapshot SET userrefs = userrefs + 1 WHERE id = $sid; COMMIT;"
+out=$(cairn holds -H tank/b@s1)
+echo "$out" | grep -q "^tank/b@s1	.send-$owner	.*	(temporary, pid $owner)$" ||
+	fail "holds does not show the temporary owner: $out"
+[ "$(refs tank/b@s1)" = 1 ] || fail "temporary hold reaped while its owner runs"
+refused 1 "tank/b@s1.*held" cairn destroy tank/b@s1
+kill "$owner"
+wait "$owner" 2>/dev/null
+ok cairn list >/dev/null                 # any command reaps
+[ "$(refs tank/b@s1)" = 0 ] || fail "temporary hold of a dead owner not reaped"
+cairn holds -H tank/b@s1 | grep -q . && fail "holds still lists the dead owner's hold"
+consistent temporary
 done_test

@@ -1,5 +1,5 @@
 /* test_hold.c - holds through the public API: batches that are all or
- * nothing with a per-item err, userrefs kept equal to the hold rows, one
+ * nothing with a per-item err and reason, userrefs kept equal to the hold rows, one
  * transaction (one txg) per batch, defer_destroy going with the last
  * release, and temporary holds: kept while their owner process lives,
  * reaped by the next cairn_store_open() once it has exited or was killed,
@@ -27,7 +27,7 @@
 #include "cairn.h"
 #include "unit.h"
 
-static char tmpdir[] = "/tmp/test_hold.XXXXXX";
+static char tmpdir[] = "/dev/shm/test_hold.XXXXXX";
 static char store_path[256], src_path[256], db_path[300];
 
 /* ---- catalog access ---- */
@@ -230,6 +230,10 @@ static void test_batch_all_or_nothing(void)
 	CHECK_EQ(bad[3].err, CAIRN_EBADNAME);
 	CHECK_EQ(bad[4].err, 0);
 	CHECK(strstr(cairn_store_errdetail(st), "pool@nosuch") != NULL);
+	/* each failing item carries its own reason, naming it */
+	CHECK(strstr(bad[1].why, "pool@nosuch") != NULL);
+	CHECK(strstr(bad[2].why, "pool@b") != NULL && strstr(bad[2].why, "empty") != NULL);
+	CHECK(strstr(bad[3].why, "pool#bm") != NULL && strstr(bad[3].why, "snapshot") != NULL);
 	CHECK_EQ(nholds(), 0);
 	CHECK_EQ(userrefs("pool", "a"), 0);
 	CHECK_EQ(txg(), t0); /* rolled back: no transaction committed */
@@ -241,6 +245,7 @@ static void test_batch_all_or_nothing(void)
 	cairn_hold_item lt = {"pool@a", longtag, 0};
 	CHECK_EQ(cairn_hold(st, &lt, 1, false), CAIRN_EBADNAME);
 	CHECK_EQ(lt.err, CAIRN_EBADNAME);
+	CHECK(strstr(lt.why, "255") != NULL);
 	longtag[255] = 0;
 	CHECK_EQ(cairn_hold(st, &lt, 1, false), 0);
 	CHECK_EQ(cairn_release(st, &lt, 1), 0);
@@ -265,6 +270,7 @@ static void test_batch_all_or_nothing(void)
 	CHECK_EQ(cairn_hold(st, dup, 2, false), -EEXIST);
 	CHECK_EQ(dup[0].err, 0);
 	CHECK_EQ(dup[1].err, -EEXIST);
+	CHECK(strstr(dup[1].why, "pool@b") != NULL && strstr(dup[1].why, "keep") != NULL);
 	CHECK(strstr(cairn_store_errdetail(st), "pool@b") != NULL);
 	CHECK(strstr(cairn_store_errdetail(st), "keep") != NULL);
 	CHECK_EQ(userrefs("pool", "c"), 0);
