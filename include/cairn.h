@@ -397,7 +397,7 @@ typedef struct cairn_gc_opts {
 	int64_t cache_capacity;   /**< LRU digests; -1 = the store setting gc_cache_capacity; 0 = off */
 	int64_t batch;            /**< pending touches; 0 = the store setting gc_batch */
 	cairn_gc_order order;
-	int threads;              /**< sweep workers; 0 = number of cores */
+	int threads;              /**< sweep workers and mark's touching threads; 0 = number of cores */
 	cairn_progress_fn progress;
 	/** Each referenced chunk that is missing, with a snapshot needing it. */
 	cairn_warn_fn warn;
@@ -412,7 +412,7 @@ typedef struct cairn_gc_status {
 	int64_t start, end;              /**< unix seconds */
 	uint64_t snapshots;              /**< snapshots walked */
 	uint64_t index_bytes;            /**< logical bytes the walked snapshots' indexes reference */
-	uint64_t referenced_chunks;      /**< distinct... as marked (touches + cache hits) */
+	uint64_t referenced_chunks;      /**< references marked (cache hits + misses); dry run: distinct chunks */
 	uint64_t touched, cache_hits, cache_misses;
 	uint64_t missing;                /**< referenced chunks not found */
 	uint64_t disk_chunks, disk_bytes; /**< after sweep */

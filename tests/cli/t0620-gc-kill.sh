@@ -1,0 +1,79 @@
+#!/bin/bash
+# GC killed at random points (SIGKILL, or SIGINT/SIGTERM for a clean
+# stop), with garbage to collect and a backup sometimes running: after
+# every kill the store verifies, and every snapshot still restores.  A
+# clean stop exits non-zero saying it was interrupted, or 0 when it had
+# already finished.  At the end a complete GC leaves no garbage and no
+# "<hex>.gc" leftovers.  ROUNDS (default 20).
+. "$(dirname "$0")/lib.sh"
+ROUNDS=${ROUNDS:-20}
+new_store
+ok cairn config gc_atime_cutoff=0
+SRC=$TESTDIR/src
+mkdir -p "$SRC"
+cp -a /usr/include/linux/[a-h]*.h "$SRC/"
+ok cairn create -o source="$SRC" -o chunksize=64K tank
+# How long one GC takes here: kills land anywhere inside that.
+t0=$(date +%s%N)
+ok cairn gc
+gcms=$((($(date +%s%N) - t0) / 1000000 + 50))
+manifest() {
+	(cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum)
+}
+kills=0 clean=0 finished=0
+for round in $(seq "$ROUNDS"); do
+	# garbage: big files that the next prune orphans
+	for i in 0 1 2; do head -c $((100000 + RANDOM * 20)) /dev/urandom >"$SRC/big$i.bin"; done
+	echo "/* $round */" >>"$(find "$SRC" -name '*.h' | shuf -n 1)"
+	ok cairn snapshot tank@r$round
+	manifest "$SRC" >"$TESTDIR/man.r$round"
+	ok cairn prune --keep-last 2 tank >/dev/null
+	backup=
+	if [ $((round % 3)) = 0 ]; then
+		head -c 300000 /dev/urandom >"$SRC/during.bin"
+		"$CAIRN" snapshot tank@d$round 2>/dev/null &
+		backup=$!
+	fi
+	[ $((round % 4)) = 0 ] && export CAIRN_TEST_SWEEP_DELAY_US=3000
+	"$CAIRN" gc >"$TESTDIR/gc.out" 2>&1 &
+	pid=$!
+	unset CAIRN_TEST_SWEEP_DELAY_US
+	ms=$((RANDOM % gcms))
+	sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+	case $((RANDOM % 3)) in
+	0) sig=INT ;;
+	1) sig=TERM ;;
+	*) sig=KILL ;;
+	esac
+	kill -$sig $pid 2>/dev/null
+	{ wait $pid; } 2>/dev/null
+	rc=$?
+	if [ $rc = 0 ]; then
+		finished=$((finished + 1))
+	elif [ $sig = KILL ]; then
+		kills=$((kills + 1))
+	else
+		clean=$((clean + 1))
+		grep -q "interrupted" "$TESTDIR/gc.out" || fail "round $round: SIG$sig: $(cat "$TESTDIR/gc.out")"
+	fi
+	[ -n "$backup" ] && { wait $backup || fail "round $round: backup during GC failed"; }
+	[ -n "$backup" ] && manifest "$SRC" >"$TESTDIR/man.d$round"
+	rm -f "$SRC/during.bin"
+	out=$("$CAIRN" verify 2>&1) || {
+		fail "round $round: store does not verify after GC got SIG$sig"
+		echo "$out" | head -5 >&2
+	}
+done
+ok cairn gc
+ok cairn verify
+for s in $(cairn list -H -o name -t snapshot); do
+	rm -rf "$TESTDIR/r"
+	ok cairn restore "$s" "$TESTDIR/r"
+	[ "$(manifest "$TESTDIR/r")" = "$(cat "$TESTDIR/man.${s#tank@}")" ] || fail "$s content"
+done
+left=$(find "$CAIRN_STORE/.chunks" -name '*.gc' | wc -l)
+[ "$left" = 0 ] || fail "$left quarantined chunks left after a complete GC"
+out=$(cairn gc -n)
+echo "$out" | grep -q 'would remove 0 chunks' || fail "garbage left: $out"
+echo "$ROUNDS rounds: $kills killed, $clean stopped cleanly, $finished finished first"
+done_test

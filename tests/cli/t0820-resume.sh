@@ -1,0 +1,170 @@
+#!/bin/bash
+# Resumable receive: the receiver is interrupted at random offsets (EOF
+# after N bytes, or kill -9 after N bytes) and resumed with send -t until
+# the snapshot is complete; it must then restore byte-identically.  While
+# partial: inconsistent=on, a receive_resume_token, no snapshot visible.
+# Completed chunks are not sent again.  recv -A discards partial state.
+# SEED=n reproduces a run.
+. "$(dirname "$0")/lib.sh"
+# a private copy of the binary: a concurrent rebuild must not hit this test
+cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
+SEED=${SEED:-$((RANDOM * 32768 + RANDOM))}
+RANDOM=$SEED
+echo "seed $SEED"
+new_store
+B=$TESTDIR/b
+ok "$CAIRN" -s "$B" init >/dev/null
+ca() { "$CAIRN" "$@"; }
+cb() { "$CAIRN" -s "$B" "$@"; }
+ok ca config chunk_size=65536 # ~100 chunks: fine-grained resume points
+
+SRC=$TESTDIR/src
+mkdir -p "$SRC/d"
+head -c 6000000 /dev/urandom >"$SRC/big"
+for i in $(seq 1 30); do echo "small $i" >"$SRC/d/f$i"; done
+ok ca create -o source="$SRC" ds
+ok ca snapshot ds@1
+cp -a "$SRC" "$TESTDIR/ref1"
+ca send ds@1 >"$TESTDIR/full"
+FULL=$(stat -c %s "$TESTDIR/full")
+
+token() { cb get -H -o value receive_resume_token "$1" 2>/dev/null; }
+rnd() { echo $(((RANDOM * 32768 + RANDOM) % $1)); } # 0..$1-1
+
+# interrupt MODE N TARGET CMD...: feeds the first N bytes of CMD's output
+# to `recv -s TARGET`; MODE eof closes the pipe, MODE kill leaves it open
+# and kill -9s the receiver.
+interrupt() {
+	local mode=$1 n=$2 target=$3
+	shift 3
+	if [ "$mode" = eof ]; then
+		"$@" 2>/dev/null | head -c "$n" | cb recv -s "$target" >/dev/null 2>"$TESTDIR/err"
+		local rc=$?
+		[ $rc = 1 ] || fail "interrupted recv at $n exits $rc: $(cat "$TESTDIR/err")"
+		grep -q "truncated\|invalid\|not a cairn send stream\|Broken pipe" "$TESTDIR/err" ||
+			fail "interrupted recv at $n: $(cat "$TESTDIR/err")"
+	else
+		rm -f "$TESTDIR/fifo"
+		mkfifo "$TESTDIR/fifo"
+		cb recv -s "$target" <"$TESTDIR/fifo" >/dev/null 2>&1 &
+		local rp=$!
+		{ "$@" 2>/dev/null | head -c "$n"; sleep 5; } >"$TESTDIR/fifo" &
+		local fp=$!
+		sleep 0.7
+		kill -9 $rp 2>/dev/null
+		wait $rp 2>/dev/null
+		kill $fp 2>/dev/null
+		wait $fp 2>/dev/null
+	fi
+}
+
+# partial_ok TARGET SNAP: the visible state of a partial receive of TARGET@SNAP
+partial_ok() {
+	local t
+	t=$(token "$1")
+	if [ -n "$t" ] && [ "$t" != - ]; then
+		[ "$(cb get -H -o value inconsistent "$1")" = on ] || fail "$1: token but inconsistent=$(cb get -H -o value inconsistent "$1")"
+	fi
+	cb list -H -o name "$1@$2" >/dev/null 2>&1 && fail "$1@$2: a partial snapshot is visible"
+}
+
+# resume_loop TARGET SNAP FROM_ARGS...: interrupt and resume until done
+resume_loop() {
+	local target=$1 snap=$2
+	shift 2
+	local rounds=0 sent=0 done_= log=
+	while [ -z "$done_" ] && [ $rounds -lt 40 ]; do
+		rounds=$((rounds + 1))
+		local t cmd
+		t=$(token "$target")
+		if [ -n "$t" ] && [ "$t" != - ]; then
+			cmd=(ca send -t "$t")
+		else
+			cmd=(ca send "$@" "$snap")
+		fi
+		local size
+		size=$("${cmd[@]}" | wc -c)
+		if [ -n "$t" ] && [ "$t" != - ]; then
+			[ "$size" -le "$PREV_SIZE" ] || fail "round $rounds: resumed stream ($size bytes) not smaller than the previous ($PREV_SIZE)"
+		fi
+		PREV_SIZE=$size
+		# the last rounds run to completion so the loop ends
+		if [ $rounds -ge 10 ] || { [ $rounds -gt 3 ] && [ $((RANDOM % 4)) = 0 ]; }; then
+			"${cmd[@]}" | cb recv -s "$target" 2>"$TESTDIR/err" || fail "round $rounds: complete receive failed: $(cat "$TESTDIR/err")"
+			sent=$((sent + size))
+			done_=1
+		else
+			local n mode=eof
+			n=$(($(rnd $((size - 1))) + 1))
+			[ $((RANDOM % 3)) = 0 ] && mode=kill
+			interrupt $mode $n "$target" "${cmd[@]}"
+			sent=$((sent + n))
+			log="$log $mode@$n/$size"
+			partial_ok "$target" "${snap#*@}"
+		fi
+	done
+	echo "$target: $rounds rounds, $sent stream bytes in all; interruptions:$log"
+}
+
+# ---- a full stream, interrupted and resumed ----
+PREV_SIZE=$FULL
+resume_loop dst ds@1
+[ "$(cb list -H -p -o guid dst@1)" = "$(ca list -H -p -o guid ds@1)" ] || fail "guid after resume"
+[ "$(cb list -H -p -o creation dst@1)" = "$(ca list -H -p -o creation ds@1)" ] || fail "creation after resume"
+[ "$(cb get -H -o value inconsistent dst)" = off ] || fail "inconsistent after completion"
+[ "$(token dst)" = - ] || fail "token after completion: $(token dst)"
+cb restore dst@1 "$TESTDIR/r1" || fail "restore dst@1"
+same_tree "$TESTDIR/ref1" "$TESTDIR/r1"
+cmp -s "$SRC/big" "$TESTDIR/r1/big" || fail "big differs"
+
+# a resumed stream does not resend what was received: after a cut at 60%,
+# the resume stream is at most ~45% of the full one
+head -c $((FULL * 6 / 10)) "$TESTDIR/full" | cb recv -s half >/dev/null 2>&1
+t=$(token half)
+[ -n "$t" ] && [ "$t" != - ] || fail "no token after a cut at 60%"
+rs=$(ca send -t "$t" | wc -c)
+[ "$rs" -lt $((FULL * 45 / 100)) ] || fail "resume stream after 60% is $rs of $FULL bytes"
+out=$(ca send -t "$t" | cb recv -v -s half 2>&1) || fail "resume half: $out"
+cb restore half@1 "$TESTDIR/rh" && cmp -s "$SRC/big" "$TESTDIR/rh/big" || fail "half@1 differs"
+
+# ---- an incremental stream, interrupted and resumed ----
+head -c 3000000 /dev/urandom >"$SRC/big2"
+echo changed >>"$SRC/d/f3"
+ok ca snapshot ds@2
+cp -a "$SRC" "$TESTDIR/ref2"
+PREV_SIZE=$(ca send -i @1 ds@2 | wc -c)
+resume_loop dst ds@2 -i @1
+[ "$(cb list -H -p -o guid dst@2)" = "$(ca list -H -p -o guid ds@2)" ] || fail "guid of @2"
+cb restore dst@2 "$TESTDIR/r2" || fail "restore dst@2"
+same_tree "$TESTDIR/ref2" "$TESTDIR/r2"
+cb restore dst@1 "$TESTDIR/r1b" && same_tree "$TESTDIR/ref1" "$TESTDIR/r1b"
+[ "$(token dst)" = - ] || fail "token after the incremental completed"
+
+# ---- recv -A discards partial state ----
+head -c $((FULL / 2)) "$TESTDIR/full" | cb recv -s gone >/dev/null 2>&1
+t=$(token gone)
+[ -n "$t" ] && [ "$t" != - ] || fail "no partial state to abort"
+ok cb recv -A gone
+[ "$(token gone)" = - ] || fail "token after recv -A: $(token gone)"
+[ "$(cb get -H -o value inconsistent gone)" = off ] || fail "inconsistent after recv -A"
+fails_with 1 "no partial receive\|does not" cb recv -s gone < <(ca send -t "$t")
+[ "$(token gone)" = - ] || fail "BUG: a refused resume stream created partial state on gone (token $(token gone))"
+cb recv -A gone >/dev/null 2>&1
+fails_with 1 "no partial receive" cb recv -A gone
+fails_with 1 "no partial receive\|not exist" cb recv -A nosuch
+ca send ds@1 | cb recv gone || fail "a full receive after recv -A"
+cb restore gone@1 "$TESTDIR/rg" && cmp -s "$SRC/big" "$TESTDIR/rg/big" || fail "gone@1 differs"
+
+# an interrupted receive without -s keeps nothing
+head -c $((FULL / 2)) "$TESTDIR/full" | cb recv plain >/dev/null 2>&1
+[ "$(token plain)" = - ] || [ -z "$(token plain)" ] || fail "recv without -s kept a token"
+cb list -H -o name plain >/dev/null 2>&1 && fail "recv without -s left the dataset it created"
+
+# the partial state of a resumable receive survives other commands on the store
+head -c $((FULL / 3)) "$TESTDIR/full" | cb recv -s keep >/dev/null 2>&1
+t=$(token keep)
+ok cb list -t all >/dev/null
+ca send ds@1 | cb recv other || fail "another receive"
+[ "$(token keep)" = "$t" ] || fail "another receive changed keep's token"
+ca send -t "$t" | cb recv -s keep || fail "resume keep"
+done_test
