@@ -456,7 +456,8 @@ static int apply(cairn_store *st, plan_t *p, cairn_destroy_opts *o)
 	int r = 0;
 	/* Account per dataset before rows go: the indexes are still listed.
 	 * Victims are sorted by dataset, so each dataset is visited once. */
-	qsort(p->v, p->n, sizeof(*p->v), victim_cmp);
+	if (p->n)
+		qsort(p->v, p->n, sizeof(*p->v), victim_cmp);
 	for (size_t i = 0; r == 0 && i < p->n; i++)
 		if (i == 0 || p->v[i].ds != p->v[i - 1].ds)
 			r = account_dataset(st, p->v[i].ds, p, ds_in_plan(p, p->v[i].ds),

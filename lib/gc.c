@@ -1267,19 +1267,23 @@ static int range_shrink(gc_range_t *r)
 		h = r->lo + 1; /* one directory over budget: keep it anyway */
 	if (h >= r->hi)
 		return 0;
+	/* Keep the entries below h: straight from the slots (an all-zero
+	 * digest marks an empty slot; that digest itself is kept aside). */
 	refset_t n = {0};
-	chunk_ref_t *v;
-	size_t cnt;
-	int e = refset_sorted(&r->set, &v, &cnt);
-	if (e < 0)
-		return e;
-	for (size_t i = 0; i < cnt && gc_dir_of(&v[i].digest) < h; i++)
-		if (refset_add(&n, &v[i]) < 0) {
-			free(v);
+	static const digest_t zero;
+	for (size_t i = 0; i < r->set.cap; i++) {
+		const chunk_ref_t *x = &r->set.slots[i];
+		if (!digest_cmp(&x->digest, &zero) || gc_dir_of(&x->digest) >= h)
+			continue;
+		if (refset_add(&n, x) < 0) {
 			refset_free(&n);
 			return -ENOMEM;
 		}
-	free(v);
+	}
+	if (r->set.has_zero && refset_add(&n, &r->set.zero) < 0) {
+		refset_free(&n);
+		return -ENOMEM;
+	}
 	refset_free(&r->set);
 	r->set = n;
 	for (unsigned d = h; d < r->hi; d++)
