@@ -76,7 +76,7 @@ check-long: deps
 	CAIRN_LONG=1 tests/run.sh
 
 asan: deps
-	$(MAKE) B=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	$(MAKE) B=build-asan STATIC=0 OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDLIBS="$(PKG_LIBS) -pthread -fsanitize=address,undefined" all unit $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%)
 	CAIRN_BUILD=build-asan tests/run.sh
 

@@ -969,6 +969,7 @@ int gc_idxwalk_new(size_t edge_capacity, gc_idxwalk_t **out)
 		}
 		w->ecap = c;
 	}
+	w->pf_fd = -1;
 	*out = w;
 	return 0;
 }
@@ -1141,6 +1142,19 @@ static int walk_stream(gc_idxwalk_t *w, chunkstore_t *cs, const uint8_t *roots, 
 			}
 		}
 		int r = chunkstore_get(cs, &ref.digest, &w->chunk);
+		if (r == -ENOENT && w->pf_fd >= 0) {
+			/* A sweep killed mid-removal may have left it as "<hex>.gc". */
+			char hex[DIGEST_HEX_LEN + 1], dn[5];
+			hex_encode(&ref.digest, hex);
+			memcpy(dn, hex, 4);
+			dn[4] = 0;
+			int dfd = openat(w->pf_fd, dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (dfd >= 0) {
+				if (gc_quarantine_restore(dfd, hex) == 1)
+					r = chunkstore_get(cs, &ref.digest, &w->chunk);
+				close(dfd);
+			}
+		}
 		if (r < 0) {
 			*failed = ref;
 			return r;

@@ -118,7 +118,9 @@ void gc_idxwalk_reset(gc_idxwalk_t *w);
 /* Before reading a stream, `threads` threads open each of its chunks that
  * will be read (through chunkfd, the .chunks directory, which stays the
  * caller's) and start reading it ahead: on a cold cache the walk then
- * waits for no metadata read.  0 threads = off (the default). */
+ * waits for no metadata read.  0 threads = off (the default).  With a
+ * chunkfd, a stream chunk found missing is also looked for as a "<hex>.gc"
+ * left by a killed sweep, and put back. */
 void gc_idxwalk_set_prefetch(gc_idxwalk_t *w, int chunkfd, int threads);
 /* Reads the index stream whose packed root refs are roots[0 .. nroots *
  * CHUNK_REF_WIRE).  The records of a chunk this walker parsed before, at

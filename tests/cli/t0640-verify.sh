@@ -34,15 +34,21 @@ cairn list -H -o name,lastverified -t snapshot | grep -q '^tank@one	[A-Z]' || fa
 chunk_of() {
 	local f=$1 want
 	want=$(head -c 64 "$f" | od -An -tx1 | tr -d ' \n')
-	for c in $(find "$CAIRN_STORE/.chunks" -type f -size +20k); do
+	for c in $(find "$CAIRN_STORE/.chunks" -type f -size +4k); do
 		[ "$(tail -c +25 "$c" | head -c 64 | od -An -tx1 | tr -d ' \n')" = "$want" ] && { echo "$c"; return; }
 	done
+}
+# flipbyte FILE OFFSET: inverts one byte in place.
+flipbyte() {
+	local b
+	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	printf "\\x$(printf %02x $((b ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }
 flip=$(chunk_of "$SRC/big.bin")
 trunc=$(chunk_of "$SRC/other.bin")
 wrong=$(chunk_of "$SRC/sub/third.bin")
 [ -n "$flip" ] && [ -n "$trunc" ] && [ -n "$wrong" ] || fail "chunks not found"
-printf '\x5a' | dd of="$flip" bs=1 seek=5000 conv=notrunc status=none
+flipbyte "$flip" 5000
 truncate -s 1000 "$trunc"
 cp "$flip" "$wrong.tmpcopy" && mv "$wrong.tmpcopy" "$wrong" # another chunk's bytes
 sleep 1
@@ -95,7 +101,7 @@ idxc=$(sqlite3 "$CAIRN_STORE/catalog.db" "SELECT hex(substr(idx, 1, 32)) FROM sn
 ipath="$CAIRN_STORE/.chunks/${idxc:0:4}/$idxc"
 [ -f "$ipath" ] || fail "index chunk $idxc not found"
 size=$(stat -c %s "$ipath")
-printf '\x01' | dd of="$ipath" bs=1 seek=$((size - 3)) conv=notrunc status=none
+flipbyte "$ipath" $((size - 3))
 out=$("$CAIRN" verify --order digest tank@three 2>&1) && fail "verify with a damaged index"
 echo "$out" | grep -q "chunk $idxc (snapshot tank@three, index stream)" || fail "index chunk report: $out"
 # GC: the index is unreadable, the tree is not: nothing of tank@three goes.
