@@ -75,10 +75,21 @@ check-long: deps
 	$(MAKE) all unit $(FUZZ_BIN)
 	CAIRN_LONG=1 tests/run.sh
 
+# ASan + UBSan; any report fails the test that produced it (tests/run.sh).
+# The build directory is stamped with its flags, so a change of them
+# rebuilds it instead of mixing objects.
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 asan: deps
-	$(MAKE) B=build-asan STATIC=0 OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
-		LDLIBS="$(PKG_LIBS) -pthread -fsanitize=address,undefined" all unit $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%)
+	@echo '$(SAN_FLAGS)' | cmp -s - build-asan/.flags || { rm -rf build-asan; mkdir -p build-asan; echo '$(SAN_FLAGS)' >build-asan/.flags; }
+	$(MAKE) B=build-asan STATIC=0 OPT="-O1 -g $(SAN_FLAGS)" \
+		LDLIBS="$(PKG_LIBS) -pthread $(SAN_FLAGS)" all unit $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%)
 	CAIRN_BUILD=build-asan tests/run.sh
+
+# Coverage-guided fuzzing (clang, libFuzzer + ASan + UBSan), FUZZ_SECONDS
+# per target (scripts/fuzz.sh).  The fuzzer binaries link without replay.c.
+$(B)/libfuzzer/%: tests/fuzz/%.c $(B)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libcairn.a $(LDLIBS)
 
 fuzz: deps
 	scripts/fuzz.sh
@@ -98,4 +109,4 @@ install: all
 	install -m 0644 $(B)/cairn.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/cairn.pc
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
