@@ -6,10 +6,14 @@ for p in build-essential pkg-config libzstd-dev libxxhash-dev libsqlite3-dev lib
 	 zlib1g-dev attr strace python3 sqlite3 bc; do
 	dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
+# S3 backend (libcurl, libxml2) and the single-node Ceph its tests run against.
+for p in libcurl4-openssl-dev libxml2-dev curl ceph-mon ceph-osd radosgw ceph-common; do
+	dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
+done
 [ -z "$need" ] && exit 0
 echo "deps: installing$need"
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq $need >/dev/null
+$SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq $need >/dev/null
