@@ -8,6 +8,10 @@ for p in build-essential pkg-config libzstd-dev libxxhash-dev libsqlite3-dev lib
 	 ; do
 	dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
+# S3 backend (libcurl, libxml2) and the single-node Ceph its tests run against.
+for p in libcurl4-openssl-dev libxml2-dev curl ceph-mon ceph-osd radosgw ceph-common; do
+	dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
+done
 [ -z "$need" ] && exit 0
 echo "deps: installing$need"
 SUDO=""
