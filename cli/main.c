@@ -39,6 +39,7 @@ static const struct verb {
 	{"receive", cmd_recv, "receive a replication stream"},
 	{"sync", cmd_sync, "replicate to another store, sending only missing chunks"},
 	{"have", cmd_have, "(internal) answer which chunks this store has"},
+	{"diff", cmd_diff, "show what changed between snapshots (zfs diff format)"},
 };
 
 static void usage(FILE *f)
