@@ -85,14 +85,19 @@ int dataset_prop_normalize(cairn_store *st, const char *prop, const char *value,
 		*norm = strdup(buf);
 	} else if (!strcmp(prop, "chunksize")) {
 		char *end;
+		errno = 0;
 		unsigned long long n = strtoull(value, &end, 10);
 		int shift = 0;
 		if (*end == 'K' || *end == 'k')
 			shift = 10, end++;
 		else if (*end == 'M' || *end == 'm')
 			shift = 20, end++;
+		/* Digits only (strtoull would take " +64K"), and range-checked
+		 * before scaling: a huge count must not wrap round to a valid
+		 * size. */
+		bool bad = errno || value[0] < '0' || value[0] > '9' || n > ((8ull << 20) >> shift);
 		n <<= shift;
-		if (end == value || *end || n < (64u << 10) || n > (8u << 20) || (n & (n - 1)))
+		if (bad || end == value || *end || n < (64u << 10) || n > (8u << 20) || (n & (n - 1)))
 			return store_err(st, CAIRN_EBADPROP,
 					 "chunksize=%s: must be a power of two from 64K to 8M",
 					 value);
