@@ -27,6 +27,9 @@ static const prop_def_t props[] = {
 	{"source", NULL, DS, -1, K_STR},
 	{"compression", NULL, DS, -1, K_STR},
 	{"chunksize", NULL, DS, -1, K_SIZE},
+	{"exclude", NULL, CAIRN_TYPE_FILESYSTEM, -1, K_STR},
+	{"exclude_caches", NULL, CAIRN_TYPE_FILESYSTEM, -1, K_STR},
+	{"cairnignore", NULL, CAIRN_TYPE_FILESYSTEM, -1, K_STR},
 	{"inconsistent", NULL, DS, -1, K_STR},
 	{"receive_resume_token", NULL, DS, -1, K_STR},
 	{NULL, NULL, 0, 0, 0},
@@ -187,7 +190,10 @@ int column_source(const rowref_t *r, const column_t *c, char *out, size_t len)
 	int type = r->b->type[r->i];
 	bool inheritable = c->user || (c->def && (!strcmp(c->def->name, "source") ||
 						  !strcmp(c->def->name, "compression") ||
-						  !strcmp(c->def->name, "chunksize")));
+						  !strcmp(c->def->name, "chunksize") ||
+						  !strcmp(c->def->name, "exclude") ||
+						  !strcmp(c->def->name, "exclude_caches") ||
+						  !strcmp(c->def->name, "cairnignore")));
 	if (!inheritable || !(type & DS)) {
 		if (c->user && type == CAIRN_TYPE_SNAPSHOT) {
 			char v[16];

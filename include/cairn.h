@@ -177,6 +177,7 @@ typedef struct cairn_snapshot_opts {
 	void *arg;                 /**< passed to progress and warn */
 	/* results, summed over all snapshots taken */
 	uint64_t files, bytes_read, bytes_reused, chunks_new, stored_new, skipped;
+	uint64_t excluded;         /**< entries left out by exclude rules (a directory counts once) */
 } cairn_snapshot_opts;
 
 /** Takes the snapshots named in names ("ds@snap"), all committed in ONE

@@ -1,5 +1,6 @@
 /* dataset.c - creating datasets and resolving their properties. */
 #include "dataset.h"
+#include "exclude.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -62,6 +63,22 @@ static int parse_level(const char *v, int *level)
 	return 0;
 }
 
+/* exclude (patterns, checked now so a bad one fails at set time),
+ * exclude_caches and cairnignore (on/off). */
+static int exclude_prop_normalize(cairn_store *st, const char *prop, const char *value,
+				  char **norm)
+{
+	if (!strcmp(prop, "exclude")) {
+		char why[512];
+		if (exclude_list_check(value, why, sizeof(why)) < 0)
+			return store_err(st, CAIRN_EBADPROP, "exclude=%s: %s", value, why);
+	} else if (strcmp(value, "on") && strcmp(value, "off")) {
+		return store_err(st, CAIRN_EBADPROP, "%s=%s: expected on or off", prop, value);
+	}
+	*norm = strdup(value);
+	return *norm ? 0 : -ENOMEM;
+}
+
 int dataset_prop_normalize(cairn_store *st, const char *prop, const char *value, char **norm)
 {
 	char buf[64];
@@ -103,6 +120,8 @@ int dataset_prop_normalize(cairn_store *st, const char *prop, const char *value,
 					 value);
 		snprintf(buf, sizeof(buf), "%llu", n);
 		*norm = strdup(buf);
+	} else if (exclude_is_prop(prop)) {
+		return exclude_prop_normalize(st, prop, value, norm);
 	} else if (is_user_prop(prop)) {
 		char why[256];
 		/* A user property name is module:name in dataset-name characters. */
@@ -131,6 +150,9 @@ static char *prop_default(cairn_store *st, const char *prop)
 		snprintf(buf, sizeof(buf), "%lld", (long long)store_setting(st, "chunk_size"));
 	} else if (!strcmp(prop, "source")) {
 		snprintf(buf, sizeof(buf), "none");
+	} else if (exclude_is_prop(prop)) {
+		snprintf(buf, sizeof(buf), "%s", !strcmp(prop, "exclude_caches") ? "off" :
+						 !strcmp(prop, "cairnignore") ? "on" : "");
 	} else {
 		return NULL;
 	}
@@ -166,6 +188,7 @@ int dataset_prop(cairn_store *st, const ds_row_t *ds, const char *prop, char **v
 	if (!strcmp(prop, "receive_resume_token") || !strcmp(prop, "inconsistent"))
 		return recv_prop(st, ds, prop, value, source);
 	if (strcmp(prop, "source") && strcmp(prop, "compression") && strcmp(prop, "chunksize") &&
+	    !exclude_is_prop(prop) &&
 	    !is_user_prop(prop))
 		return store_err(st, CAIRN_EBADPROP, "%s: unknown property", prop);
 	ds_row_t cur = {0};

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "exclude.h"
 #include "snapio.h"
 #include "store.h"
 
@@ -577,6 +578,7 @@ typedef struct live {
 		char *path;
 	} *links;
 	size_t nlinks, caplinks;
+	excl_t *excl; /* the rules a backup would apply */
 } live_t;
 
 static void live_entry(tree_entry_t *e, const struct stat *st)
@@ -683,12 +685,17 @@ static int live_walk(live_t *l, int dfd, const char *dirpath)
 	closedir(d);
 	if (r == 0)
 		qsort(names, n, sizeof(*names), names_cmp);
+	unsigned bad_line;
+	char why[512];
+	bool entered = r == 0 && (r = exclude_enter(l->excl, dfd, dirpath, &bad_line, why,
+						    sizeof(why))) == 0;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		char path[TREE_MAX_PATH + 1];
 		int len = snprintf(path, sizeof(path), "%s%s%s", dirpath, *dirpath ? "/" : "",
 				   names[i]);
 		struct stat st;
-		if (len >= (int)sizeof(path) || fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+		if (len >= (int)sizeof(path) || fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    exclude_match(l->excl, path, names[i], S_ISDIR(st.st_mode)))
 			continue;
 		r = live_emit(l, dfd, names[i], path, &st);
 		if (r == 0 && S_ISDIR(st.st_mode) && st.st_dev == l->rootdev) {
@@ -699,6 +706,8 @@ static int live_walk(live_t *l, int dfd, const char *dirpath)
 			}
 		}
 	}
+	if (entered)
+		exclude_leave(l->excl);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -730,7 +739,9 @@ static int live_records(cairn_store *st, const ds_row_t *ds, buf_t *out)
 	tree_entry_t root = {0};
 	live_entry(&root, &sb);
 	root.path = "";
-	r = tree_write_header(out);
+	r = exclude_open(st, ds, &l.excl);
+	if (r == 0)
+		r = tree_write_header(out);
 	if (r == 0)
 		r = tree_write_entry(out, &root);
 	if (r == 0)
@@ -739,6 +750,7 @@ static int live_records(cairn_store *st, const ds_row_t *ds, buf_t *out)
 	for (size_t i = 0; i < l.nlinks; i++)
 		free(l.links[i].path);
 	free(l.links);
+	exclude_free(l.excl);
 	free(src);
 	return r;
 }
