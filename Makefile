@@ -107,6 +107,9 @@ install: all
 	ln -sf libcairn.so.0 $(DESTDIR)$(PREFIX)/lib/libcairn.so
 	install -m 0644 include/cairn.h $(DESTDIR)$(PREFIX)/include/cairn.h
 	install -m 0644 $(B)/cairn.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/cairn.pc
+	install -d $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat
+	ln -sf ../../../bin/cairn $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat/zfs
+	ln -sf ../../../bin/cairn $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat/zpool
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -288,6 +288,29 @@ int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursi
 int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, bool recursive);
 /** @} */
 
+/** @defgroup rollback Rollback
+ * @{ */
+
+/** Options and results of cairn_rollback(). */
+typedef struct cairn_rollback_opts {
+	bool destroy_later; /**< -r: destroy the later snapshots and bookmarks */
+	/** Called for each later snapshot ("ds@s") and bookmark ("ds#b"), oldest
+	 * first, whether or not they are destroyed.  May be NULL. */
+	void (*item)(const char *name, void *arg);
+	void *arg;
+	uint64_t destroyed; /**< result: snapshots and bookmarks destroyed */
+} cairn_rollback_opts;
+
+/** Makes snapshot snap ("ds@s") the newest of its dataset: with
+ * destroy_later, every later snapshot and bookmark of the dataset is
+ * destroyed in ONE transaction (space accounting as cairn_destroy).
+ * Without it, fails with -EEXIST when there are any (and changes nothing).
+ * A cairn dataset has no live state apart from its source, so nothing else
+ * changes.  @return 0, -ENOENT, -EEXIST, CAIRN_EHELD (a later snapshot is
+ * held), CAIRN_EBADNAME.  opts may be NULL. */
+int cairn_rollback(cairn_store *st, const char *snap, cairn_rollback_opts *opts);
+/** @} */
+
 /** @defgroup holds Holds and bookmarks
  * @{ */
 
