@@ -3,7 +3,7 @@
 set -e
 need=""
 for p in build-essential pkg-config libzstd-dev libxxhash-dev libsqlite3-dev libssl-dev \
-	 zlib1g-dev attr strace python3 sqlite3 bc; do
+	 zlib1g-dev attr strace python3 sqlite3 bc libkeyutils-dev keyutils; do
 	dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 [ -z "$need" ] && exit 0
