@@ -3,7 +3,7 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
-PKGS := libzstd libxxhash sqlite3 libcrypto libcurl libxml-2.0
+PKGS := libzstd libxxhash sqlite3 libcrypto libcurl libxml-2.0 libkeyutils
 OPT ?= -O2 -g
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -43,7 +43,7 @@ $(B)/libcairn.so: $(LIB_OBJ)
 # otherwise spends half its time in the dynamic loader.  STATIC=0 opts out.
 STATIC ?= 1
 ifeq ($(STATIC),1)
-CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -Wl,-Bdynamic -lcurl -lxml2 -lcrypto -lz -ldl -lm -pthread
+CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -Wl,-Bdynamic -lcurl -lxml2 -lcrypto -lz -ldl -lm -pthread
 else
 CLI_LIBS := $(LDLIBS)
 endif
