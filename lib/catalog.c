@@ -9,6 +9,11 @@
 struct catalog {
 	sqlite3 *db;
 	bool in_write;
+	/* Write transactions nest (savepoints): a receive applies dataset
+	 * creation, renames and destroys inside the one commit of the data
+	 * they belong to. */
+	int depth;
+	uint64_t txg;
 };
 
 /* Bulky per-snapshot roots live in snapdata so that scans of snapshot
@@ -204,6 +209,14 @@ static int exec(catalog_t *c, const char *sql)
 
 int catalog_begin_write(catalog_t *c, uint64_t *txg)
 {
+	if (c->in_write) {
+		int r = exec(c, "SAVEPOINT nested");
+		if (r == 0) {
+			c->depth++;
+			*txg = c->txg;
+		}
+		return r;
+	}
 	int r = exec(c, "BEGIN IMMEDIATE");
 	if (r < 0)
 		return r;
@@ -221,11 +234,16 @@ int catalog_begin_write(catalog_t *c, uint64_t *txg)
 		return r;
 	}
 	c->in_write = true;
+	c->txg = *txg;
 	return 0;
 }
 
 int catalog_commit(catalog_t *c)
 {
+	if (c->depth > 0) {
+		c->depth--;
+		return exec(c, "RELEASE nested");
+	}
 	int r = exec(c, "COMMIT");
 	if (r < 0)
 		exec(c, "ROLLBACK");
@@ -235,6 +253,12 @@ int catalog_commit(catalog_t *c)
 
 void catalog_rollback(catalog_t *c)
 {
+	if (c->depth > 0) {
+		c->depth--;
+		exec(c, "ROLLBACK TO nested");
+		exec(c, "RELEASE nested");
+		return;
+	}
 	if (!sqlite3_get_autocommit(c->db))
 		exec(c, "ROLLBACK");
 	c->in_write = false;
