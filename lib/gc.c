@@ -54,6 +54,10 @@
  *     atime(X) >= w - SLACK (SLACK covers the kernel's coarse clock and
  *     timestamp granularity against w, which is read from the fine clock).
  *     a) P's registration was visible at R1: W <= w, so X is kept.
+ *        "Visible" means present and locked: P holds an OFD lock on its
+ *        registry file until it unregisters or dies (writer.h), so a
+ *        live P in another PID namespace or on another NFS client counts,
+ *        and a file whose lock is free belongs to nobody.
  *     b) P registered after R1: P's touches and writes all happened after
  *        R1, which is after T0 was taken, so atime(X) >= T0.  Kept.
  *     c) P had finished before R1: it committed S before unregistering,
