@@ -25,6 +25,9 @@ static void summary(const cairn_snapshot_opts *o, double secs, bool exact)
 		secs);
 	if (o->skipped)
 		fprintf(stderr, "%llu files skipped\n", (unsigned long long)o->skipped);
+	if (o->excluded)
+		fprintf(stderr, "%llu paths excluded (exclude, exclude_caches, .cairnignore)\n",
+			(unsigned long long)o->excluded);
 }
 
 int cmd_snapshot(int argc, char **argv)

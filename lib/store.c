@@ -67,6 +67,10 @@ const char *cairn_strerror(int err)
 		return "some files could not be read";
 	case CAIRN_EHELD:
 		return "snapshot has holds";
+	case CAIRN_EBADKEY:
+		return "incorrect key";
+	case CAIRN_ENOKEY:
+		return "encryption key not loaded";
 	}
 	if (err < 0 && err > CAIRN_E_FIRST)
 		return strerror(-err);
