@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "encroot.h"
 #include "snapio.h"
 #include "store.h"
 #include "stream.h"
@@ -161,7 +162,10 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 			const char *from, const cairn_send_opts *o, bool top)
 {
 	snap_row_t tos = {0}, froms = {0};
-	int r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
+	int r = encroot_refuse_plain_send(st, ds);
+	if (r < 0)
+		return r;
+	r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
 	if (r == -ENOENT && !top)
 		return 0; /* a descendant created after the snapshot */
 	if (r == -ENOENT)
@@ -314,8 +318,10 @@ static int plan_resume(cairn_store *st, const char *token, splan_t *p)
 		p->top = strdup(ds.name);
 		p->skip = t.skip;
 		p->flags = STREAM_F_RESUMED | (t.flags & STREAM_F_RECURSIVE);
-		r = add_snap(p, &ds, &row, from_snap, from_bm, t.fromguid,
-			     t.fromguid ? from_name : NULL);
+		r = encroot_refuse_plain_send(st, &ds);
+		if (r == 0)
+			r = add_snap(p, &ds, &row, from_snap, from_bm, t.fromguid,
+				     t.fromguid ? from_name : NULL);
 		if (r == 0)
 			r = ds_push(p, &ds);
 	}
