@@ -179,6 +179,7 @@ typedef struct cairn_snapshot_opts {
 	void *arg;                 /**< passed to progress and warn */
 	/* results, summed over all snapshots taken */
 	uint64_t files, bytes_read, bytes_reused, chunks_new, stored_new, skipped;
+	uint64_t excluded;         /**< entries left out by exclude rules (a directory counts once) */
 } cairn_snapshot_opts;
 
 /** Takes the snapshots named in names ("ds@snap"), all committed in ONE
@@ -216,6 +217,45 @@ int cairn_restore(cairn_store *st, const char *snap, const char *target,
 		  cairn_restore_opts *opts);
 /** @} */
 
+/** @defgroup diff Differences between snapshots
+ * @{ */
+/** One changed object, as zfs diff reports it. */
+typedef struct cairn_diff_change {
+	char kind;            /**< '-' removed, '+' created, 'M' modified, 'R' renamed */
+	const char *path;     /**< relative to the dataset root ("" = the root);
+			       *   for 'R' the old name */
+	const char *new_path; /**< 'R': the new name; NULL otherwise */
+	uint32_t mode;        /**< st_mode (type and permission bits) of the object:
+			       *   the removed one for '-', the later one otherwise */
+	int64_t ctime_ns;     /**< that object's inode change time */
+	int link_delta;       /**< 'M': change in link count, 0 when unchanged */
+} cairn_diff_change;
+
+typedef struct cairn_diff_opts {
+	/** Called for each change, in path order ('-' before '+' on one path);
+	 * a non-zero return stops the diff and is returned by cairn_diff().
+	 * Pointers are valid during the call only. */
+	int (*change)(const cairn_diff_change *c, void *arg);
+	void *arg;
+	/* results */
+	uint64_t changes;       /**< changes reported */
+	uint64_t chunks_read;   /**< tree chunks read from the chunk store */
+	uint64_t chunks_shared; /**< tree chunk reads saved: both trees had the chunk */
+} cairn_diff_opts;
+
+/** Reports what changed from snapshot from ("ds@a") to to: a later snapshot
+ * of the same dataset ("ds@b"), or the dataset itself ("ds"), meaning its
+ * source directory as it is now.  Objects are matched by inode number, so a
+ * moved file is one 'R' change.  File content is compared by chunk
+ * references (never read); against a live source, by size, mtime and ctime.
+ * Errors: CAIRN_EBADNAME (from is not a snapshot name), -ENOENT (no such
+ * dataset or snapshot), -EXDEV (different datasets), -EINVAL (from is later
+ * than to; a volume), CAIRN_ENOSOURCE (live source unreadable or none),
+ * CAIRN_ECORRUPT / -ENOENT (a damaged or missing tree chunk), -ENOMEM, or
+ * the callback's return value.  Details in cairn_store_errdetail(). */
+int cairn_diff(cairn_store *st, const char *from, const char *to, cairn_diff_opts *opts);
+/** @} */
+
 /** @defgroup destroy Destroying and renaming
  * @{ */
 typedef struct cairn_destroy_opts {
@@ -248,6 +288,29 @@ int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursi
 /** Removes a local property so the value is inherited again; with
  * recursive, from every descendant too.  One transaction. */
 int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, bool recursive);
+/** @} */
+
+/** @defgroup rollback Rollback
+ * @{ */
+
+/** Options and results of cairn_rollback(). */
+typedef struct cairn_rollback_opts {
+	bool destroy_later; /**< -r: destroy the later snapshots and bookmarks */
+	/** Called for each later snapshot ("ds@s") and bookmark ("ds#b"), oldest
+	 * first, whether or not they are destroyed.  May be NULL. */
+	void (*item)(const char *name, void *arg);
+	void *arg;
+	uint64_t destroyed; /**< result: snapshots and bookmarks destroyed */
+} cairn_rollback_opts;
+
+/** Makes snapshot snap ("ds@s") the newest of its dataset: with
+ * destroy_later, every later snapshot and bookmark of the dataset is
+ * destroyed in ONE transaction (space accounting as cairn_destroy).
+ * Without it, fails with -EEXIST when there are any (and changes nothing).
+ * A cairn dataset has no live state apart from its source, so nothing else
+ * changes.  @return 0, -ENOENT, -EEXIST, CAIRN_EHELD (a later snapshot is
+ * held), CAIRN_EBADNAME.  opts may be NULL. */
+int cairn_rollback(cairn_store *st, const char *snap, cairn_rollback_opts *opts);
 /** @} */
 
 /** @defgroup holds Holds and bookmarks

@@ -106,6 +106,9 @@ static int parse_scaled(const char *s, int64_t *v)
 {
 	char *end;
 	errno = 0;
+	/* Digits first: strtoll would also take " +5". */
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
 	long long n = strtoll(s, &end, 10);
 	if (errno || end == s || n < 0)
 		return -EINVAL;
