@@ -657,3 +657,30 @@ int encroot_refuse_plain_send(cairn_store *st, const ds_row_t *ds)
 	ds_row_clear(&root);
 	return r;
 }
+
+int encroot_rename_check(cairn_store *st, const ds_row_t *ds, int64_t new_parent, const char *to)
+{
+	int r = encroot_is_root(st, ds);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	ds_row_t old = {0}, now = {0}, parent = {0};
+	int a = encroot_find(st, ds, &old);
+	int b = 0;
+	if (a >= 0 && new_parent) {
+		b = catalog_ds_by_id(st->cat, new_parent, &parent);
+		if (b == 0)
+			b = encroot_find(st, &parent, &now);
+	}
+	if (a < 0 || b < 0)
+		r = a < 0 ? a : b;
+	else if (a != b || (a == 1 && old.id != now.id))
+		r = store_err(st, -EINVAL,
+			      "%s: cannot move %s from encryption root %s to %s (its data is "
+			      "sealed with its root's keys)",
+			      to, ds->name, a ? old.name : "none (unencrypted)",
+			      b ? now.name : "none (unencrypted)");
+	ds_row_clear(&old);
+	ds_row_clear(&now);
+	ds_row_clear(&parent);
+	return r;
+}

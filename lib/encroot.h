@@ -89,6 +89,11 @@ int encroot_keys_for_snapshot(cairn_store *st, int64_t snap_id, crypt_keys_t **o
  * encryption root for an encrypted ds, else 0. */
 int encroot_refuse_plain_send(cairn_store *st, const ds_row_t *ds);
 
+/* A rename may not move a dataset to another encryption root (its
+ * chunks are sealed with its root's keys): -EINVAL naming both, else 0.
+ * An encryption root itself may move anywhere. */
+int encroot_rename_check(cairn_store *st, const ds_row_t *ds, int64_t new_parent, const char *to);
+
 /* Internals shared with keys.c. */
 int encroot_desc(cairn_store *st, const ds_row_t *root, char desc[64]);
 int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const uint8_t *secret,

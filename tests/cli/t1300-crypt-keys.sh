@@ -111,6 +111,15 @@ keyctl list @s | grep -q "cairn:" || fail "key not in the session keyring"
 ok cairn unload-key vault
 head -c 31 /dev/urandom | fails_with 1 "exactly 32 bytes" cairn load-key -L prompt vault
 ok cairn load-key -L prompt vault <"$TESTDIR/key.raw"
+# renames stay inside an encryption root; a root moves with its key
+fails_with 1 "from encryption root vault to none" cairn rename vault/sub plain/sub
+ok cairn create plain/p
+fails_with 1 "from encryption root none (unencrypted) to vault" cairn rename plain/p vault/p
+fails_with 1 "from encryption root vault to tank" cairn rename vault/sub tank/sub
+ok cairn rename vault/sub vault/sub2
+ok cairn rename vault vault2
+[ "$(keystatus vault2/sub2)" = available ] || fail "renamed root lost its loaded key"
+ok cairn rename vault2 vault
 # destroying a root takes its wrapped key along
 ok cairn destroy -r vault
 [ "$(sqlite3 "$CAIRN_STORE/catalog.db" 'SELECT count(*) FROM cryptkey')" = 1 ] || fail "cryptkey rows after destroy"
