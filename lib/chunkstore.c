@@ -952,8 +952,8 @@ backend_t *chunkstore_backend(const chunkstore_t *cs)
 }
 
 /* Is there a marker, a quarantined marker ("<hex>.gc", being removed by a
- * local sweep) or a writer's temporary file for d?  The directory is read
- * once per call; dirnames caches nothing (candidates are few). */
+ * local sweep) or a writer's temporary file for d?  Reads d's directory
+ * (only deletion candidates get here, and they are few per directory). */
 static bool has_local_trace(chunkstore_t *cs, const digest_t *d)
 {
 	char name[5], hex[DIGEST_HEX_LEN + 1];
@@ -969,8 +969,13 @@ static bool has_local_trace(chunkstore_t *cs, const digest_t *d)
 	}
 	bool found = false;
 	struct dirent *e;
-	while (!found && (e = readdir(dp)))
-		found = !strncmp(e->d_name, hex, DIGEST_HEX_LEN);
+	while (!found && (e = readdir(dp))) {
+		const char *rest = e->d_name + DIGEST_HEX_LEN;
+		/* The marker, "<hex>.gc" or "<hex>.tmp.<pid>.<n>"; verify's
+		 * "<hex>.bad" (a damaged object) does not keep the object. */
+		found = !strncmp(e->d_name, hex, DIGEST_HEX_LEN) &&
+			(!*rest || !strcmp(rest, ".gc") || !strncmp(rest, ".tmp.", 5));
+	}
 	closedir(dp);
 	return found;
 }
