@@ -22,7 +22,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
-.PHONY: all deps demo check check-long unit asan install clean fuzz
+.PHONY: all deps demo check check-long unit asan install clean fuzz check-s3
 all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
 
 deps:
@@ -113,3 +113,13 @@ install: all
 
 clean:
 	rm -rf build build-asan build-fuzz
+
+# S3 backend against a real single-node Ceph (scripts/ceph-dev.sh): the
+# client test, tests/s3/t14*.sh, then chunk-touching CLI tests on S3 stores.
+$(B)/s3/%: tests/s3/%.c $(B)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libcairn.a $(LDLIBS)
+
+check-s3: deps
+	$(MAKE) all $(B)/s3/test_s3 $(B)/s3/s3tool
+	tests/s3/run.sh
