@@ -110,3 +110,9 @@ install: all
 
 clean:
 	rm -rf build build-asan build-fuzz
+
+# cairn mount: libfuse3 for the command only (libcairn does not depend on it).
+FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
+FUSE_LIBS := $(shell pkg-config --libs fuse3 2>/dev/null)
+$(B)/cli/fusefs.o: CFLAGS += $(FUSE_CFLAGS)
+$(B)/cairn: CLI_LIBS += $(FUSE_LIBS)

@@ -64,5 +64,6 @@ int cmd_recv(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_have(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
 
 #endif

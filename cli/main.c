@@ -40,6 +40,7 @@ static const struct verb {
 	{"sync", cmd_sync, "replicate to another store, sending only missing chunks"},
 	{"have", cmd_have, "(internal) answer which chunks this store has"},
 	{"diff", cmd_diff, "show what changed between snapshots (zfs diff format)"},
+	{"mount", cmd_mount, "browse snapshots through a read-only FUSE file system"},
 };
 
 static void usage(FILE *f)

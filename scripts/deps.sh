@@ -4,7 +4,7 @@ set -e
 need=""
 for p in build-essential pkg-config libzstd-dev libxxhash-dev libsqlite3-dev libssl-dev \
 	 zlib1g-dev attr strace python3 sqlite3 bc \
-	 clang libclang-rt-14-dev zstd acl fuse3 e2fsprogs dosfstools python3-xxhash mount util-linux coreutils \
+	 clang libclang-rt-14-dev zstd acl fuse3 libfuse3-dev e2fsprogs dosfstools python3-xxhash mount util-linux coreutils \
 	 ; do
 	dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
