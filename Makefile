@@ -3,7 +3,7 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
-PKGS := libzstd libxxhash sqlite3 libcrypto libcurl libxml-2.0
+PKGS := libzstd libxxhash sqlite3 libcrypto libcurl libxml-2.0 libkeyutils
 OPT ?= -O2 -g
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -43,7 +43,7 @@ $(B)/libcairn.so: $(LIB_OBJ)
 # otherwise spends half its time in the dynamic loader.  STATIC=0 opts out.
 STATIC ?= 1
 ifeq ($(STATIC),1)
-CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -Wl,-Bdynamic -lcurl -lxml2 -lcrypto -lz -ldl -lm -pthread
+CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -Wl,-Bdynamic -lcurl -lxml2 -lcrypto -lz -ldl -lm -pthread
 else
 CLI_LIBS := $(LDLIBS)
 endif
@@ -107,6 +107,9 @@ install: all
 	ln -sf libcairn.so.0 $(DESTDIR)$(PREFIX)/lib/libcairn.so
 	install -m 0644 include/cairn.h $(DESTDIR)$(PREFIX)/include/cairn.h
 	install -m 0644 $(B)/cairn.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/cairn.pc
+	install -d $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat
+	ln -sf ../../../bin/cairn $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat/zfs
+	ln -sf ../../../bin/cairn $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat/zpool
 
 clean:
 	rm -rf build build-asan build-fuzz

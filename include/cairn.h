@@ -44,6 +44,8 @@ extern "C" {
 #define CAIRN_EPARTIAL -10008  /**< done, but some files could not be read */
 #define CAIRN_EHELD -10009     /**< the snapshot has holds */
 #define CAIRN_EEXIST_DS -10010 /**< reserved */
+#define CAIRN_EBADKEY -10020  /**< incorrect key (wrong passphrase or key file) */
+#define CAIRN_ENOKEY -10021   /**< the encryption key is not loaded */
 #define CAIRN_E_LAST -10099
 /** @} */
 
@@ -286,6 +288,29 @@ int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursi
 /** Removes a local property so the value is inherited again; with
  * recursive, from every descendant too.  One transaction. */
 int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, bool recursive);
+/** @} */
+
+/** @defgroup rollback Rollback
+ * @{ */
+
+/** Options and results of cairn_rollback(). */
+typedef struct cairn_rollback_opts {
+	bool destroy_later; /**< -r: destroy the later snapshots and bookmarks */
+	/** Called for each later snapshot ("ds@s") and bookmark ("ds#b"), oldest
+	 * first, whether or not they are destroyed.  May be NULL. */
+	void (*item)(const char *name, void *arg);
+	void *arg;
+	uint64_t destroyed; /**< result: snapshots and bookmarks destroyed */
+} cairn_rollback_opts;
+
+/** Makes snapshot snap ("ds@s") the newest of its dataset: with
+ * destroy_later, every later snapshot and bookmark of the dataset is
+ * destroyed in ONE transaction (space accounting as cairn_destroy).
+ * Without it, fails with -EEXIST when there are any (and changes nothing).
+ * A cairn dataset has no live state apart from its source, so nothing else
+ * changes.  @return 0, -ENOENT, -EEXIST, CAIRN_EHELD (a later snapshot is
+ * held), CAIRN_EBADNAME.  opts may be NULL. */
+int cairn_rollback(cairn_store *st, const char *snap, cairn_rollback_opts *opts);
 /** @} */
 
 /** @defgroup holds Holds and bookmarks
@@ -595,6 +620,64 @@ int cairn_store_available(cairn_store *st, uint64_t *bytes);
  * A non-zero return from fn stops the walk and is returned. */
 int cairn_dataset_iter(cairn_store *st, int (*fn)(const char *name, cairn_type type, void *arg),
 		       void *arg);
+/** @} */
+
+/** @defgroup encryption Encryption (docs/SECURITY.md)
+ * A dataset created with the properties encryption=on, keyformat and
+ * keylocation is an encryption root; its descendants are encrypted with
+ * its keys.  A loaded key lives in the kernel keyring (no daemon).
+ * @{ */
+
+/** Where key material comes from, for load, change and create. */
+typedef struct cairn_key_opts {
+	/** Key material the caller read (from a terminal: keylocation=prompt).
+	 * NULL: the library reads the keylocation file itself. */
+	const uint8_t *secret;
+	size_t secret_len;
+	/** load-key -L: use this keylocation (file:///path or prompt) instead
+	 * of the property, for this load only.  NULL: the property. */
+	const char *keylocation;
+	bool noop;        /**< load-key -n: check the key, load nothing */
+	unsigned timeout; /**< seconds the kernel keeps a loaded key; 0 = until unloaded */
+} cairn_key_opts;
+
+/** cairn_dataset_create, with the key material of a new encryption root
+ * (ko may be NULL when no root is made or keylocation is a file).  The new
+ * root's key is loaded into the keyring after the commit.
+ * @return as cairn_dataset_create; also CAIRN_EBADPROP (bad combination,
+ * bad key material), CAIRN_ENOKEY (a child below a root whose key is not
+ * loaded). */
+int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
+			     const cairn_prop *props, size_t nprops, bool parents,
+			     const cairn_key_opts *ko);
+
+/** Loads the key of encryption root `root` into the kernel keyring.
+ * @return 0; -ENOENT; -EINVAL (not an encryption root); -EEXIST (already
+ * loaded; nothing done); CAIRN_EBADKEY (incorrect key: nothing changes);
+ * CAIRN_EBADPROP (key material of the wrong form). */
+int cairn_load_key(cairn_store *st, const char *root, const cairn_key_opts *ko);
+
+/** Removes root's key from the keyring.  @return 0, -ENOENT, -EINVAL
+ * (not an encryption root), -ENOKEY (not loaded). */
+int cairn_unload_key(cairn_store *st, const char *root);
+
+/** Rewraps root's master keys under new key material (ko), optionally
+ * with a new keyformat and/or keylocation (props), in ONE catalog
+ * transaction: an interruption leaves the old or the new wrapping, never
+ * neither.  Data is not touched.  The current key must be available
+ * (loaded, or a file keylocation).
+ * @return 0, -ENOENT, -EINVAL (not a root), CAIRN_ENOKEY, CAIRN_EBADPROP. */
+int cairn_change_key(cairn_store *st, const char *root, const cairn_prop *props, size_t nprops,
+		     const cairn_key_opts *ko);
+
+/** The encryption roots at or below `under` (NULL: all), in name order.
+ * *names is malloc'd, each name too (free all).  @return 0 or an error. */
+int cairn_encryption_roots(cairn_store *st, const char *under, char ***names, size_t *n);
+
+/** The keyformat and keylocation of root (malloc'd, caller frees) and
+ * whether its key is loaded.  @return 0, -ENOENT, -EINVAL (not a root). */
+int cairn_key_info(cairn_store *st, const char *root, char **keyformat, char **keylocation,
+		   bool *loaded);
 /** @} */
 
 #ifdef __cplusplus
