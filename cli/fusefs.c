@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "encroot.h"
 #include "fusefs.h"
 #include "snapview.h"
 #include "store.h"
@@ -35,6 +36,7 @@
 typedef struct view_ent {
 	char *snap; /* "ds@name" */
 	snapview_t *v;
+	crypt_keys_t *key; /* an encrypted dataset's keys, or NULL */
 	uint32_t id; /* for inode numbers */
 } view_ent_t;
 
@@ -130,23 +132,30 @@ static int view_get(const char *ds, const char *name, const view_ent_t **out)
 		r = catalog_snap_roots(g.st->cat, s.id, &tree, &idx);
 	snapview_t *v = NULL;
 	chunk_ref_t failed = {0};
+	crypt_keys_t *key = NULL;
 	if (r == 0)
-		r = snapview_load(g.st->cs, &tree, &v, &failed);
+		r = encroot_keys(g.st, &d, &key); /* CAIRN_ENOKEY: not loaded */
+	if (r == 0)
+		r = snapview_load(g.st->cs, key, &tree, &v, &failed);
 	buf_free(&tree);
 	buf_free(&idx);
 	ds_row_clear(&d);
 	snap_row_clear(&s);
 	if (r < 0) {
-		fprintf(stderr, "cairn: mount: %s: cannot load its tree: %s\n", snap, cairn_strerror(r));
+		fprintf(stderr, "cairn: mount: %s: cannot load its tree: %s\n", snap,
+			*cairn_store_errdetail(g.st) ? cairn_store_errdetail(g.st) : cairn_strerror(r));
 		cairn_release(g.st, &it, 1);
-		return r == -ENOMEM ? r : -EIO;
+		crypt_keys_free(key);
+		return r == -ENOMEM ? r : r == CAIRN_ENOKEY ? -EACCES : -EIO;
 	}
 	view_ent_t *e = &g.views[g.nviews];
 	e->snap = strdup(snap);
 	e->v = v;
+	e->key = key;
 	e->id = (uint32_t)g.nviews + 1;
 	if (!e->snap) {
 		snapview_free(v);
+		crypt_keys_free(key);
 		cairn_release(g.st, &it, 1);
 		return -ENOMEM;
 	}
@@ -477,6 +486,7 @@ static void release_all(void)
 	for (size_t i = 0; i < g.nviews; i++) {
 		free(g.views[i].snap);
 		snapview_free(g.views[i].v);
+		crypt_keys_free(g.views[i].key);
 	}
 	free(g.views);
 }

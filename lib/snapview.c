@@ -111,13 +111,15 @@ static int link_nodes(snapview_t *v)
 	return r;
 }
 
-int snapview_load(chunkstore_t *cs, const buf_t *roots, snapview_t **out, chunk_ref_t *failed)
+int snapview_load(chunkstore_t *cs, const crypt_keys_t *key, const buf_t *roots,
+		  snapview_t **out, chunk_ref_t *failed)
 {
 	snapview_t *v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
+	v->key = key;
 	snaptree_t t;
-	int r = snaptree_open(&t, cs, roots);
+	int r = snaptree_open_key(&t, cs, key, roots);
 	uint32_t cap = 0;
 	while (r == 0) {
 		if (v->count == cap) {
@@ -172,6 +174,7 @@ enum { CC_LOADING, CC_READY };
 
 typedef struct ccent {
 	digest_t d;
+	const crypt_keys_t *key;
 	buf_t b;
 	int refs, state;
 	uint64_t used; /* LRU tick */
@@ -188,6 +191,7 @@ struct chunkcache {
 	size_t bytes, cap_bytes;
 	uint64_t tick, decoded, hits;
 	chunk_ref_t q[PREFETCH_MAX];
+	const crypt_keys_t *qkey[PREFETCH_MAX];
 	size_t qn;
 	bool stop;
 	pthread_t th;
@@ -231,7 +235,8 @@ static void cc_evict(chunkcache_t *c, size_t want)
 }
 
 /* A pinned, decoded chunk: the caller calls cc_put() when done. */
-static int cc_get(chunkcache_t *c, const chunk_ref_t *ref, ccent_t **out)
+static int cc_get(chunkcache_t *c, const crypt_keys_t *key, const chunk_ref_t *ref,
+		  ccent_t **out)
 {
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
@@ -267,13 +272,14 @@ static int cc_get(chunkcache_t *c, const chunk_ref_t *ref, ccent_t **out)
 		return -ENOMEM;
 	}
 	x->d = ref->digest;
+	x->key = key;
 	x->state = CC_LOADING;
 	x->refs = 1;
 	c->e[c->n++] = x;
 	cc_evict(c, ref->plain_len);
 	pthread_mutex_unlock(&c->lock);
 	/* Decoded outside the lock: other chunks stay readable meanwhile. */
-	r = chunkstore_get(c->cs, &ref->digest, &x->b);
+	r = chunkstore_get_key(c->cs, key, &ref->digest, &x->b);
 	pthread_mutex_lock(&c->lock);
 	if (r < 0) {
 		cc_remove(c, x);
@@ -306,10 +312,13 @@ static void *prefetch_main(void *arg)
 		if (c->stop)
 			break;
 		chunk_ref_t ref = c->q[0];
-		memmove(c->q, c->q + 1, --c->qn * sizeof(ref));
+		const crypt_keys_t *key = c->qkey[0];
+		c->qn--;
+		memmove(c->q, c->q + 1, c->qn * sizeof(ref));
+		memmove(c->qkey, c->qkey + 1, c->qn * sizeof(key));
 		pthread_mutex_unlock(&c->lock);
 		ccent_t *x;
-		if (cc_get(c, &ref, &x) == 0)
+		if (cc_get(c, key, &ref, &x) == 0)
 			cc_put(c, x);
 		pthread_mutex_lock(&c->lock);
 	}
@@ -318,13 +327,14 @@ static void *prefetch_main(void *arg)
 }
 
 /* Read-ahead: queue a chunk the reader will want next. */
-static void cc_prefetch(chunkcache_t *c, const chunk_ref_t *ref)
+static void cc_prefetch(chunkcache_t *c, const crypt_keys_t *key, const chunk_ref_t *ref)
 {
 	pthread_mutex_lock(&c->lock);
 	bool queued = false;
 	for (size_t i = 0; i < c->qn; i++)
 		queued |= !digest_cmp(&c->q[i].digest, &ref->digest);
 	if (!queued && c->qn < PREFETCH_MAX && !cc_find(c, &ref->digest)) {
+		c->qkey[c->qn] = key;
 		c->q[c->qn++] = *ref;
 		pthread_cond_signal(&c->work);
 	}
@@ -380,11 +390,11 @@ void chunkcache_stats(chunkcache_t *c, uint64_t *decoded, uint64_t *hits)
 
 /* Copies len bytes of a chunk from offset at into dst (zeros past its end:
  * a damaged tree cannot make us read beyond the buffer). */
-static int copy_chunk(chunkcache_t *c, const chunk_ref_t *ref, uint64_t at, uint8_t *dst,
-		      size_t len)
+static int copy_chunk(chunkcache_t *c, const crypt_keys_t *key, const chunk_ref_t *ref,
+		      uint64_t at, uint8_t *dst, size_t len)
 {
 	ccent_t *x;
-	int r = cc_get(c, ref, &x);
+	int r = cc_get(c, key, ref, &x);
 	if (r < 0)
 		return r;
 	size_t have = at < x->b.len ? MIN(len, x->b.len - at) : 0;
@@ -418,7 +428,7 @@ ssize_t snapview_read(const snapview_t *v, chunkcache_t *c, uint32_t idx, void *
 	size = MIN(size, e->size - off);
 	uint8_t *out = buf;
 	if (e->content == TREE_CONTENT_BUNDLE) {
-		int r = copy_chunk(c, &e->bundle, e->bundle_off + off, out, size);
+		int r = copy_chunk(c, v->key, &e->bundle, e->bundle_off + off, out, size);
 		return r < 0 ? r : (ssize_t)size;
 	}
 	if (e->content != TREE_CONTENT_EXTENTS || !e->nextent) {
@@ -437,7 +447,7 @@ ssize_t snapview_read(const snapview_t *v, chunkcache_t *c, uint32_t idx, void *
 		if (x->kind == TREE_EXT_HOLE) {
 			memset(out + done, 0, len);
 		} else {
-			int r = copy_chunk(c, &x->ref, in, out + done, len);
+			int r = copy_chunk(c, v->key, &x->ref, in, out + done, len);
 			if (r < 0)
 				return r;
 		}
@@ -447,7 +457,7 @@ ssize_t snapview_read(const snapview_t *v, chunkcache_t *c, uint32_t idx, void *
 	/* Read-ahead: the next chunk of the file, decoded while this is used. */
 	for (; i < e->nextent; i++)
 		if (e->extents[i].kind == TREE_EXT_CHUNK) {
-			cc_prefetch(c, &e->extents[i].ref);
+			cc_prefetch(c, v->key, &e->extents[i].ref);
 			break;
 		}
 	return size;

@@ -29,11 +29,15 @@ typedef struct snapview {
 	uint32_t count;
 	uint32_t *hash; /* path -> node index, open addressing; SV_NONE = empty */
 	uint32_t hcap;
+	const crypt_keys_t *key; /* the dataset's keys (not owned), or NULL */
 } snapview_t;
 
-/* Reads a tree stream (roots) into a view.  Returns 0, -ENOMEM, or the
- * chunk read error (CAIRN_ECORRUPT, -ENOENT) with *failed set. */
-int snapview_load(chunkstore_t *cs, const buf_t *roots, snapview_t **out, chunk_ref_t *failed);
+/* Reads a tree stream (roots) into a view; key (kept by the caller for the
+ * view's life) decrypts an encrypted dataset's chunks.  Returns 0,
+ * -ENOMEM, or the chunk read error (CAIRN_ECORRUPT, -ENOENT,
+ * CAIRN_ENOKEY) with *failed set. */
+int snapview_load(chunkstore_t *cs, const crypt_keys_t *key, const buf_t *roots,
+		  snapview_t **out, chunk_ref_t *failed);
 void snapview_free(snapview_t *v);
 
 /* The node of a path relative to the snapshot root ("" = the root), or
