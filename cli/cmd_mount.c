@@ -29,10 +29,14 @@ static int check_dataset(const char *name)
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;
-	char *type = NULL;
-	int r = cairn_dataset_get(st, name, "source", &type, NULL);
-	int rc = r < 0 ? cli_fail(st, name, r) : 0;
-	free(type);
+	char why[256];
+	int rc = 0;
+	if (cairn_name_check(name, false, why, sizeof(why)) < 0) {
+		cli_err(name, "%s", why);
+		rc = 1;
+	}
+	if (rc == 0)
+		rc = fusefs_check(st, name);
 	cairn_store_close(st);
 	return rc;
 }

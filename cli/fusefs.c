@@ -469,6 +469,27 @@ static const struct fuse_operations ops = {
 
 /* ---- running ---- */
 
+int fusefs_check(cairn_store *st, const char *dataset)
+{
+	ds_row_t d = {0};
+	int r = catalog_ds_by_name(st->cat, dataset, &d);
+	int type = d.type;
+	ds_row_clear(&d);
+	if (r == -ENOENT) {
+		cli_err(dataset, "dataset does not exist");
+		return 1;
+	}
+	if (r < 0) {
+		cli_err(dataset, "%s", cairn_strerror(r));
+		return 1;
+	}
+	if (type != CAIRN_TYPE_FILESYSTEM) {
+		cli_err(dataset, "a volume has no files to mount (restore it to an image instead)");
+		return 1;
+	}
+	return 0;
+}
+
 static void release_all(void)
 {
 	if (!g.nviews)

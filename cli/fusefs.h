@@ -12,6 +12,11 @@ typedef struct fusefs_opts {
 	bool foreground;        /* -f: do not go to the background */
 } fusefs_opts_t;
 
+/* Checks before mounting that dataset exists and is a filesystem; prints
+ * the error and returns 1 if not. */
+struct cairn_store;
+int fusefs_check(struct cairn_store *st, const char *dataset);
+
 /* Mounts, serves until unmounted, releases the holds; the exit code. */
 int fusefs_run(const fusefs_opts_t *o);
 

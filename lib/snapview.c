@@ -141,8 +141,20 @@ int snapview_load(chunkstore_t *cs, const crypt_keys_t *key, const buf_t *roots,
 	if (r < 0 && failed)
 		*failed = t.m.failed;
 	snaptree_close(&t);
-	if (r == 0 && v->count == 0)
-		r = CAIRN_ECORRUPT;
+	if (r == 0 && v->count == 0) {
+		/* A container (source=none) has an empty tree: show an empty,
+		 * read-only root directory. */
+		if (!cap && !(v->n = calloc(1, sizeof(*v->n))))
+			r = -ENOMEM;
+		else if (!(v->n[0].e.path = strdup("")))
+			r = -ENOMEM;
+		else {
+			v->n[0].e.type = TREE_DIR;
+			v->n[0].e.mode = 0555;
+			v->n[0].e.nlink = 2;
+			v->count = 1;
+		}
+	}
 	if (r == 0)
 		r = build_hash(v);
 	if (r == 0)

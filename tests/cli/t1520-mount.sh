@@ -123,6 +123,15 @@ ok cairn destroy ds@two
 
 # Errors.
 fails_with 1 "nosuch: dataset does not exist" cairn mount "$M" nosuch
+truncate -s 1M "$TESTDIR/vol.img"
+ok cairn create -V -o source="$TESTDIR/vol.img" vol
+fails_with 1 "vol: a volume has no files to mount" cairn mount "$M" vol
+# A container (source=none) snapshot shows as an empty directory.
+ok cairn create -o source=none box
+ok cairn snapshot box@empty
+ok cairn mount "$M" box
+[ -d "$M/.zfs/snapshot/empty" ] && [ -z "$(ls -A "$M/.zfs/snapshot/empty")" ] || fail "container snapshot not an empty dir"
+fusermount3 -u "$M" || fail "unmount box"
 fails_with 1 "not a directory" cairn mount "$TESTDIR/nodir" ds
 fails_with 2 "unsupported mount option 'rw'" cairn mount -o rw "$M" ds
 mountpoint -q "$M" && fail "mounted after an error"
