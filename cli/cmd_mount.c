@@ -83,5 +83,15 @@ int cmd_mount(int argc, char **argv)
 			return 1;
 		cairn_store_close(st);
 	}
-	return fusefs_run(&o);
+	/* The server runs from "/" once in the background: a relative store
+	 * path must be made absolute first. */
+	char *store = realpath(o.store, NULL);
+	if (!store) {
+		cli_err(o.store, "cannot resolve the store path");
+		return 1;
+	}
+	o.store = store;
+	int rc = fusefs_run(&o);
+	free(store);
+	return rc;
 }
