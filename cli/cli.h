@@ -69,6 +69,7 @@ int cmd_recv(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_have(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
 int cmd_rollback(int argc, char **argv);
 int cmd_load_key(int argc, char **argv);
 int cmd_unload_key(int argc, char **argv);
