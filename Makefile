@@ -3,7 +3,7 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
-PKGS := libzstd libxxhash sqlite3 libcrypto
+PKGS := libzstd libxxhash sqlite3 libcrypto libcurl libxml-2.0 libkeyutils
 OPT ?= -O2 -g
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -43,7 +43,7 @@ $(B)/libcairn.so: $(LIB_OBJ)
 # otherwise spends half its time in the dynamic loader.  STATIC=0 opts out.
 STATIC ?= 1
 ifeq ($(STATIC),1)
-CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lcrypto -Wl,-Bdynamic -lz -ldl -lm -pthread
+CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -Wl,-Bdynamic -lcurl -lxml2 -lcrypto -lz -ldl -lm -pthread
 else
 CLI_LIBS := $(LDLIBS)
 endif
@@ -75,10 +75,21 @@ check-long: deps
 	$(MAKE) all unit $(FUZZ_BIN)
 	CAIRN_LONG=1 tests/run.sh
 
+# ASan + UBSan; any report fails the test that produced it (tests/run.sh).
+# The build directory is stamped with its flags, so a change of them
+# rebuilds it instead of mixing objects.
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 asan: deps
-	$(MAKE) B=build-asan STATIC=0 OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
-		LDLIBS="$(PKG_LIBS) -pthread -fsanitize=address,undefined" all unit $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%)
+	@echo '$(SAN_FLAGS)' | cmp -s - build-asan/.flags || { rm -rf build-asan; mkdir -p build-asan; echo '$(SAN_FLAGS)' >build-asan/.flags; }
+	$(MAKE) B=build-asan STATIC=0 OPT="-O1 -g $(SAN_FLAGS)" \
+		LDLIBS="$(PKG_LIBS) -pthread $(SAN_FLAGS)" all unit $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%)
 	CAIRN_BUILD=build-asan tests/run.sh
+
+# Coverage-guided fuzzing (clang, libFuzzer + ASan + UBSan), FUZZ_SECONDS
+# per target (scripts/fuzz.sh).  The fuzzer binaries link without replay.c.
+$(B)/libfuzzer/%: tests/fuzz/%.c $(B)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libcairn.a $(LDLIBS)
 
 fuzz: deps
 	scripts/fuzz.sh
@@ -101,4 +112,4 @@ install: all
 	ln -sf ../../../bin/cairn $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat/zpool
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

@@ -68,6 +68,10 @@ int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_have(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_rollback(int argc, char **argv);
+int cmd_load_key(int argc, char **argv);
+int cmd_unload_key(int argc, char **argv);
+int cmd_change_key(int argc, char **argv);
 
 #endif

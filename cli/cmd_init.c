@@ -17,19 +17,26 @@ int cmd_init(int argc, char **argv)
 		if (ch != 'c')
 			return cli_usage(u, NULL);
 		char *end;
+		errno = 0;
 		unsigned long long v = strtoull(optarg, &end, 10);
+		int shift = 0;
 		if (*end == 'K' || *end == 'k')
-			v <<= 10, end++;
+			shift = 10, end++;
 		else if (*end == 'M' || *end == 'm')
-			v <<= 20, end++;
-		if (*end || v < (64u << 10) || v > (8u << 20) || (v & (v - 1)))
+			shift = 20, end++;
+		/* Range-check before scaling: a huge count must not wrap round
+		 * to a valid size. */
+		if (errno || optarg[0] < '0' || optarg[0] > '9' || *end || v > ((8ull << 20) >> shift))
+			return cli_usage(u, "--chunk-size %s: must be a power of two from 64K to 8M",
+					 optarg);
+		v <<= shift;
+		if (v < (64u << 10) || (v & (v - 1)))
 			return cli_usage(u, "--chunk-size %s: must be a power of two from 64K to 8M",
 					 optarg);
 		o.chunk_size = v;
 	}
 	if (optind != argc)
 		return cli_usage(u, "unexpected argument '%s'", argv[optind]);
-	o.skip_atime_check = getenv("CAIRN_TEST_SKIP_ATIME_CHECK") != NULL;
 	int r = cairn_store_init(g_cli.store_path, &o);
 	if (r == -EEXIST) {
 		cli_err(g_cli.store_path, "directory exists and is not empty");

@@ -40,7 +40,11 @@ static const struct verb {
 	{"receive", cmd_recv, "receive a replication stream"},
 	{"sync", cmd_sync, "replicate to another store, sending only missing chunks"},
 	{"have", cmd_have, "(internal) answer which chunks this store has"},
+	{"diff", cmd_diff, "show what changed between snapshots (zfs diff format)"},
 	{"rollback", cmd_rollback, "destroy the snapshots after a snapshot"},
+	{"load-key", cmd_load_key, "load encryption keys into the kernel keyring"},
+	{"unload-key", cmd_unload_key, "remove encryption keys from the kernel keyring"},
+	{"change-key", cmd_change_key, "rewrap an encryption root's key (new passphrase)"},
 };
 
 static void usage(FILE *f)

@@ -27,9 +27,17 @@ static const prop_def_t props[] = {
 	{"source", NULL, DS, -1, K_STR},
 	{"compression", NULL, DS, -1, K_STR},
 	{"chunksize", NULL, DS, -1, K_SIZE},
+	{"exclude", NULL, CAIRN_TYPE_FILESYSTEM, -1, K_STR},
+	{"exclude_caches", NULL, CAIRN_TYPE_FILESYSTEM, -1, K_STR},
+	{"cairnignore", NULL, CAIRN_TYPE_FILESYSTEM, -1, K_STR},
 	{"inconsistent", NULL, DS, -1, K_STR},
 	{"receive_resume_token", NULL, DS, -1, K_STR},
 	{"origin", NULL, DS | SNAP, -1, K_STR},
+	{"encryption", NULL, DS, -1, K_STR},
+	{"keyformat", NULL, DS, -1, K_STR},
+	{"keylocation", NULL, DS, -1, K_STR},
+	{"encryptionroot", NULL, DS, -1, K_STR},
+	{"keystatus", NULL, DS, -1, K_STR},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -230,7 +238,13 @@ int column_source(const rowref_t *r, const column_t *c, char *out, size_t len)
 	int type = r->b->type[r->i];
 	bool inheritable = c->user || (c->def && (!strcmp(c->def->name, "source") ||
 						  !strcmp(c->def->name, "compression") ||
-						  !strcmp(c->def->name, "chunksize")));
+						  !strcmp(c->def->name, "chunksize") ||
+						  !strcmp(c->def->name, "exclude") ||
+						  !strcmp(c->def->name, "exclude_caches") ||
+						  !strcmp(c->def->name, "cairnignore") ||
+						  !strcmp(c->def->name, "encryption") ||
+						  !strcmp(c->def->name, "keyformat") ||
+						  !strcmp(c->def->name, "keylocation")));
 	if (!inheritable || !(type & DS)) {
 		if (c->user && type == CAIRN_TYPE_SNAPSHOT) {
 			char v[16];

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exclude.h"
 #include "dataset.h"
 #include "snapio.h"
 #include "store.h"
@@ -87,6 +88,8 @@ typedef struct bctx {
 	int64_t last_progress;
 	uint64_t files, bytes_read, bytes_reused, skipped;
 	int err;
+	excl_t *excl;       /* exclude properties and .cairnignore files */
+	uint64_t excluded;  /* entries left out by it */
 } bctx_t;
 
 /* ---- previous-tree cursor ---- */
@@ -838,6 +841,21 @@ static int open_dir(int dfd, const char *name)
 	return fd;
 }
 
+/* Reads the directory's .cairnignore; a bad line is reported, not fatal. */
+static int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath)
+{
+	unsigned bad_line;
+	char why[512];
+	int r = exclude_enter(c->excl, dfd, dirpath, &bad_line, why, sizeof(why));
+	if (r == 0 && bad_line && c->opts->warn) {
+		char obj[PATH_MAX + 600];
+		snprintf(obj, sizeof(obj), "%s/%s%s.cairnignore: line %u: %s", c->root, dirpath,
+			 *dirpath ? "/" : "", bad_line, why);
+		c->opts->warn(obj, CAIRN_EBADPROP, c->opts->arg);
+	}
+	return r;
+}
+
 static int walk(bctx_t *c, int dfd, const char *dirpath)
 {
 	char **names;
@@ -845,6 +863,12 @@ static int walk(bctx_t *c, int dfd, const char *dirpath)
 	int r = list_dir(dfd, &names, &n);
 	if (r < 0) {
 		return r == -ENOMEM ? r : skip_item(c, dirpath, r);
+	}
+	if ((r = exclude_walk_enter(c, dfd, dirpath)) < 0) {
+		for (size_t i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+		return r;
 	}
 	for (size_t i = 0; i < n && r == 0; i++) {
 		char path[PATH_MAX];
@@ -859,6 +883,10 @@ static int walk(bctx_t *c, int dfd, const char *dirpath)
 			r = skip_item(c, path, -errno);
 			continue;
 		}
+		if (exclude_match(c->excl, path, names[i], S_ISDIR(st.st_mode))) {
+			c->excluded++;
+			continue;
+		}
 		r = visit(c, dfd, names[i], path, &st);
 		/* Stay on one filesystem, as a ZFS dataset would. */
 		if (r == 0 && S_ISDIR(st.st_mode) && st.st_dev == c->rootdev) {
@@ -871,6 +899,7 @@ static int walk(bctx_t *c, int dfd, const char *dirpath)
 			}
 		}
 	}
+	exclude_leave(c->excl);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -937,6 +966,7 @@ static void ctx_free(bctx_t *c)
 	buf_free(&c->io);
 	buf_free(&c->bundle);
 	free(c->root);
+	exclude_free(c->excl);
 }
 
 static int backup_source(bctx_t *c, snapjob_t *j)
@@ -952,6 +982,8 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 		return 0;
 	}
 	c->root = src;
+	if (j->ds.type == CAIRN_TYPE_FILESYSTEM && (r = exclude_open(c->st, &j->ds, &c->excl)) < 0)
+		return r;
 	int fd = j->ds.type == CAIRN_TYPE_FILESYSTEM ? open_dir(AT_FDCWD, src)
 						     : open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -1027,6 +1059,7 @@ static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 	opts->bytes_read += c.bytes_read;
 	opts->bytes_reused += c.bytes_reused;
 	opts->skipped += c.skipped;
+	opts->excluded += c.excluded;
 	ctx_free(&c);
 	return r;
 }

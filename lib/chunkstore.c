@@ -567,6 +567,13 @@ static int finish(chunkstore_t *cs, const digest_t *d, int r, uint64_t tmpno, ui
 int chunkstore_put(chunkstore_t *cs, const digest_t *d, const void *data, size_t len,
 		   int level, uint32_t *stored_len, bool *was_new)
 {
+	return chunkstore_put_key(cs, NULL, d, data, len, level, stored_len, was_new);
+}
+
+int chunkstore_put_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d,
+		       const void *data, size_t len, int level, uint32_t *stored_len,
+		       bool *was_new)
+{
 	*stored_len = 0;
 	*was_new = false;
 	if (len > CHUNK_MAX_PLAIN)
@@ -579,7 +586,7 @@ int chunkstore_put(chunkstore_t *cs, const digest_t *d, const void *data, size_t
 
 	buf_t *b = &tls_get()->enc;
 	uint64_t tmpno = 0;
-	r = blob_encode(data, len, level, b);
+	r = k ? blob_encode_sealed(k, data, len, level, b) : blob_encode(data, len, level, b);
 	if (!r)
 		r = write_tmp(cs, &p, b, &tmpno);
 	uint32_t blen = b->len;
@@ -663,10 +670,15 @@ static int read_blob(chunkstore_t *cs, const digest_t *d, buf_t *out)
 
 int chunkstore_get(chunkstore_t *cs, const digest_t *d, buf_t *out)
 {
+	return chunkstore_get_key(cs, NULL, d, out);
+}
+
+int chunkstore_get_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d, buf_t *out)
+{
 	buf_t *raw = &tls_get()->raw;
 	int r = read_blob(cs, d, raw);
 	if (!r)
-		r = blob_decode(raw->data, raw->len, d, out);
+		r = blob_decode_key(k, raw->data, raw->len, d, out);
 	tls_trim(raw);
 	return r;
 }

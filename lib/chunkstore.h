@@ -13,6 +13,7 @@
 #ifndef CAIRN_CHUNKSTORE_H
 #define CAIRN_CHUNKSTORE_H
 
+#include "crypt.h"
 #include "util.h"
 
 typedef struct chunkstore chunkstore_t;
@@ -38,6 +39,16 @@ int chunkstore_put(chunkstore_t *cs, const digest_t *d, const void *data, size_t
  * verified (blob_decode against d): received chunks keep their encoding. */
 int chunkstore_put_blob(chunkstore_t *cs, const digest_t *d, const void *blob, size_t len,
 			uint32_t *stored_len, bool *was_new);
+
+/* chunkstore_put / chunkstore_get for a dataset under an encryption root:
+ * with k not NULL the blob is encrypted with k (blob.h version 2) and d
+ * is the keyed id HMAC(id key, plain) the caller computed; get checks the
+ * GCM tag and that id.  k NULL: exactly chunkstore_put / chunkstore_get
+ * (which gives CAIRN_ENOKEY for an encrypted blob). */
+int chunkstore_put_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d,
+		       const void *data, size_t len, int level, uint32_t *stored_len,
+		       bool *was_new);
+int chunkstore_get_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d, buf_t *out);
 
 /* Makes every chunk put so far durable under its final name (see above).
  * Returns 0 or a negative errno; on failure, pending chunks are dropped. */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "exclude.h"
 #include "dataset.h"
 #include "store.h"
 
@@ -153,6 +154,7 @@ int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, b
 	st->errdetail[0] = 0;
 	char *norm = NULL;
 	if (strcmp(prop, "source") && strcmp(prop, "compression") && strcmp(prop, "chunksize") &&
+	    !exclude_is_prop(prop) &&
 	    !strchr(prop, ':'))
 		return store_err(st, CAIRN_EBADPROP, "%s: not an inheritable property", prop);
 	free(norm);

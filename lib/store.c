@@ -67,6 +67,10 @@ const char *cairn_strerror(int err)
 		return "some files could not be read";
 	case CAIRN_EHELD:
 		return "snapshot has holds";
+	case CAIRN_EBADKEY:
+		return "incorrect key";
+	case CAIRN_ENOKEY:
+		return "encryption key not loaded";
 	}
 	if (err < 0 && err > CAIRN_E_FIRST)
 		return strerror(-err);
@@ -102,6 +106,9 @@ static int parse_scaled(const char *s, int64_t *v)
 {
 	char *end;
 	errno = 0;
+	/* Digits first: strtoll would also take " +5". */
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
 	long long n = strtoll(s, &end, 10);
 	if (errno || end == s || n < 0)
 		return -EINVAL;
