@@ -23,6 +23,8 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 .PHONY: all deps demo check check-long unit asan install clean fuzz check-s3
+.PHONY: check-zfs
+
 all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
 
 deps:
@@ -70,6 +72,11 @@ unit: $(UNIT_BIN)
 check: deps
 	$(MAKE) all unit $(FUZZ_BIN)
 	tests/run.sh
+
+# The real zfs clients (sanoid, syncoid) against cairn: minutes, so apart.
+check-zfs: deps
+	$(MAKE) all
+	CAIRN=$(CURDIR)/$(B)/cairn CAIRN_SRC=$(CURDIR) bash tests/cli/zfs-sanoid-syncoid.sh
 
 check-long: deps
 	$(MAKE) all unit $(FUZZ_BIN)
