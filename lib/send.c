@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "encroot.h"
 #include "snapio.h"
 #include "store.h"
 #include "stream.h"
@@ -212,7 +213,10 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 			const char *from, const cairn_send_opts *o, bool top)
 {
 	snap_row_t tos = {0}, froms = {0};
-	int r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
+	int r = encroot_refuse_plain_send(st, ds);
+	if (r < 0)
+		return r;
+	r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
 	if (r == -ENOENT && !top)
 		return 0; /* a descendant created after the snapshot */
 	if (r == -ENOENT)
