@@ -3,7 +3,7 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
-PKGS := libzstd libxxhash sqlite3 libcrypto
+PKGS := libzstd libxxhash sqlite3 libcrypto libcurl libxml-2.0 libkeyutils
 OPT ?= -O2 -g
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -22,7 +22,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
-.PHONY: all deps demo check check-long unit asan install clean fuzz
+.PHONY: all deps demo check check-long unit asan install clean fuzz check-s3
 all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
 
 deps:
@@ -43,7 +43,7 @@ $(B)/libcairn.so: $(LIB_OBJ)
 # otherwise spends half its time in the dynamic loader.  STATIC=0 opts out.
 STATIC ?= 1
 ifeq ($(STATIC),1)
-CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lcrypto -Wl,-Bdynamic -lz -ldl -lm -pthread
+CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -Wl,-Bdynamic -lcurl -lxml2 -lcrypto -lz -ldl -lm -pthread
 else
 CLI_LIBS := $(LDLIBS)
 endif
@@ -75,10 +75,21 @@ check-long: deps
 	$(MAKE) all unit $(FUZZ_BIN)
 	CAIRN_LONG=1 tests/run.sh
 
+# ASan + UBSan; any report fails the test that produced it (tests/run.sh).
+# The build directory is stamped with its flags, so a change of them
+# rebuilds it instead of mixing objects.
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 asan: deps
-	$(MAKE) B=build-asan STATIC=0 OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
-		LDLIBS="$(PKG_LIBS) -pthread -fsanitize=address,undefined" all unit $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%)
+	@echo '$(SAN_FLAGS)' | cmp -s - build-asan/.flags || { rm -rf build-asan; mkdir -p build-asan; echo '$(SAN_FLAGS)' >build-asan/.flags; }
+	$(MAKE) B=build-asan STATIC=0 OPT="-O1 -g $(SAN_FLAGS)" \
+		LDLIBS="$(PKG_LIBS) -pthread $(SAN_FLAGS)" all unit $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%)
 	CAIRN_BUILD=build-asan tests/run.sh
+
+# Coverage-guided fuzzing (clang, libFuzzer + ASan + UBSan), FUZZ_SECONDS
+# per target (scripts/fuzz.sh).  The fuzzer binaries link without replay.c.
+$(B)/libfuzzer/%: tests/fuzz/%.c $(B)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libcairn.a $(LDLIBS)
 
 fuzz: deps
 	scripts/fuzz.sh
@@ -96,6 +107,50 @@ install: all
 	ln -sf libcairn.so.0 $(DESTDIR)$(PREFIX)/lib/libcairn.so
 	install -m 0644 include/cairn.h $(DESTDIR)$(PREFIX)/include/cairn.h
 	install -m 0644 $(B)/cairn.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/cairn.pc
+	install -d $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat
+	ln -sf ../../../bin/cairn $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat/zfs
+	ln -sf ../../../bin/cairn $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat/zpool
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
+
+# S3 backend against a real single-node Ceph (scripts/ceph-dev.sh): the
+# client test, tests/s3/t14*.sh, then chunk-touching CLI tests on S3 stores.
+$(B)/s3/%: tests/s3/%.c $(B)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libcairn.a $(LDLIBS)
+
+check-s3: deps
+	$(MAKE) all $(B)/s3/test_s3 $(B)/s3/s3tool
+	tests/s3/run.sh
+# cairn mount: libfuse3 for the command only (libcairn does not depend on it).
+FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
+FUSE_LIBS := $(shell pkg-config --libs fuse3 2>/dev/null)
+$(B)/cli/fusefs.o: CFLAGS += $(FUSE_CFLAGS)
+$(B)/cairn: CLI_LIBS += $(FUSE_LIBS)
+
+# Manual pages (scdoc sources in man/), and what `make install` adds to the
+# command and library: pages, docs, bash completion, systemd units.
+MAN_SRC := $(wildcard man/*.scd)
+MAN_OUT := $(MAN_SRC:man/%.scd=$(B)/man/%)
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
+BASH_COMPLETION_DIR ?= $(PREFIX)/share/bash-completion/completions
+.PHONY: man install-extras
+man: $(MAN_OUT)
+$(B)/man/%: man/%.scd
+	@mkdir -p $(dir $@)
+	scdoc < $< > $@
+install: install-extras
+install-extras: man
+	install -d $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man7 \
+		$(DESTDIR)$(PREFIX)/share/doc/cairn $(DESTDIR)$(BASH_COMPLETION_DIR) \
+		$(DESTDIR)$(SYSTEMD_UNIT_DIR)
+	install -m 0644 $(filter %.8,$(MAN_OUT)) $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 $(filter %.7,$(MAN_OUT)) $(DESTDIR)$(PREFIX)/share/man/man7/
+	printf '.so man8/cairn-recv.8\n' > $(DESTDIR)$(PREFIX)/share/man/man8/cairn-receive.8
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/cairn/
+	install -m 0644 completion/cairn.bash $(DESTDIR)$(BASH_COMPLETION_DIR)/cairn
+	for u in systemd/*.service systemd/*.timer; do \
+		sed 's|@BINDIR@|$(PREFIX)/bin|g' $$u > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$(basename $$u) && \
+		chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$(basename $$u) || exit 1; \
+	done

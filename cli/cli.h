@@ -15,6 +15,8 @@ typedef struct cli {
 	const char *store_path; /* resolved store directory */
 	const char *verb;
 	bool progress; /* stderr is a terminal */
+	bool zfs;       /* invoked as zfs: zfs's texts (cli/zfs_compat.c) */
+	bool no_header; /* a later store of a multi-pool zfs listing */
 } cli_t;
 
 extern cli_t g_cli;
@@ -26,6 +28,9 @@ void cli_err(const char *object, const char *fmt, ...) __attribute__((format(pri
 int cli_fail(cairn_store *st, const char *object, int err);
 /* Usage error: prints the message and the verb's usage; returns 2. */
 int cli_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Runs the verb argv[0] with its arguments; returns its exit code. */
+int cli_run_verb(int argc, char **argv);
 
 /* Opens the selected store or explains how to create one. */
 int cli_open(cairn_store **st);
@@ -63,5 +68,11 @@ int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_have(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
+int cmd_rollback(int argc, char **argv);
+int cmd_load_key(int argc, char **argv);
+int cmd_unload_key(int argc, char **argv);
+int cmd_change_key(int argc, char **argv);
 
 #endif

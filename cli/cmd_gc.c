@@ -167,6 +167,18 @@ int cmd_gc(int argc, char **argv)
 		return cli_usage(u, "unexpected argument '%s'", argv[optind]);
 	if (status && (o.dry_run || verbose || o.batch || o.cache_capacity >= 0))
 		return cli_usage(u, "--status takes only -j");
+	/* The first signal stops GC at its next safe point; a second one
+	 * (SA_RESETHAND) kills as usual.  Installed before the store is
+	 * opened and kept until exit: a signal that comes before GC starts
+	 * stops it at its first safe point, one that comes after it finished
+	 * changes nothing. */
+	if (!status) {
+		struct sigaction sa = {.sa_handler = on_signal,
+				       .sa_flags = SA_RESETHAND | SA_RESTART};
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;
@@ -195,15 +207,7 @@ int cmd_gc(int argc, char **argv)
 		o.item = item;
 		o.arg = &dry;
 	}
-	/* The first signal stops GC at its next safe point; a second one
-	 * (SA_RESETHAND) kills as usual. */
-	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESETHAND | SA_RESTART};
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	int r = cairn_gc(st, &o, &s);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
 	cli_progress_done();
 	if (r < 0)
 		rc = cli_fail(st, NULL, r);

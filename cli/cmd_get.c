@@ -5,8 +5,12 @@
 
 #include "props.h"
 
-static const char *u = "get [-H] [-p] [-r | -d DEPTH] [-t TYPE] [-o FIELD[,FIELD]...]\n"
-		       "       all | PROP[,PROP]... DATASET|SNAPSHOT...";
+static const char *u =
+	"get [-H] [-p] [-j] [-r | -d DEPTH] [-t TYPE[,TYPE]...] [-o FIELD[,FIELD]...]\n"
+	"       [-s SOURCE[,SOURCE]...] all | PROP[,PROP]... [DATASET|SNAPSHOT|BOOKMARK]...\n"
+	"  -d wins over -r whatever their order; -t snapshot or -t bookmark alone with\n"
+	"  a dataset means -d 1; no dataset means every dataset (recursively).\n"
+	"  SOURCE: local, default, inherited, temporary, received, none";
 
 enum { F_NAME, F_PROPERTY, F_VALUE, F_SOURCE, F_COUNT };
 
@@ -45,6 +49,53 @@ static int all_columns(column_t **cols, size_t *n)
 	return 0;
 }
 
+/* One property of one object in zfs get -j's layout: objects keyed by
+ * name, each with its properties keyed by property name. */
+static void json_prop(const char *name, int type, bool *first_ds, bool first_prop,
+		      const char *prop, const char *val, const char *src)
+{
+	static char last[1024];
+	if (*first_ds || strcmp(last, name)) {
+		if (!*first_ds)
+			fputs("}},", stdout);
+		*first_ds = false;
+		snprintf(last, sizeof(last), "%s", name);
+		json_str(stdout, name);
+		fputs(":{\"name\":", stdout);
+		json_str(stdout, name);
+		char pool[256];
+		snprintf(pool, sizeof(pool), "%.*s", (int)strcspn(name, "/@#"), name);
+		fputs(",\"type\":", stdout);
+		char up[16];
+		size_t k = 0;
+		for (const char *t = type_name(type); *t && k < 15; t++)
+			up[k++] = *t - 32;
+		up[k] = 0;
+		json_str(stdout, up);
+		fputs(",\"pool\":", stdout);
+		json_str(stdout, pool);
+		fputs(",\"properties\":{", stdout);
+	} else {
+		fputc(',', stdout);
+	}
+	json_str(stdout, prop);
+	fputs(":{\"value\":", stdout);
+	json_str(stdout, val);
+	const char *stype = "NONE", *data = "-";
+	if (!strcmp(src, "local"))
+		stype = "LOCAL";
+	else if (!strcmp(src, "default"))
+		stype = "DEFAULT";
+	else if (!strncmp(src, "inherited from ", 15)) {
+		stype = "INHERITED";
+		data = src + 15;
+	}
+	printf(",\"source\":{\"type\":\"%s\",\"data\":", stype);
+	json_str(stdout, data);
+	fputs("}}", stdout);
+	(void)first_prop;
+}
+
 static void cell(const char *v, int width, bool last, bool scripted)
 {
 	if (last)
@@ -55,46 +106,101 @@ static void cell(const char *v, int width, bool last, bool scripted)
 		printf("%-*s ", width, v);
 }
 
+/* The columns and the user property names columns_parse copied. */
+static void cols_free(column_t *cols, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free((char *)cols[i].user);
+	free(cols);
+}
+
+/* -s: which sources to show, as a mask of enum src_kind. */
+enum { S_LOCAL = 1, S_DEFAULT = 2, S_INHERITED = 4, S_TEMPORARY = 8, S_RECEIVED = 16,
+       S_NONE = 32 };
+
+static int parse_sources(const char *s, int *mask)
+{
+	static const char *names[] = {"local", "default", "inherited", "temporary", "received",
+				      "none"};
+	*mask = 0;
+	const char *p = s;
+	while (*p) {
+		size_t n = strcspn(p, ","), k = 0;
+		while (k < 6 && (strlen(names[k]) != n || strncmp(names[k], p, n)))
+			k++;
+		if (k == 6)
+			return cli_usage(u, "invalid source '%.*s'", (int)n, p), -1;
+		*mask |= 1 << k;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+static int source_kind(const char *src)
+{
+	if (!strcmp(src, "local"))
+		return S_LOCAL;
+	if (!strcmp(src, "default"))
+		return S_DEFAULT;
+	if (!strncmp(src, "inherited", 9))
+		return S_INHERITED;
+	return S_NONE;
+}
+
 int cmd_get(int argc, char **argv)
 {
-	bool scripted = false, exact = false;
-	int fields[8] = {F_NAME, F_PROPERTY, F_VALUE, F_SOURCE}, nf = 4;
+	static const struct option lo[] = {{"json", no_argument, 0, 'j'},
+					   {"help", no_argument, 0, 'h'},
+					   {0}};
+	bool scripted = false, exact = false, json = false, depth_set = false, recursive = false;
+	int fields[8] = {F_NAME, F_PROPERTY, F_VALUE, F_SOURCE}, nf = 4, sources = 0;
 	cairn_list_spec spec = {.depth = 0,
-				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME | CAIRN_TYPE_SNAPSHOT};
+				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME |
+					 CAIRN_TYPE_SNAPSHOT | CAIRN_TYPE_BOOKMARK};
+	bool types_set = false;
 	int ch;
-	while ((ch = getopt(argc, argv, "Hprd:o:t:")) != -1) {
+	while ((ch = getopt_long(argc, argv, "Hprjhd:o:t:s:", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'H': scripted = true; break;
 		case 'p': exact = true; break;
-		case 'r': spec.depth = -1; break;
+		case 'j': json = true; break;
+		case 'h': printf("usage: cairn %s\n", u); return 0;
+		case 'r': recursive = true; break;
 		case 'd': {
 			char *end;
 			long d = strtol(optarg, &end, 10);
-			if (*end || end == optarg || d < 0)
+			if (*end || end == optarg || d < 0 || d > 1000000)
 				return cli_usage(u, "invalid depth '%s'", optarg);
 			spec.depth = d;
+			depth_set = true;
 			break;
 		}
 		case 'o':
 			if (parse_fields(optarg, fields, &nf) < 0)
 				return EXIT_USAGE;
 			break;
-		case 't':
-			if (!strcmp(optarg, "snapshot"))
-				spec.types = CAIRN_TYPE_SNAPSHOT;
-			else if (!strcmp(optarg, "filesystem"))
-				spec.types = CAIRN_TYPE_FILESYSTEM;
-			else if (!strcmp(optarg, "volume"))
-				spec.types = CAIRN_TYPE_VOLUME;
-			else if (strcmp(optarg, "all"))
-				return cli_usage(u, "invalid type '%s'", optarg);
+		case 's':
+			if (parse_sources(optarg, &sources) < 0)
+				return EXIT_USAGE;
 			break;
+		case 't': {
+			const char *bad;
+			if (types_parse(optarg, &spec.types, &bad) < 0)
+				return cli_usage(u, "invalid type '%s'", bad);
+			types_set = true;
+			break;
+		}
 		default:
 			return cli_usage(u, NULL);
 		}
 	}
-	if (argc - optind < 2)
-		return cli_usage(u, "expected properties and a target");
+	if (argc - optind < 1)
+		return cli_usage(u, "missing property argument");
+	bool roots = argc - optind > 1;
+	if (!depth_set)
+		spec.depth = recursive || !roots ? -1
+			     : types_set && (spec.types == CAIRN_TYPE_SNAPSHOT ||
+					     spec.types == CAIRN_TYPE_BOOKMARK) ? 1 : 0;
 	column_t *cols;
 	size_t ncols;
 	if (!strcmp(argv[optind], "all") ? all_columns(&cols, &ncols) < 0
@@ -106,8 +212,10 @@ int cmd_get(int argc, char **argv)
 	spec.roots = (const char *const *)argv + optind + 1;
 	spec.nroots = argc - optind - 1;
 	cairn_store *st;
-	if (cli_open(&st))
+	if (cli_open(&st)) {
+		cols_free(cols, ncols);
 		return 1;
+	}
 	cairn_list *l;
 	int r = cairn_list_open(st, &spec, &l);
 	cairn_list_cursor cur = {0};
@@ -116,7 +224,11 @@ int cmd_get(int argc, char **argv)
 	cairn_store_available(st, &ref.available);
 	static const char *hdr[] = {"NAME", "PROPERTY", "VALUE", "SOURCE"};
 	static const int width[] = {24, 18, 22, 0};
-	if (r == 0 && !scripted) {
+	if (json && r == 0)
+		printf("{\"output_version\":{\"command\":\"zfs get\",\"vers_major\":0,"
+		       "\"vers_minor\":1},\"datasets\":{");
+	bool first_ds = true;
+	if (r == 0 && !scripted && !json && !g_cli.no_header) {
 		for (int k = 0; k < nf; k++)
 			cell(hdr[fields[k]], width[fields[k]], k + 1 == nf, false);
 	}
@@ -135,6 +247,14 @@ int cmd_get(int argc, char **argv)
 					r = column_source(&ref, &cols[c], src, sizeof(src));
 				if (r < 0)
 					break;
+				if (sources && !(sources & source_kind(src)))
+					continue;
+				if (json) {
+					json_prop(b.name[i], b.type[i], &first_ds, c == 0,
+						  cols[c].def ? cols[c].def->name : cols[c].user, val,
+						  src);
+					continue;
+				}
 				const char *v[F_COUNT] = {b.name[i],
 							  cols[c].def ? cols[c].def->name : cols[c].user,
 							  val, src};
@@ -143,10 +263,12 @@ int cmd_get(int argc, char **argv)
 			}
 		}
 	}
+	if (json && r >= 0)
+		printf("%s}}\n", first_ds ? "" : "}}");
 	int rc = r < 0 ? cli_fail(st, NULL, r) : 0;
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
-	free(cols);
+	cols_free(cols, ncols);
 	cairn_store_close(st);
 	return rc;
 }

@@ -47,31 +47,10 @@ static lopts_t *g_sort_opts;
 
 static int parse_types(const char *s, int *mask)
 {
-	*mask = 0;
-	char *dup = strdup(s), *save, *tok;
-	int rc = 0;
-	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(tok, "filesystem") || !strcmp(tok, "fs"))
-			*mask |= CAIRN_TYPE_FILESYSTEM;
-		else if (!strcmp(tok, "volume") || !strcmp(tok, "vol"))
-			*mask |= CAIRN_TYPE_VOLUME;
-		else if (!strcmp(tok, "snapshot") || !strcmp(tok, "snap"))
-			*mask |= CAIRN_TYPE_SNAPSHOT;
-		else if (!strcmp(tok, "bookmark"))
-			*mask |= CAIRN_TYPE_BOOKMARK;
-		else if (!strcmp(tok, "all"))
-			*mask |= CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME | CAIRN_TYPE_SNAPSHOT |
-				 CAIRN_TYPE_BOOKMARK;
-		else {
-			cli_usage(u, "invalid type '%s'", tok);
-			rc = -1;
-			break;
-		}
-	}
-	free(dup);
-	if (rc == 0 && !*mask)
-		rc = cli_usage(u, "empty type list") ? -1 : -1;
-	return rc;
+	const char *bad;
+	if (types_parse(s, mask, &bad) < 0)
+		return cli_usage(u, "invalid type '%s'", bad), -1;
+	return 0;
 }
 
 static uint32_t fields_of(const column_t *c)
@@ -271,7 +250,7 @@ static int keep_row(lopts_t *o, row_t *r)
 
 static void print_header(lopts_t *o)
 {
-	if (o->scripted || o->json)
+	if (o->scripted || o->json || g_cli.no_header)
 		return;
 	row_t h = {.vals = calloc(o->ncols, sizeof(char *))};
 	for (size_t c = 0; c < o->ncols; c++)
@@ -412,6 +391,7 @@ int cmd_list(int argc, char **argv)
 	lopts_t o = {.json_first = true};
 	cairn_list_spec spec = {.depth = -2};
 	const char *cols = "name,used,avail,refer,source";
+	bool recursive = false;
 	sortkey_t keys[32];
 	int ch;
 	while ((ch = getopt_long(argc, argv, "Hprd:t:o:s:S:j", lo, NULL)) != -1) {
@@ -420,7 +400,7 @@ int cmd_list(int argc, char **argv)
 		case 'p': o.exact = true; break;
 		case 'j': o.json = true; break;
 		case 'I': o.json_int = true; break;
-		case 'r': spec.depth = -1; break;
+		case 'r': recursive = true; break; /* -d wins, whatever the order */
 		case 'd': {
 			char *end;
 			long d = strtol(optarg, &end, 10);
@@ -462,9 +442,12 @@ int cmd_list(int argc, char **argv)
 	o.keys = keys;
 	spec.roots = (const char *const *)argv + optind;
 	spec.nroots = argc - optind;
+	if (spec.depth == -2 && recursive)
+		spec.depth = -1;
 	if (spec.depth == -2)
 		spec.depth = !spec.nroots ? -1
-			     : (spec.types & (CAIRN_TYPE_SNAPSHOT | CAIRN_TYPE_BOOKMARK)) ? 1 : 0;
+			     : (spec.types == CAIRN_TYPE_SNAPSHOT || spec.types == CAIRN_TYPE_BOOKMARK) ? 1
+												   : 0;
 	for (size_t c = 0; c < o.ncols; c++)
 		spec.fields |= fields_of(&o.cols[c]);
 	for (size_t k = 0; k < o.nkeys; k++)

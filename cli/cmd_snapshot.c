@@ -6,14 +6,15 @@
 
 #include "cli.h"
 
-static const char *u = "snapshot [-r] [-v] [--strict] [-o PROP=VALUE]... DATASET@NAME...";
+static const char *u = "snapshot [-r] [-v [-p]] [--strict] [-o PROP=VALUE]... DATASET@NAME...";
 
-static void summary(const cairn_snapshot_opts *o, double secs)
+/* -p prints the sizes as exact byte counts, for scripts. */
+static void summary(const cairn_snapshot_opts *o, double secs, bool exact)
 {
 	char rd[32], reused[32], st[32];
-	cli_size(rd, sizeof(rd), o->bytes_read, false);
-	cli_size(reused, sizeof(reused), o->bytes_reused, false);
-	cli_size(st, sizeof(st), o->stored_new, false);
+	cli_size(rd, sizeof(rd), o->bytes_read, exact);
+	cli_size(reused, sizeof(reused), o->bytes_reused, exact);
+	cli_size(st, sizeof(st), o->stored_new, exact);
 	uint64_t logical = o->bytes_read + o->bytes_reused;
 	char ratio[32] = "all data already stored";
 	if (o->stored_new)
@@ -24,6 +25,9 @@ static void summary(const cairn_snapshot_opts *o, double secs)
 		secs);
 	if (o->skipped)
 		fprintf(stderr, "%llu files skipped\n", (unsigned long long)o->skipped);
+	if (o->excluded)
+		fprintf(stderr, "%llu paths excluded (exclude, exclude_caches, .cairnignore)\n",
+			(unsigned long long)o->excluded);
 }
 
 int cmd_snapshot(int argc, char **argv)
@@ -31,15 +35,18 @@ int cmd_snapshot(int argc, char **argv)
 	static const struct option lo[] = {{"strict", no_argument, 0, 'S'}, {0}};
 	cairn_prop props[64];
 	cairn_snapshot_opts o = {.progress = cli_progress, .warn = cli_warn};
-	bool verbose = false;
+	bool verbose = false, exact = false;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "rvo:", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "rvpo:", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			o.recursive = true;
 			break;
 		case 'v':
 			verbose = true;
+			break;
+		case 'p':
+			exact = true;
 			break;
 		case 'S':
 			o.strict = true;
@@ -73,7 +80,7 @@ int cmd_snapshot(int argc, char **argv)
 		rc = cli_fail(st, argv[optind], r);
 	}
 	if (verbose && (r == 0 || r == CAIRN_EPARTIAL))
-		summary(&o, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+		summary(&o, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, exact);
 	cairn_store_close(st);
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "zfs_compat.h"
 
 cli_t g_cli;
 
@@ -39,6 +40,12 @@ static const struct verb {
 	{"receive", cmd_recv, "receive a replication stream"},
 	{"sync", cmd_sync, "replicate to another store, sending only missing chunks"},
 	{"have", cmd_have, "(internal) answer which chunks this store has"},
+	{"diff", cmd_diff, "show what changed between snapshots (zfs diff format)"},
+	{"mount", cmd_mount, "browse snapshots through a read-only FUSE file system"},
+	{"rollback", cmd_rollback, "destroy the snapshots after a snapshot"},
+	{"load-key", cmd_load_key, "load encryption keys into the kernel keyring"},
+	{"unload-key", cmd_unload_key, "remove encryption keys from the kernel keyring"},
+	{"change-key", cmd_change_key, "rewrap an encryption root's key (new passphrase)"},
 };
 
 static void usage(FILE *f)
@@ -66,40 +73,95 @@ static const char *default_store(void)
 	return path;
 }
 
+/* zfs's form: "cannot ACTION 'OBJECT': REASON", or the bare reason. */
+static void zfs_err(const char *object, const char *msg)
+{
+	if (object)
+		fprintf(stderr, "cannot %s '%s': %s\n", zfs_compat_action(g_cli.verb), object, msg);
+	else
+		fprintf(stderr, "%s\n", msg);
+}
+
 void cli_err(const char *object, const char *fmt, ...)
 {
 	va_list ap;
+	char msg[2048];
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (g_cli.zfs) {
+		zfs_err(object, msg);
+		return;
+	}
 	fprintf(stderr, "cairn: %s: ", g_cli.verb ? g_cli.verb : "error");
 	if (object)
 		fprintf(stderr, "%s: ", object);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "%s\n", msg);
+}
+
+/* The library's detail "OBJECT: reason" in zfs's words: a missing
+ * snapshot or bookmark is a "dataset" that "does not exist" to zfs. */
+static void zfs_detail(const char *d, int err)
+{
+	const char *sep = strstr(d, ": ");
+	if (!sep || memchr(d, ' ', sep - d)) {
+		zfs_err(NULL, d);
+		return;
+	}
+	char obj[512];
+	snprintf(obj, sizeof(obj), "%.*s", (int)(sep - d), d);
+	const char *why = sep + 2;
+	if (err == -ENOENT && strstr(why, "does not exist") && !strstr(why, "parent"))
+		why = "dataset does not exist";
+	else if (err == -EEXIST && strstr(why, "exists"))
+		why = "dataset already exists";
+	zfs_err(obj, why);
 }
 
 int cli_fail(cairn_store *st, const char *object, int err)
 {
 	cli_progress_done();
 	const char *d = cairn_store_errdetail(st);
-	if (d && *d)
+	if (g_cli.zfs && d && *d)
+		zfs_detail(d, err);
+	else if (g_cli.zfs)
+		zfs_err(object, err == -ENOENT ? "dataset does not exist"
+				: err == -EEXIST ? "dataset already exists"
+						 : cairn_strerror(err));
+	else if (d && *d)
 		cli_err(NULL, "%s", d);
 	else
 		cli_err(object, "%s", cairn_strerror(err));
 	return 1;
 }
 
+/* A usage text names the command as "cairn VERB"; zfs mode says "zfs". */
+static void print_usage_text(FILE *f, const char *u)
+{
+	fprintf(f, "usage: %s ", g_cli.zfs ? "zfs" : "cairn");
+	for (const char *p = u; *p; p++) {
+		if (g_cli.zfs && !strncmp(p, "cairn ", 6)) {
+			fputs("zfs ", f);
+			p += 5;
+		} else {
+			fputc(*p, f);
+		}
+	}
+	fputc('\n', f);
+}
+
 int cli_usage(const char *u, const char *fmt, ...)
 {
 	va_list ap;
 	if (fmt) {
-		fprintf(stderr, "cairn: %s: ", g_cli.verb);
+		if (!g_cli.zfs)
+			fprintf(stderr, "cairn: %s: ", g_cli.verb);
 		va_start(ap, fmt);
 		vfprintf(stderr, fmt, ap);
 		va_end(ap);
 		fputc('\n', stderr);
 	}
-	fprintf(stderr, "usage: cairn %s\n", u);
+	print_usage_text(stderr, u);
 	return EXIT_USAGE;
 }
 
@@ -187,8 +249,30 @@ int cli_parse_prop(char *s, cairn_prop *out)
 	return 0;
 }
 
+int cli_run_verb(int argc, char **argv)
+{
+	for (size_t k = 0; k < sizeof(verbs) / sizeof(verbs[0]); k++)
+		if (!strcmp(verbs[k].name, argv[0])) {
+			g_cli.verb = verbs[k].name;
+			optind = 0; /* full getopt reset: zfs mode runs verbs more than once */
+			int rc = verbs[k].fn(argc, argv);
+			cli_progress_done();
+			if (fflush(stdout) != 0 || ferror(stdout)) {
+				if (errno != EPIPE)
+					cli_err(NULL, "writing output: %s", strerror(errno));
+				return 1;
+			}
+			return rc;
+		}
+	fprintf(stderr, "cairn: unknown verb '%s'\n", argv[0]);
+	usage(stderr);
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 0 && zfs_compat_invoked(argv[0]))
+		return zfs_compat_main(argc, argv);
 	const char *store = NULL;
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
@@ -198,6 +282,9 @@ int main(int argc, char **argv)
 			store = argv[i] + 2;
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
+			printf("cairn %d.%d\n", CAIRN_VERSION_MAJOR, CAIRN_VERSION_MINOR);
 			return 0;
 		} else {
 			fprintf(stderr, "cairn: unknown option '%s'\n", argv[i]);
@@ -211,20 +298,5 @@ int main(int argc, char **argv)
 	}
 	g_cli.store_path = store ? store : default_store();
 	g_cli.progress = isatty(2);
-	for (size_t k = 0; k < sizeof(verbs) / sizeof(verbs[0]); k++)
-		if (!strcmp(verbs[k].name, argv[i])) {
-			g_cli.verb = verbs[k].name;
-			optind = 1;
-			int rc = verbs[k].fn(argc - i, argv + i);
-			cli_progress_done();
-			if (fflush(stdout) != 0 || ferror(stdout)) {
-				if (errno != EPIPE)
-					cli_err(NULL, "writing output: %s", strerror(errno));
-				return 1;
-			}
-			return rc;
-		}
-	fprintf(stderr, "cairn: unknown verb '%s'\n", argv[i]);
-	usage(stderr);
-	return EXIT_USAGE;
+	return cli_run_verb(argc - i, argv + i);
 }

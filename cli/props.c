@@ -27,8 +27,17 @@ static const prop_def_t props[] = {
 	{"source", NULL, DS, -1, K_STR},
 	{"compression", NULL, DS, -1, K_STR},
 	{"chunksize", NULL, DS, -1, K_SIZE},
+	{"exclude", NULL, CAIRN_TYPE_FILESYSTEM, -1, K_STR},
+	{"exclude_caches", NULL, CAIRN_TYPE_FILESYSTEM, -1, K_STR},
+	{"cairnignore", NULL, CAIRN_TYPE_FILESYSTEM, -1, K_STR},
 	{"inconsistent", NULL, DS, -1, K_STR},
 	{"receive_resume_token", NULL, DS, -1, K_STR},
+	{"origin", NULL, DS | SNAP, -1, K_STR},
+	{"encryption", NULL, DS, -1, K_STR},
+	{"keyformat", NULL, DS, -1, K_STR},
+	{"keylocation", NULL, DS, -1, K_STR},
+	{"encryptionroot", NULL, DS, -1, K_STR},
+	{"keystatus", NULL, DS, -1, K_STR},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -83,6 +92,44 @@ int columns_parse(const char *list, column_t **cols, size_t *n, const char *usag
 	free(dup);
 	if (!*n)
 		return cli_usage(usage, "empty property list"), -1;
+	return 0;
+}
+
+int types_parse(const char *s, int *mask, const char **bad)
+{
+	static const struct {
+		const char *name;
+		int mask;
+	} names[] = {
+		{"filesystem", CAIRN_TYPE_FILESYSTEM}, {"fs", CAIRN_TYPE_FILESYSTEM},
+		{"volume", CAIRN_TYPE_VOLUME},         {"vol", CAIRN_TYPE_VOLUME},
+		{"snapshot", CAIRN_TYPE_SNAPSHOT},     {"snap", CAIRN_TYPE_SNAPSHOT},
+		{"bookmark", CAIRN_TYPE_BOOKMARK},
+		{"all", CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME | CAIRN_TYPE_SNAPSHOT |
+				CAIRN_TYPE_BOOKMARK},
+	};
+	static char badtok[64];
+	*mask = 0;
+	*bad = NULL;
+	const char *p = s;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		size_t k = 0;
+		while (k < sizeof(names) / sizeof(names[0]) &&
+		       (strlen(names[k].name) != n || strncmp(names[k].name, p, n)))
+			k++;
+		if (k == sizeof(names) / sizeof(names[0])) {
+			snprintf(badtok, sizeof(badtok), "%.*s", (int)n, p);
+			*bad = badtok;
+			return -1;
+		}
+		*mask |= names[k].mask;
+		p += n + (p[n] == ',');
+	}
+	if (!*mask) {
+		*bad = s;
+		return -1;
+	}
 	return 0;
 }
 
@@ -142,6 +189,10 @@ int column_value(const rowref_t *r, const column_t *c, bool exact, char *out, si
 		snprintf(out, len, "%s", r->b->name[r->i]);
 		return 0;
 	}
+	if (!strcmp(d->name, "origin")) {
+		snprintf(out, len, "-"); /* cairn has no clones */
+		return 0;
+	}
 	if (!strcmp(d->name, "type")) {
 		snprintf(out, len, "%s", type_name(type));
 		return 0;
@@ -187,7 +238,13 @@ int column_source(const rowref_t *r, const column_t *c, char *out, size_t len)
 	int type = r->b->type[r->i];
 	bool inheritable = c->user || (c->def && (!strcmp(c->def->name, "source") ||
 						  !strcmp(c->def->name, "compression") ||
-						  !strcmp(c->def->name, "chunksize")));
+						  !strcmp(c->def->name, "chunksize") ||
+						  !strcmp(c->def->name, "exclude") ||
+						  !strcmp(c->def->name, "exclude_caches") ||
+						  !strcmp(c->def->name, "cairnignore") ||
+						  !strcmp(c->def->name, "encryption") ||
+						  !strcmp(c->def->name, "keyformat") ||
+						  !strcmp(c->def->name, "keylocation")));
 	if (!inheritable || !(type & DS)) {
 		if (c->user && type == CAIRN_TYPE_SNAPSHOT) {
 			char v[16];

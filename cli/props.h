@@ -40,6 +40,9 @@ int column_value(const rowref_t *r, const column_t *c, bool exact, char *out, si
 int column_source(const rowref_t *r, const column_t *c, char *out, size_t len);
 
 const char *type_name(int type);
+/* "fs,snap,..." (names and zfs's aliases, "all") into a cairn_type mask;
+ * on an unknown name returns -1 with *bad naming it. */
+int types_parse(const char *s, int *mask, const char **bad);
 void json_str(FILE *f, const char *s);
 
 #endif

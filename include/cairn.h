@@ -44,6 +44,8 @@ extern "C" {
 #define CAIRN_EPARTIAL -10008  /**< done, but some files could not be read */
 #define CAIRN_EHELD -10009     /**< the snapshot has holds */
 #define CAIRN_EEXIST_DS -10010 /**< reserved */
+#define CAIRN_EBADKEY -10020  /**< incorrect key (wrong passphrase or key file) */
+#define CAIRN_ENOKEY -10021   /**< the encryption key is not loaded */
 #define CAIRN_E_LAST -10099
 /** @} */
 
@@ -60,7 +62,22 @@ typedef struct cairn_init_opts {
 	/** Skip the atime check.  For tests only; a store without working atimes
 	 * cannot be garbage-collected safely. */
 	bool skip_atime_check;
+	/** Where chunks live: NULL (here, in .chunks), "s3://BUCKET[/PREFIX]"
+	 * or "file:///PATH" (docs/BACKENDS.md).  The bucket is created if
+	 * missing; one already holding a store is refused (-EEXIST). */
+	const char *chunks;
+	const char *endpoint;         /**< S3 endpoint URL; NULL = $CAIRN_S3_ENDPOINT */
+	const char *region;           /**< S3 region; NULL = us-east-1 */
+	const char *credentials_file; /**< AWS-style file, used when the environment has no keys */
+	bool virtual_host;            /**< bucket.host addressing instead of host/bucket */
+	/** Rebuild a store from the catalog copy and chunks in `chunks`
+	 * (disaster recovery) instead of creating an empty one. */
+	bool import;
 } cairn_init_opts;
+
+/** Why the last cairn_store_init() of this thread failed, when the error
+ * code alone does not say (bad bucket URL, server answer...); "" if none. */
+const char *cairn_store_init_errdetail(void);
 
 /** Creates a new store at path (created mode 0700 if missing; an existing
  * directory must be empty).  Checks that the filesystem updates atimes set
@@ -177,6 +194,7 @@ typedef struct cairn_snapshot_opts {
 	void *arg;                 /**< passed to progress and warn */
 	/* results, summed over all snapshots taken */
 	uint64_t files, bytes_read, bytes_reused, chunks_new, stored_new, skipped;
+	uint64_t excluded;         /**< entries left out by exclude rules (a directory counts once) */
 } cairn_snapshot_opts;
 
 /** Takes the snapshots named in names ("ds@snap"), all committed in ONE
@@ -214,6 +232,45 @@ int cairn_restore(cairn_store *st, const char *snap, const char *target,
 		  cairn_restore_opts *opts);
 /** @} */
 
+/** @defgroup diff Differences between snapshots
+ * @{ */
+/** One changed object, as zfs diff reports it. */
+typedef struct cairn_diff_change {
+	char kind;            /**< '-' removed, '+' created, 'M' modified, 'R' renamed */
+	const char *path;     /**< relative to the dataset root ("" = the root);
+			       *   for 'R' the old name */
+	const char *new_path; /**< 'R': the new name; NULL otherwise */
+	uint32_t mode;        /**< st_mode (type and permission bits) of the object:
+			       *   the removed one for '-', the later one otherwise */
+	int64_t ctime_ns;     /**< that object's inode change time */
+	int link_delta;       /**< 'M': change in link count, 0 when unchanged */
+} cairn_diff_change;
+
+typedef struct cairn_diff_opts {
+	/** Called for each change, in path order ('-' before '+' on one path);
+	 * a non-zero return stops the diff and is returned by cairn_diff().
+	 * Pointers are valid during the call only. */
+	int (*change)(const cairn_diff_change *c, void *arg);
+	void *arg;
+	/* results */
+	uint64_t changes;       /**< changes reported */
+	uint64_t chunks_read;   /**< tree chunks read from the chunk store */
+	uint64_t chunks_shared; /**< tree chunk reads saved: both trees had the chunk */
+} cairn_diff_opts;
+
+/** Reports what changed from snapshot from ("ds@a") to to: a later snapshot
+ * of the same dataset ("ds@b"), or the dataset itself ("ds"), meaning its
+ * source directory as it is now.  Objects are matched by inode number, so a
+ * moved file is one 'R' change.  File content is compared by chunk
+ * references (never read); against a live source, by size, mtime and ctime.
+ * Errors: CAIRN_EBADNAME (from is not a snapshot name), -ENOENT (no such
+ * dataset or snapshot), -EXDEV (different datasets), -EINVAL (from is later
+ * than to; a volume), CAIRN_ENOSOURCE (live source unreadable or none),
+ * CAIRN_ECORRUPT / -ENOENT (a damaged or missing tree chunk), -ENOMEM, or
+ * the callback's return value.  Details in cairn_store_errdetail(). */
+int cairn_diff(cairn_store *st, const char *from, const char *to, cairn_diff_opts *opts);
+/** @} */
+
 /** @defgroup destroy Destroying and renaming
  * @{ */
 typedef struct cairn_destroy_opts {
@@ -246,6 +303,29 @@ int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursi
 /** Removes a local property so the value is inherited again; with
  * recursive, from every descendant too.  One transaction. */
 int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, bool recursive);
+/** @} */
+
+/** @defgroup rollback Rollback
+ * @{ */
+
+/** Options and results of cairn_rollback(). */
+typedef struct cairn_rollback_opts {
+	bool destroy_later; /**< -r: destroy the later snapshots and bookmarks */
+	/** Called for each later snapshot ("ds@s") and bookmark ("ds#b"), oldest
+	 * first, whether or not they are destroyed.  May be NULL. */
+	void (*item)(const char *name, void *arg);
+	void *arg;
+	uint64_t destroyed; /**< result: snapshots and bookmarks destroyed */
+} cairn_rollback_opts;
+
+/** Makes snapshot snap ("ds@s") the newest of its dataset: with
+ * destroy_later, every later snapshot and bookmark of the dataset is
+ * destroyed in ONE transaction (space accounting as cairn_destroy).
+ * Without it, fails with -EEXIST when there are any (and changes nothing).
+ * A cairn dataset has no live state apart from its source, so nothing else
+ * changes.  @return 0, -ENOENT, -EEXIST, CAIRN_EHELD (a later snapshot is
+ * held), CAIRN_EBADNAME.  opts may be NULL. */
+int cairn_rollback(cairn_store *st, const char *snap, cairn_rollback_opts *opts);
 /** @} */
 
 /** @defgroup holds Holds and bookmarks
@@ -339,6 +419,12 @@ typedef struct cairn_send_opts {
 	uint64_t bytes;     /**< result: stream bytes written (or estimated) */
 	uint64_t chunks_skipped; /**< result: chunks the receiver had (have) */
 	uint64_t snapshots; /**< result */
+	/** Optional (sync): the guids of every snapshot and bookmark the
+	 * receiver has, sorted ascending (not owned).  Each dataset is then
+	 * sent from its own newest snapshot or bookmark among them (whole when
+	 * there is none), with intermediates; from is ignored. */
+	const uint64_t *base_guids;
+	size_t nbase_guids;
 } cairn_send_opts;
 
 /** Writes a send stream of snap ("ds@snap").  Before reading anything it
@@ -555,6 +641,64 @@ int cairn_store_available(cairn_store *st, uint64_t *bytes);
  * A non-zero return from fn stops the walk and is returned. */
 int cairn_dataset_iter(cairn_store *st, int (*fn)(const char *name, cairn_type type, void *arg),
 		       void *arg);
+/** @} */
+
+/** @defgroup encryption Encryption (docs/SECURITY.md)
+ * A dataset created with the properties encryption=on, keyformat and
+ * keylocation is an encryption root; its descendants are encrypted with
+ * its keys.  A loaded key lives in the kernel keyring (no daemon).
+ * @{ */
+
+/** Where key material comes from, for load, change and create. */
+typedef struct cairn_key_opts {
+	/** Key material the caller read (from a terminal: keylocation=prompt).
+	 * NULL: the library reads the keylocation file itself. */
+	const uint8_t *secret;
+	size_t secret_len;
+	/** load-key -L: use this keylocation (file:///path or prompt) instead
+	 * of the property, for this load only.  NULL: the property. */
+	const char *keylocation;
+	bool noop;        /**< load-key -n: check the key, load nothing */
+	unsigned timeout; /**< seconds the kernel keeps a loaded key; 0 = until unloaded */
+} cairn_key_opts;
+
+/** cairn_dataset_create, with the key material of a new encryption root
+ * (ko may be NULL when no root is made or keylocation is a file).  The new
+ * root's key is loaded into the keyring after the commit.
+ * @return as cairn_dataset_create; also CAIRN_EBADPROP (bad combination,
+ * bad key material), CAIRN_ENOKEY (a child below a root whose key is not
+ * loaded). */
+int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
+			     const cairn_prop *props, size_t nprops, bool parents,
+			     const cairn_key_opts *ko);
+
+/** Loads the key of encryption root `root` into the kernel keyring.
+ * @return 0; -ENOENT; -EINVAL (not an encryption root); -EEXIST (already
+ * loaded; nothing done); CAIRN_EBADKEY (incorrect key: nothing changes);
+ * CAIRN_EBADPROP (key material of the wrong form). */
+int cairn_load_key(cairn_store *st, const char *root, const cairn_key_opts *ko);
+
+/** Removes root's key from the keyring.  @return 0, -ENOENT, -EINVAL
+ * (not an encryption root), -ENOKEY (not loaded). */
+int cairn_unload_key(cairn_store *st, const char *root);
+
+/** Rewraps root's master keys under new key material (ko), optionally
+ * with a new keyformat and/or keylocation (props), in ONE catalog
+ * transaction: an interruption leaves the old or the new wrapping, never
+ * neither.  Data is not touched.  The current key must be available
+ * (loaded, or a file keylocation).
+ * @return 0, -ENOENT, -EINVAL (not a root), CAIRN_ENOKEY, CAIRN_EBADPROP. */
+int cairn_change_key(cairn_store *st, const char *root, const cairn_prop *props, size_t nprops,
+		     const cairn_key_opts *ko);
+
+/** The encryption roots at or below `under` (NULL: all), in name order.
+ * *names is malloc'd, each name too (free all).  @return 0 or an error. */
+int cairn_encryption_roots(cairn_store *st, const char *under, char ***names, size_t *n);
+
+/** The keyformat and keylocation of root (malloc'd, caller frees) and
+ * whether its key is loaded.  @return 0, -ENOENT, -EINVAL (not a root). */
+int cairn_key_info(cairn_store *st, const char *root, char **keyformat, char **keylocation,
+		   bool *loaded);
 /** @} */
 
 #ifdef __cplusplus

@@ -25,7 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exclude.h"
 #include "dataset.h"
+#include "encroot.h"
 #include "snapio.h"
 #include "store.h"
 #include "pool.h"
@@ -66,6 +68,7 @@ typedef struct bctx {
 	char *root; /* source path */
 	dev_t rootdev;
 	chunker_params_t cp, mp;
+	crypt_keys_t *key; /* the encryption root's keys, NULL for a plain dataset */
 	int level;
 	uint32_t avg;
 	refset_t set;
@@ -87,6 +90,8 @@ typedef struct bctx {
 	int64_t last_progress;
 	uint64_t files, bytes_read, bytes_reused, skipped;
 	int err;
+	excl_t *excl;       /* exclude properties and .cairnignore files */
+	uint64_t excluded;  /* entries left out by it */
 } bctx_t;
 
 /* ---- previous-tree cursor ---- */
@@ -166,7 +171,7 @@ static int reuse_ref(bctx_t *c, const chunk_ref_t *r)
 
 static int store_chunk(bctx_t *c, const uint8_t *data, size_t len, chunk_ref_t *ref)
 {
-	int r = chunk_store_data(c->cs, data, len, c->level, ref, NULL);
+	int r = chunk_store_data_key(c->cs, c->key, data, len, c->level, ref, NULL);
 	if (r == 0 && refset_add(&c->set, ref) < 0)
 		r = -ENOMEM;
 	if (r < 0) {
@@ -822,7 +827,7 @@ static int list_dir(int dfd, char ***names, size_t *n)
 		}
 	}
 	closedir(d);
-	if (r == 0)
+	if (r == 0 && *n) /* qsort wants a non-null array, even of 0 */
 		qsort(*names, *n, sizeof(char *), name_cmp);
 	return r;
 }
@@ -838,6 +843,21 @@ static int open_dir(int dfd, const char *name)
 	return fd;
 }
 
+/* Reads the directory's .cairnignore; a bad line is reported, not fatal. */
+static int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath)
+{
+	unsigned bad_line;
+	char why[512];
+	int r = exclude_enter(c->excl, dfd, dirpath, &bad_line, why, sizeof(why));
+	if (r == 0 && bad_line && c->opts->warn) {
+		char obj[PATH_MAX + 600];
+		snprintf(obj, sizeof(obj), "%s/%s%s.cairnignore: line %u: %s", c->root, dirpath,
+			 *dirpath ? "/" : "", bad_line, why);
+		c->opts->warn(obj, CAIRN_EBADPROP, c->opts->arg);
+	}
+	return r;
+}
+
 static int walk(bctx_t *c, int dfd, const char *dirpath)
 {
 	char **names;
@@ -845,6 +865,12 @@ static int walk(bctx_t *c, int dfd, const char *dirpath)
 	int r = list_dir(dfd, &names, &n);
 	if (r < 0) {
 		return r == -ENOMEM ? r : skip_item(c, dirpath, r);
+	}
+	if ((r = exclude_walk_enter(c, dfd, dirpath)) < 0) {
+		for (size_t i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+		return r;
 	}
 	for (size_t i = 0; i < n && r == 0; i++) {
 		char path[PATH_MAX];
@@ -859,6 +885,10 @@ static int walk(bctx_t *c, int dfd, const char *dirpath)
 			r = skip_item(c, path, -errno);
 			continue;
 		}
+		if (exclude_match(c->excl, path, names[i], S_ISDIR(st.st_mode))) {
+			c->excluded++;
+			continue;
+		}
 		r = visit(c, dfd, names[i], path, &st);
 		/* Stay on one filesystem, as a ZFS dataset would. */
 		if (r == 0 && S_ISDIR(st.st_mode) && st.st_dev == c->rootdev) {
@@ -871,6 +901,7 @@ static int walk(bctx_t *c, int dfd, const char *dirpath)
 			}
 		}
 	}
+	exclude_leave(c->excl);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -901,7 +932,7 @@ static int open_prev(bctx_t *c, int64_t dsid)
 	snap_row_clear(&prev);
 	buf_free(&idx);
 	if (r == 0)
-		r = snaptree_open(&c->prev.t, c->cs, &tree);
+		r = snaptree_open_key(&c->prev.t, c->cs, c->key, &tree);
 	if (r < 0) {
 		buf_free(&tree);
 		return r == -ENOENT || r == CAIRN_ECORRUPT ? 0
@@ -934,9 +965,11 @@ static void ctx_free(bctx_t *c)
 	free(c->links);
 	refset_free(&c->set);
 	cdcw_free(&c->tree);
+	crypt_keys_free(c->key);
 	buf_free(&c->io);
 	buf_free(&c->bundle);
 	free(c->root);
+	exclude_free(c->excl);
 }
 
 static int backup_source(bctx_t *c, snapjob_t *j)
@@ -952,6 +985,8 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 		return 0;
 	}
 	c->root = src;
+	if (j->ds.type == CAIRN_TYPE_FILESYSTEM && (r = exclude_open(c->st, &j->ds, &c->excl)) < 0)
+		return r;
 	int fd = j->ds.type == CAIRN_TYPE_FILESYSTEM ? open_dir(AT_FDCWD, src)
 						     : open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -995,6 +1030,21 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 	return r;
 }
 
+/* An encrypted dataset: keyed ids, encrypted blobs, and the root's own
+ * gear table for content and tree stream alike.  The index stream stays
+ * plain (index_write), so GC, holds and verify need no key. */
+static int backup_crypt_setup(bctx_t *c, const ds_row_t *ds)
+{
+	int r = encroot_keys(c->st, ds, &c->key);
+	if (r < 0 || !c->key)
+		return r;
+	chunker_params_seed(&c->cp, c->key->gear);
+	chunker_params_seed(&c->mp, c->key->gear);
+	if (c->pool)
+		pool_set_key(c->pool, c->key);
+	return 0;
+}
+
 static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 {
 	bctx_t c = {.st = st, .cs = st->cs, .opts = opts, .dsname = j->ds.name,
@@ -1005,7 +1055,10 @@ static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 	if (r == 0 && chunker_params_init(&c.cp, c.avg) < 0)
 		r = store_err(st, CAIRN_EBADPROP, "%s: bad chunksize %u", j->ds.name, c.avg);
 	chunker_params_init(&c.mp, META_CHUNK_AVG);
+	if (r == 0)
+		r = backup_crypt_setup(&c, &j->ds);
 	cdcw_init(&c.tree, st->cs, &c.mp, c.level ? c.level : 0, &c.set);
+	c.tree.key = c.key;
 	buf_t hdr = {0};
 	if (r == 0)
 		r = tree_write_header(&hdr);
@@ -1027,6 +1080,7 @@ static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 	opts->bytes_read += c.bytes_read;
 	opts->bytes_reused += c.bytes_reused;
 	opts->skipped += c.skipped;
+	opts->excluded += c.excluded;
 	ctx_free(&c);
 	return r;
 }

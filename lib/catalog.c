@@ -14,6 +14,11 @@
 struct catalog {
 	sqlite3 *db;
 	bool in_write;
+	/* Write transactions nest (savepoints): a receive applies dataset
+	 * creation, renames and destroys inside the one commit of the data
+	 * they belong to. */
+	int depth;
+	uint64_t txg;
 	char *path;
 	/* The first error of the current operation, kept across the ROLLBACK
 	 * that follows it: SQLite's own message is overwritten by the
@@ -321,6 +326,14 @@ static int exec(catalog_t *c, const char *sql)
 
 int catalog_begin_write(catalog_t *c, uint64_t *txg)
 {
+	if (c->in_write) {
+		int r = exec(c, "SAVEPOINT nested");
+		if (r == 0) {
+			c->depth++;
+			*txg = c->txg;
+		}
+		return r;
+	}
 	c->err_saved = false;
 	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
@@ -345,11 +358,16 @@ int catalog_begin_write(catalog_t *c, uint64_t *txg)
 		return r;
 	}
 	c->in_write = true;
+	c->txg = *txg;
 	return 0;
 }
 
 int catalog_commit(catalog_t *c)
 {
+	if (c->depth > 0) {
+		c->depth--;
+		return exec(c, "RELEASE nested");
+	}
 	int rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
 	int r = 0;
 	if (rc != SQLITE_OK) {
@@ -365,6 +383,12 @@ int catalog_commit(catalog_t *c)
 
 void catalog_rollback(catalog_t *c)
 {
+	if (c->depth > 0) {
+		c->depth--;
+		exec(c, "ROLLBACK TO nested");
+		exec(c, "RELEASE nested");
+		return;
+	}
 	if (!sqlite3_get_autocommit(c->db)) {
 		int rc = sqlite3_errcode(c->db);
 		if (rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)

@@ -130,14 +130,21 @@ int chunker_params_init(chunker_params_t *p, uint32_t avg_size)
 	p->max_size = avg_size * 4;
 	p->mask_s = top_bits(bits + 2);
 	p->mask_l = top_bits(bits - 2);
+	p->gear = NULL;
 	return 0;
+}
+
+void chunker_params_seed(chunker_params_t *p, const uint64_t *g)
+{
+	p->gear = g;
 }
 
 /* Scans data[from..to) continuing hash *h; returns the index just past the
  * first byte after which the hash has no bit of mask set, or 0 when there
  * is none (a cut is never at 0).  Unrolled by hand because each byte costs
  * one shift-add, so loop overhead would otherwise be a sizeable share. */
-static size_t scan(const uint8_t *data, size_t from, size_t to, uint64_t mask, uint64_t *h)
+static size_t scan(const uint64_t *restrict gear, const uint8_t *data, size_t from, size_t to,
+		   uint64_t mask, uint64_t *h)
 {
 	uint64_t x = *h;
 	size_t i = from;
@@ -173,9 +180,10 @@ size_t chunker_cut(const chunker_params_t *p, const uint8_t *data, size_t len)
 	 * Every decision depends only on bytes before the cut and on offsets
 	 * from the chunk start, never on len, which is what makes streaming
 	 * (cut, refill, cut again) give the same boundaries as one big buffer. */
+	const uint64_t *g = p->gear ? p->gear : gear;
 	uint64_t h = 0;
-	size_t cut = scan(data, p->min_size, normal, p->mask_s, &h);
+	size_t cut = scan(g, data, p->min_size, normal, p->mask_s, &h);
 	if (!cut)
-		cut = scan(data, normal, end, p->mask_l, &h);
+		cut = scan(g, data, normal, end, p->mask_l, &h);
 	return cut ? cut : end;
 }

@@ -17,6 +17,11 @@ typedef struct chunker_params {
 	uint32_t max_size; /* forced boundary here */
 	uint64_t mask_s;   /* stricter mask used before avg_size */
 	uint64_t mask_l;   /* looser mask used after avg_size */
+	/* The gear table: NULL for the fixed table of the format; an
+	 * encryption root's own table (derived from its secret chunker seed,
+	 * crypt.h) so that chunk boundaries do not fingerprint files.  Not
+	 * owned. */
+	const uint64_t *gear;
 } chunker_params_t;
 
 /* Fills p for an average size (a power of two, 1 KiB .. 8 MiB): min = avg/4,
@@ -27,6 +32,10 @@ int chunker_params_init(chunker_params_t *p, uint32_t avg_size);
  * [1, len].  When len <= min_size, or no boundary is found before len and
  * len < max_size, returns len (the caller decides whether more data could
  * still come: see chunker_t below). */
+/* Makes p cut with gear table g (256 entries, kept by the caller; NULL
+ * restores the fixed table). */
+void chunker_params_seed(chunker_params_t *p, const uint64_t *g);
+
 size_t chunker_cut(const chunker_params_t *p, const uint8_t *data, size_t len);
 
 /* Streaming use: feed the stream through a buffer; a chunk is final when

@@ -1,5 +1,7 @@
 /* dataset.c - creating datasets and resolving their properties. */
 #include "dataset.h"
+#include "exclude.h"
+#include "encroot.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -62,9 +64,28 @@ static int parse_level(const char *v, int *level)
 	return 0;
 }
 
+/* exclude (patterns, checked now so a bad one fails at set time),
+ * exclude_caches and cairnignore (on/off). */
+static int exclude_prop_normalize(cairn_store *st, const char *prop, const char *value,
+				  char **norm)
+{
+	if (!strcmp(prop, "exclude")) {
+		char why[512];
+		if (exclude_list_check(value, why, sizeof(why)) < 0)
+			return store_err(st, CAIRN_EBADPROP, "exclude=%s: %s", value, why);
+	} else if (strcmp(value, "on") && strcmp(value, "off")) {
+		return store_err(st, CAIRN_EBADPROP, "%s=%s: expected on or off", prop, value);
+	}
+	*norm = strdup(value);
+	return *norm ? 0 : -ENOMEM;
+}
+
 int dataset_prop_normalize(cairn_store *st, const char *prop, const char *value, char **norm)
 {
 	char buf[64];
+	int e = encroot_prop_normalize(st, prop, value, norm);
+	if (e)
+		return e < 0 ? e : 0;
 	if (!strcmp(prop, "source")) {
 		if (strcmp(value, "none") && value[0] != '/')
 			return store_err(st, CAIRN_EBADPROP,
@@ -85,19 +106,26 @@ int dataset_prop_normalize(cairn_store *st, const char *prop, const char *value,
 		*norm = strdup(buf);
 	} else if (!strcmp(prop, "chunksize")) {
 		char *end;
+		errno = 0;
 		unsigned long long n = strtoull(value, &end, 10);
 		int shift = 0;
 		if (*end == 'K' || *end == 'k')
 			shift = 10, end++;
 		else if (*end == 'M' || *end == 'm')
 			shift = 20, end++;
+		/* Digits only (strtoull would take " +64K"), and range-checked
+		 * before scaling: a huge count must not wrap round to a valid
+		 * size. */
+		bool bad = errno || value[0] < '0' || value[0] > '9' || n > ((8ull << 20) >> shift);
 		n <<= shift;
-		if (end == value || *end || n < (64u << 10) || n > (8u << 20) || (n & (n - 1)))
+		if (bad || end == value || *end || n < (64u << 10) || n > (8u << 20) || (n & (n - 1)))
 			return store_err(st, CAIRN_EBADPROP,
 					 "chunksize=%s: must be a power of two from 64K to 8M",
 					 value);
 		snprintf(buf, sizeof(buf), "%llu", n);
 		*norm = strdup(buf);
+	} else if (exclude_is_prop(prop)) {
+		return exclude_prop_normalize(st, prop, value, norm);
 	} else if (is_user_prop(prop)) {
 		char why[256];
 		/* A user property name is module:name in dataset-name characters. */
@@ -126,6 +154,9 @@ static char *prop_default(cairn_store *st, const char *prop)
 		snprintf(buf, sizeof(buf), "%lld", (long long)store_setting(st, "chunk_size"));
 	} else if (!strcmp(prop, "source")) {
 		snprintf(buf, sizeof(buf), "none");
+	} else if (exclude_is_prop(prop)) {
+		snprintf(buf, sizeof(buf), "%s", !strcmp(prop, "exclude_caches") ? "off" :
+						 !strcmp(prop, "cairnignore") ? "on" : "");
 	} else {
 		return NULL;
 	}
@@ -160,7 +191,11 @@ int dataset_prop(cairn_store *st, const ds_row_t *ds, const char *prop, char **v
 		*source = NULL;
 	if (!strcmp(prop, "receive_resume_token") || !strcmp(prop, "inconsistent"))
 		return recv_prop(st, ds, prop, value, source);
+	int e = encroot_prop(st, ds, prop, value, source);
+	if (e)
+		return e < 0 ? e : 0;
 	if (strcmp(prop, "source") && strcmp(prop, "compression") && strcmp(prop, "chunksize") &&
+	    !exclude_is_prop(prop) &&
 	    !is_user_prop(prop))
 		return store_err(st, CAIRN_EBADPROP, "%s: unknown property", prop);
 	ds_row_t cur = {0};
@@ -315,6 +350,13 @@ int dataset_ensure_parent(cairn_store *st, const char *name, bool parents, uint6
 int cairn_dataset_create(cairn_store *st, const char *name, cairn_type type,
 			 const cairn_prop *props, size_t nprops, bool parents)
 {
+	return cairn_dataset_create_key(st, name, type, props, nprops, parents, NULL);
+}
+
+int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
+			     const cairn_prop *props, size_t nprops, bool parents,
+			     const cairn_key_opts *ko)
+{
 	char why[256];
 	if (cairn_name_check(name, false, why, sizeof(why)) < 0)
 		return store_err(st, CAIRN_EBADNAME, "%s: %s", name, why);
@@ -337,7 +379,15 @@ int cairn_dataset_create(cairn_store *st, const char *name, cairn_type type,
 		r = insert_one(st, name, parent, type, txg, &id);
 	if (r == 0)
 		r = props_apply(st, id, props, nprops);
+	crypt_keys_t *newkey = NULL;
+	if (r == 0)
+		r = encroot_create_in_txn(st, id, name, parent, props, nprops,
+					  ko ? ko->secret : NULL, ko ? ko->secret_len : 0, &newkey);
 	r = store_txn_end(st, r);
+	/* A new root's key is loaded, as zfs create leaves it. */
+	if (r == 0 && newkey)
+		r = encroot_keyring_add(st, name, newkey, ko ? ko->timeout : 0);
+	crypt_keys_free(newkey);
 	return r;
 }
 
@@ -352,6 +402,8 @@ int cairn_dataset_set(cairn_store *st, const char *name, const cairn_prop *props
 	for (size_t i = 0; r == 0 && i < nprops; i++)
 		if (!strcmp(props[i].name, "type"))
 			r = store_err(st, CAIRN_EBADPROP, "type: read-only property");
+		else
+			r = encroot_set_check(st, &ds, props[i].name);
 	if (r == 0)
 		r = props_apply(st, ds.id, props, nprops);
 	ds_row_clear(&ds);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "dataset.h"
+#include "encroot.h"
 #include "snapio.h"
 #include "store.h"
 
@@ -421,6 +422,8 @@ static int drop_dataset(cairn_store *st, int64_t id)
 		r = exec_id(st, "DELETE FROM dprop WHERE dataset=?", id);
 	if (r == 0)
 		r = exec_id(st, "DELETE FROM bookmark WHERE dataset=?", id);
+	if (r == 0)
+		r = encroot_forget_in_txn(st, id);
 	return r;
 }
 

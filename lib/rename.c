@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "encroot.h"
+#include "exclude.h"
 #include "dataset.h"
 #include "store.h"
 
@@ -84,6 +86,8 @@ static int rename_dataset(cairn_store *st, const char *from, const char *to, boo
 	if (r == 0 && parent_id && catalog_ds_by_id(st->cat, parent_id, &parent) == 0 &&
 	    parent.type != CAIRN_TYPE_FILESYSTEM)
 		r = store_err(st, -ENOTDIR, "%s: parent is a volume", parent.name);
+	if (r == 0)
+		r = encroot_rename_check(st, &ds, parent_id, to);
 	if (r == 0) {
 		/* The whole subtree moves: every descendant name gets the new prefix. */
 		sqlite3_stmt *s;
@@ -153,6 +157,7 @@ int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, b
 	st->errdetail[0] = 0;
 	char *norm = NULL;
 	if (strcmp(prop, "source") && strcmp(prop, "compression") && strcmp(prop, "chunksize") &&
+	    !exclude_is_prop(prop) &&
 	    !strchr(prop, ':'))
 		return store_err(st, CAIRN_EBADPROP, "%s: not an inheritable property", prop);
 	free(norm);

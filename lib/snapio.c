@@ -4,13 +4,29 @@
 #include <errno.h>
 #include <stdlib.h>
 
+int chunk_id(const crypt_keys_t *k, const void *data, size_t len, digest_t *out)
+{
+	if (k)
+		return crypt_chunk_id(k, data, len, out);
+	digest_of(data, len, out);
+	return 0;
+}
+
 int chunk_store_data(chunkstore_t *cs, const void *data, size_t len, int level,
 		     chunk_ref_t *out, bool *was_new)
 {
-	digest_of(data, len, &out->digest);
+	return chunk_store_data_key(cs, NULL, data, len, level, out, was_new);
+}
+
+int chunk_store_data_key(chunkstore_t *cs, const crypt_keys_t *k, const void *data, size_t len,
+			 int level, chunk_ref_t *out, bool *was_new)
+{
+	int r = chunk_id(k, data, len, &out->digest);
+	if (r < 0)
+		return r;
 	out->plain_len = len;
 	bool n;
-	int r = chunkstore_put(cs, &out->digest, data, len, level, &out->stored_len, &n);
+	r = chunkstore_put_key(cs, k, &out->digest, data, len, level, &out->stored_len, &n);
 	if (was_new)
 		*was_new = n;
 	return r;
@@ -29,7 +45,7 @@ static int cdcw_emit(cdcw_t *w, const uint8_t *data, size_t len)
 {
 	chunk_ref_t ref;
 	bool isnew;
-	int r = chunk_store_data(w->cs, data, len, w->level, &ref, &isnew);
+	int r = chunk_store_data_key(w->cs, w->key, data, len, w->level, &ref, &isnew);
 	if (r < 0)
 		return r;
 	if (isnew) {
@@ -95,7 +111,7 @@ int metard_next(metard_t *m, const uint8_t **data, size_t *len)
 		return 0;
 	chunk_ref_t ref;
 	chunk_ref_unpack(m->refs + m->next * CHUNK_REF_WIRE, &ref);
-	int r = chunkstore_get(m->cs, &ref.digest, &m->chunk);
+	int r = chunkstore_get_key(m->cs, m->key, &ref.digest, &m->chunk);
 	if (r < 0) {
 		m->failed = ref;
 		return r;
@@ -113,8 +129,14 @@ void metard_free(metard_t *m)
 
 int snaptree_open(snaptree_t *t, chunkstore_t *cs, const buf_t *roots)
 {
+	return snaptree_open_key(t, cs, NULL, roots);
+}
+
+int snaptree_open_key(snaptree_t *t, chunkstore_t *cs, const crypt_keys_t *k, const buf_t *roots)
+{
 	memset(t, 0, sizeof(*t));
 	metard_init(&t->m, cs, roots);
+	t->m.key = k;
 	return tree_reader_new(&t->rd);
 }
 

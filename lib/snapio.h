@@ -24,6 +24,12 @@
 /* Digests data, stores it, fills *out. */
 int chunk_store_data(chunkstore_t *cs, const void *data, size_t len, int level,
 		     chunk_ref_t *out, bool *was_new);
+/* The same under an encryption root's keys k (keyed id, encrypted blob);
+ * k NULL is chunk_store_data. */
+int chunk_store_data_key(chunkstore_t *cs, const crypt_keys_t *k, const void *data, size_t len,
+			 int level, chunk_ref_t *out, bool *was_new);
+/* The id a chunk of data gets: HMAC(id key) with k, else SHA-256. */
+int chunk_id(const crypt_keys_t *k, const void *data, size_t len, digest_t *out);
 
 /* A FastCDC writer: bytes in, chunks stored, packed refs collected. */
 typedef struct cdcw {
@@ -31,6 +37,7 @@ typedef struct cdcw {
 	chunker_params_t p;
 	int level;
 	refset_t *set; /* when set, every chunk is also added here */
+	const crypt_keys_t *key; /* encryption root's keys, or NULL (set after init) */
 	buf_t pending;
 	buf_t refs; /* packed chunk_refs of the stream, in order */
 	uint64_t bytes, new_chunks, new_bytes;
@@ -49,6 +56,7 @@ typedef struct metard {
 	size_t nrefs, next;
 	buf_t chunk;
 	chunk_ref_t failed; /* the chunk that could not be read */
+	const crypt_keys_t *key; /* to decrypt with, or NULL (set after init) */
 } metard_t;
 void metard_init(metard_t *m, chunkstore_t *cs, const buf_t *roots);
 /* 1 with *data and *len valid until the next call, 0 at the end, <0 error. */
@@ -63,6 +71,8 @@ typedef struct snaptree {
 	bool have_look, eof;
 } snaptree_t;
 int snaptree_open(snaptree_t *t, chunkstore_t *cs, const buf_t *roots);
+/* snaptree_open for an encrypted dataset's tree stream (k may be NULL). */
+int snaptree_open_key(snaptree_t *t, chunkstore_t *cs, const crypt_keys_t *k, const buf_t *roots);
 /* 1 and *e filled (caller clears), 0 at the end, <0 error. */
 int snaptree_next(snaptree_t *t, tree_entry_t *e);
 void snaptree_close(snaptree_t *t);

@@ -6,7 +6,6 @@ set -u
 # removing them on a disk filesystem dominates a test's time.
 TESTDIR=$(mktemp -d "${CAIRN_TEST_TMP:-/dev/shm}/cairn-test.XXXXXX" 2>/dev/null ||
 	mktemp -d /tmp/cairn-test.XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
 export CAIRN_STORE="$TESTDIR/store"
 fails=0
 
@@ -33,22 +32,49 @@ fails_with() {
 	echo "$err" | grep -q -- "$pat" || fail "expected '$pat' in stderr of: $* (got: $err)"
 }
 
-# same_tree A B: identical content, types, modes, owners and mtimes.
+# same_tree A B: B is a faithful copy of A: content, types, modes, owners,
+# mtimes (ns), symlink targets, device numbers, xattrs and ACLs (compared
+# as xattrs, and as getfacl prints them), the hardlink structure, and
+# sparseness (every hole of A is a hole of B).  See same_tree.py.
 same_tree() {
 	local d
-	d=$(diff -r --no-dereference "$1" "$2" 2>&1 | grep -v ' while file .* is a \(fifo\|character special file\|block special file\|socket\)$')
-	[ -z "$d" ] || {
+	d=$(python3 "$(dirname "${BASH_SOURCE[0]}")/same_tree.py" "$1" "$2" 2>&1) || {
 		fail "trees differ: $1 $2"
-		echo "$d" | head -5 >&2
+		echo "$d" | head -8 >&2
 	}
 	local a b
-	a=$(cd "$1" && find . -printf '%p %y %m %U %G %s %T@ %l\n' | sort)
-	b=$(cd "$2" && find . -printf '%p %y %m %U %G %s %T@ %l\n' | sort)
+	a=$(cd "$1" && getfacl -R -P -n . 2>&1 | sort)
+	b=$(cd "$2" && getfacl -R -P -n . 2>&1 | sort)
 	[ "$a" = "$b" ] || {
-		fail "metadata differs: $1 $2"
+		fail "ACLs differ: $1 $2"
 		diff <(echo "$a") <(echo "$b") | head -5 >&2
 	}
 }
+
+# use_xattr_dir: sets XDIR to a scratch directory whose filesystem keeps
+# user.* xattrs and ACLs: $TESTDIR when it does (tmpfs from Linux 6.6 on),
+# else one under /var/tmp (removed on exit).  Fails the test if there is
+# none, so xattr checks never drop silently.
+XATTR_DIRS=""
+use_xattr_dir() {
+	local d
+	for d in "$TESTDIR" "${CAIRN_XATTR_TMP:-/var/tmp}"; do
+		if [ "$d" != "$TESTDIR" ]; then
+			d=$(mktemp -d "$d/cairn-xattr.XXXXXX") || continue
+			XATTR_DIRS="$XATTR_DIRS $d"
+		fi
+		if touch "$d/.probe" && setfattr -n user.probe -v 1 "$d/.probe" 2>/dev/null &&
+			setfacl -m u:1:r "$d/.probe" 2>/dev/null; then
+			rm -f "$d/.probe"
+			XDIR=$d
+			return 0
+		fi
+		rm -f "$d/.probe"
+	done
+	fail "no scratch filesystem with user xattrs and ACLs (tried $TESTDIR, /var/tmp)"
+	XDIR=$TESTDIR
+}
+trap '[ -n "${KEEP:-}" ] || rm -rf "$TESTDIR" ${XATTR_DIRS:-}' EXIT
 
 new_store() {
 	rm -rf "$CAIRN_STORE"

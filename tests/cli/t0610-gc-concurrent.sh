@@ -18,6 +18,11 @@
 # digest right).  Every few rounds, and at the end, snapshots are restored
 # and compared with the manifest of the source taken when they were made.
 #
+# The test asserts its own coverage: it counts the rounds in which GC's run
+# and a backup's run overlapped in time (start and end stamps around each
+# command) and fails unless at least a quarter of the rounds, and at least
+# 5, did.
+#
 # DURATION (seconds, default 45) bounds the rounds; tests/cli/
 # long-gc-concurrent.sh runs this for 10 minutes.
 . "$(dirname "$0")/lib.sh"
@@ -59,8 +64,16 @@ mutate() {
 
 sleep_ms() { sleep "$(printf '0.%03d' $(($1 % 1000)))"; }
 
+# overlapped A B: the runs stamped in files A and B (start, end) overlapped.
+overlapped() {
+	local a b
+	mapfile -t a <"$1"
+	mapfile -t b <"$2"
+	[ ${#a[@]} = 2 ] && [ ${#b[@]} = 2 ] && [ "${a[0]}" -lt "${b[1]}" ] && [ "${b[0]}" -lt "${a[1]}" ]
+}
+
 start=$(date +%s)
-round=0 committed=0 gcs=0 gcfail=0
+round=0 committed=0 gcs=0 gcfail=0 overlaps=0
 while [ $(($(date +%s) - start)) -lt "$DURATION" ]; do
 	round=$((round + 1))
 	# Garbage that the backup will want back: the round before last's.
@@ -81,14 +94,18 @@ while [ $(($(date +%s) - start)) -lt "$DURATION" ]; do
 	gcfirst=$((RANDOM % 2))
 	(
 		[ $gcfirst = 1 ] && sleep_ms $((RANDOM % 300))
+		date +%s%N >"$TESTDIR/t.a"
 		"$CAIRN" snapshot ta@r$round 2>"$TESTDIR/err.a" && echo ok >"$TESTDIR/st.a.$round"
+		date +%s%N >>"$TESTDIR/t.a"
 	) &
 	pa=$!
 	pb=
 	if [ $two = 1 ]; then
 		(
 			sleep_ms $((RANDOM % 200))
+				date +%s%N >"$TESTDIR/t.b"
 			"$CAIRN" snapshot tb@r$round 2>"$TESTDIR/err.b" && echo ok >"$TESTDIR/st.b.$round"
+			date +%s%N >>"$TESTDIR/t.b"
 		) &
 		pb=$!
 	fi
@@ -97,9 +114,11 @@ while [ $(($(date +%s) - start)) -lt "$DURATION" ]; do
 		# and removing it, so a backup's touch often lands in between.
 		[ $((RANDOM % 2)) = 0 ] && export CAIRN_TEST_SWEEP_DELAY_US=$((5000 + RANDOM % 20000))
 		[ $gcfirst = 0 ] && sleep_ms $((RANDOM % 400))
+		date +%s%N >"$TESTDIR/t.g"
 		"$CAIRN" gc >"$TESTDIR/gc.out" 2>&1 || { echo "gc: $(cat "$TESTDIR/gc.out")"; exit 1; }
 		# sometimes a second GC right after
 		[ $((RANDOM % 2)) = 0 ] && { "$CAIRN" gc >>"$TESTDIR/gc.out" 2>&1 || exit 1; }
+		date +%s%N >>"$TESTDIR/t.g"
 		exit 0
 	) &
 	pg=$!
@@ -107,6 +126,8 @@ while [ $(($(date +%s) - start)) -lt "$DURATION" ]; do
 	[ -n "$pb" ] && wait $pb
 	wait $pg || { gcfail=$((gcfail + 1)); fail "round $round: gc failed"; }
 	gcs=$((gcs + 1))
+	overlapped "$TESTDIR/t.g" "$TESTDIR/t.a" ||
+		{ [ $two = 1 ] && overlapped "$TESTDIR/t.g" "$TESTDIR/t.b"; } && overlaps=$((overlaps + 1))
 	[ -e "$TESTDIR/st.a.$round" ] || fail "round $round: backup failed: $(cat "$TESTDIR/err.a")"
 	[ $two = 0 ] || [ -e "$TESTDIR/st.b.$round" ] || fail "round $round: backup b failed: $(cat "$TESTDIR/err.b")"
 	committed=$((committed + 1 + two))
@@ -134,5 +155,7 @@ done
 # GC did collect: nothing is left that a snapshot does not reference.
 out=$(cairn gc -n)
 echo "$out" | grep -q 'would remove 0 chunks' || fail "garbage left after the final GC: $out"
-echo "$round rounds, $committed snapshots committed, $gcs GC rounds"
+echo "$round rounds, $committed snapshots committed, $gcs GC rounds, $overlaps with GC and a backup overlapping"
+[ $overlaps -ge 5 ] && [ $((overlaps * 4)) -ge $round ] ||
+	fail "GC overlapped a backup in only $overlaps of $round rounds (want >= 5 and >= a quarter)"
 done_test

@@ -1,0 +1,111 @@
+/* keyprompt.c - see keyprompt.h. */
+#include "keyprompt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "cli.h"
+
+void keyprompt_wipe(uint8_t *buf, size_t len)
+{
+	OPENSSL_cleanse(buf, len);
+}
+
+/* One line from the terminal with echo off; the newline is dropped. */
+static int tty_line(const char *prompt, uint8_t *buf, size_t cap, size_t *len)
+{
+	struct termios old, quiet;
+	if (tcgetattr(0, &old) < 0)
+		return -errno;
+	quiet = old;
+	quiet.c_lflag &= ~(ECHO | ECHONL);
+	fputs(prompt, stderr);
+	fflush(stderr);
+	if (tcsetattr(0, TCSAFLUSH, &quiet) < 0)
+		return -errno;
+	size_t n = 0;
+	int r = 0;
+	for (;;) {
+		char c;
+		ssize_t k = read(0, &c, 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || c == '\n')
+			break;
+		if (n == cap) {
+			r = -E2BIG;
+			continue;
+		}
+		buf[n++] = (uint8_t)c;
+	}
+	tcsetattr(0, TCSAFLUSH, &old);
+	fputc('\n', stderr);
+	*len = n;
+	return r;
+}
+
+static int read_all_stdin(uint8_t *buf, size_t cap, size_t *len)
+{
+	size_t n = 0;
+	for (;;) {
+		ssize_t k = read(0, buf + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		n += k;
+		if (n == cap)
+			break;
+	}
+	*len = n;
+	return 0;
+}
+
+int keyprompt_read(const char *root, const char *fmt, bool confirm, uint8_t buf[KEYPROMPT_MAX],
+		   size_t *len)
+{
+	*len = 0;
+	if (!isatty(0)) {
+		int r = read_all_stdin(buf, KEYPROMPT_MAX, len);
+		if (r < 0) {
+			cli_err(root, "reading the key from standard input: %s", strerror(-r));
+			return 1;
+		}
+		return 0;
+	}
+	if (!strcmp(fmt, "raw")) {
+		cli_err(root, "a raw key cannot be typed; use keylocation=file:///PATH");
+		return 1;
+	}
+	char prompt[512];
+	snprintf(prompt, sizeof(prompt), "Enter %s for '%s': ",
+		 strcmp(fmt, "hex") ? "passphrase" : "hex key", root);
+	int r = tty_line(prompt, buf, KEYPROMPT_MAX, len);
+	if (r == 0 && confirm) {
+		uint8_t again[KEYPROMPT_MAX];
+		size_t alen = 0;
+		snprintf(prompt, sizeof(prompt), "Re-enter %s for '%s': ",
+			 strcmp(fmt, "hex") ? "passphrase" : "hex key", root);
+		r = tty_line(prompt, again, sizeof(again), &alen);
+		if (r == 0 && (alen != *len || memcmp(again, buf, alen))) {
+			keyprompt_wipe(again, sizeof(again));
+			keyprompt_wipe(buf, KEYPROMPT_MAX);
+			cli_err(root, "the two entries do not match");
+			return 1;
+		}
+		keyprompt_wipe(again, sizeof(again));
+	}
+	if (r < 0) {
+		keyprompt_wipe(buf, KEYPROMPT_MAX);
+		cli_err(root, "reading the key: %s", strerror(-r));
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,935 @@
+/* s3.c - S3 requests over libcurl (see s3.h).
+ *
+ * One engine runs every call: a set of requests, at most `parallel` in
+ * flight on a curl multi handle, each retried with backoff when the answer
+ * is transient.  The public calls only build requests and read answers;
+ * XML answers are parsed with libxml2.
+ */
+#include "s3.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <openssl/evp.h>
+
+#define MAX_PARALLEL 64
+#define DELETE_BATCH 1000
+/* No answer we parse or object we store is bigger; a hostile or broken
+ * server cannot make us allocate more. */
+#define MAX_RESPONSE (64u << 20)
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 5000
+
+struct s3 {
+	char *scheme; /* "http" / "https" */
+	char *host;   /* "host[:port]" */
+	char *bucket;
+	char *userpwd;
+	char sigv4[160];
+	bool vhost, insecure;
+	int parallel, retry_seconds;
+	CURLM *multi;
+	CURL *easy[MAX_PARALLEL];
+	s3_stats st;
+	char err[512];
+};
+
+enum kind { K_PUT, K_GET, K_HEAD, K_LIST, K_DELETE, K_OTHER };
+
+struct req {
+	const char *method;
+	char *url;
+	enum kind kind;
+	/* upload body */
+	const void *data;
+	int fd;
+	size_t len, off;
+	bool has_body;
+	char sha_hex[65];
+	char md5_b64[32];
+	/* answer */
+	buf_t *out; /* where the body goes (own_out unless the caller's) */
+	buf_t own_out;
+	long status;
+	CURLcode cc;
+	char curlerr[CURL_ERROR_SIZE];
+	/* engine state */
+	int tries;
+	int64_t not_before;
+	int64_t deadline;
+	int result;
+	bool done, active;
+	struct curl_slist *hdrs;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static bool global_ok;
+
+static void global_init(void)
+{
+	global_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == 0;
+	xmlInitParser();
+}
+
+static void set_err(s3_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(s3_t *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof(s->err), fmt, ap);
+	va_end(ap);
+}
+
+const char *s3_errmsg(const s3_t *s)
+{
+	return s ? s->err : "";
+}
+
+void s3_get_stats(const s3_t *s, s3_stats *out)
+{
+	*out = s->st;
+}
+
+/* ---- open / close ---- */
+
+int s3_open(const s3_config *cfg, s3_t **out)
+{
+	*out = NULL;
+	pthread_once(&global_once, global_init);
+	if (!global_ok)
+		return -ENOMEM;
+	if (!cfg->endpoint || !cfg->bucket || !*cfg->bucket || !cfg->access_key ||
+	    !cfg->secret_key)
+		return -EINVAL;
+	const char *sep = strstr(cfg->endpoint, "://");
+	if (!sep || (strncmp(cfg->endpoint, "http://", 7) && strncmp(cfg->endpoint, "https://", 8)))
+		return -EINVAL;
+	s3_t *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->scheme = strndup(cfg->endpoint, sep - cfg->endpoint);
+	s->host = strdup(sep + 3);
+	s->bucket = strdup(cfg->bucket);
+	if (s->host) {
+		size_t l = strlen(s->host);
+		while (l && s->host[l - 1] == '/')
+			s->host[--l] = 0;
+	}
+	if (asprintf(&s->userpwd, "%s:%s", cfg->access_key, cfg->secret_key) < 0)
+		s->userpwd = NULL;
+	snprintf(s->sigv4, sizeof(s->sigv4), "aws:amz:%s:s3",
+		 cfg->region && *cfg->region ? cfg->region : "us-east-1");
+	s->vhost = cfg->virtual_host;
+	s->insecure = cfg->insecure;
+	s->parallel = cfg->parallel > 0 ? MIN(cfg->parallel, MAX_PARALLEL) : 8;
+	s->retry_seconds = cfg->retry_seconds > 0 ? cfg->retry_seconds : 60;
+	s->multi = curl_multi_init();
+	if (!s->scheme || !s->host || !s->bucket || !s->userpwd || !s->multi || !*s->host) {
+		int r = s->host && !*s->host ? -EINVAL : -ENOMEM;
+		s3_close(s);
+		return r;
+	}
+	curl_multi_setopt(s->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)s->parallel);
+	*out = s;
+	return 0;
+}
+
+void s3_close(s3_t *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < MAX_PARALLEL; i++)
+		if (s->easy[i])
+			curl_easy_cleanup(s->easy[i]);
+	if (s->multi)
+		curl_multi_cleanup(s->multi);
+	free(s->scheme);
+	free(s->host);
+	free(s->bucket);
+	if (s->userpwd)
+		explicit_bzero(s->userpwd, strlen(s->userpwd));
+	free(s->userpwd);
+	free(s);
+}
+
+/* ---- URLs ---- */
+
+/* Appends src percent-encoded as SigV4 wants it: unreserved characters as
+ * they are, '/' kept when keep_slash, everything else %XX. */
+static int append_encoded(buf_t *b, const char *src, bool keep_slash)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+		char c = *p;
+		bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			     (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
+			     c == '~' || (keep_slash && c == '/');
+		char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+		int r = plain ? buf_append(b, &c, 1) : buf_append(b, e, 3);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Builds the URL of key (NULL: the bucket itself) with an already sorted,
+ * already encoded query (NULL: none). */
+static char *make_url(s3_t *s, const char *key, const char *query)
+{
+	buf_t b = {0};
+	int r = buf_append(&b, s->scheme, strlen(s->scheme));
+	if (!r)
+		r = buf_append(&b, "://", 3);
+	if (!r && s->vhost) {
+		r = buf_append(&b, s->bucket, strlen(s->bucket));
+		if (!r)
+			r = buf_append(&b, ".", 1);
+	}
+	if (!r)
+		r = buf_append(&b, s->host, strlen(s->host));
+	if (!r)
+		r = buf_append(&b, "/", 1);
+	if (!r && !s->vhost) {
+		r = append_encoded(&b, s->bucket, false);
+		if (!r && key)
+			r = buf_append(&b, "/", 1);
+	}
+	if (!r && key)
+		r = append_encoded(&b, key, true);
+	if (!r && query) {
+		r = buf_append(&b, "?", 1);
+		if (!r)
+			r = buf_append(&b, query, strlen(query));
+	}
+	if (!r)
+		r = buf_append(&b, "", 1);
+	if (r < 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return (char *)b.data;
+}
+
+/* ---- hashing of bodies ---- */
+
+static void to_hex(const uint8_t *p, size_t n, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hex[p[i] >> 4];
+		out[2 * i + 1] = hex[p[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+/* SHA-256 (hex) of the body, and its MD5 (base64) when md5 is wanted. */
+static int hash_body(struct req *q, bool md5)
+{
+	EVP_MD_CTX *sha = EVP_MD_CTX_new(), *m = md5 ? EVP_MD_CTX_new() : NULL;
+	int r = -ENOMEM;
+	if (!sha || (md5 && !m))
+		goto out;
+	if (!EVP_DigestInit_ex(sha, EVP_sha256(), NULL) ||
+	    (m && !EVP_DigestInit_ex(m, EVP_md5(), NULL)))
+		goto out;
+	if (q->data) {
+		EVP_DigestUpdate(sha, q->data, q->len);
+		if (m)
+			EVP_DigestUpdate(m, q->data, q->len);
+	} else {
+		uint8_t buf[65536];
+		for (size_t off = 0; off < q->len;) {
+			ssize_t n = pread_full(q->fd, buf, MIN(sizeof(buf), q->len - off), off);
+			if (n <= 0) {
+				r = n < 0 ? (int)n : -EIO;
+				goto out;
+			}
+			EVP_DigestUpdate(sha, buf, n);
+			if (m)
+				EVP_DigestUpdate(m, buf, n);
+			off += n;
+		}
+	}
+	uint8_t d[EVP_MAX_MD_SIZE];
+	unsigned dl;
+	EVP_DigestFinal_ex(sha, d, &dl);
+	to_hex(d, dl, q->sha_hex);
+	if (m) {
+		EVP_DigestFinal_ex(m, d, &dl);
+		EVP_EncodeBlock((unsigned char *)q->md5_b64, d, dl);
+	}
+	r = 0;
+out:
+	EVP_MD_CTX_free(sha);
+	EVP_MD_CTX_free(m);
+	return r;
+}
+
+/* SHA-256 of the empty string: the payload hash of bodiless requests. */
+static const char EMPTY_SHA[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+/* ---- curl callbacks ---- */
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct req *q = arg;
+	size_t n = size * nmemb;
+	if (q->out->len + n > MAX_RESPONSE || buf_append(q->out, ptr, n) < 0)
+		return 0; /* curl fails the transfer: CURLE_WRITE_ERROR */
+	return n;
+}
+
+static size_t on_read(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct req *q = arg;
+	size_t want = MIN(size * nmemb, q->len - q->off);
+	if (!want)
+		return 0;
+	if (q->data) {
+		memcpy(ptr, (const uint8_t *)q->data + q->off, want);
+	} else {
+		ssize_t n = pread_full(q->fd, ptr, want, q->off);
+		if (n <= 0)
+			return CURL_READFUNC_ABORT;
+		want = n;
+	}
+	q->off += want;
+	return want;
+}
+
+static int on_seek(void *arg, curl_off_t offset, int origin)
+{
+	struct req *q = arg;
+	if (origin != SEEK_SET || offset < 0 || (size_t)offset > q->len)
+		return CURL_SEEKFUNC_CANTSEEK;
+	q->off = offset;
+	return CURL_SEEKFUNC_OK;
+}
+
+/* ---- the engine ---- */
+
+static int req_headers(struct req *q)
+{
+	char h[128];
+	snprintf(h, sizeof(h), "x-amz-content-sha256: %s", q->has_body ? q->sha_hex : EMPTY_SHA);
+	struct curl_slist *l = curl_slist_append(NULL, h);
+	if (l && q->md5_b64[0]) {
+		snprintf(h, sizeof(h), "Content-MD5: %s", q->md5_b64);
+		l = curl_slist_append(l, h);
+	}
+	if (l && q->has_body && !strcmp(q->method, "POST"))
+		l = curl_slist_append(l, "Content-Type: application/xml");
+	if (!l)
+		return -ENOMEM;
+	q->hdrs = l;
+	return 0;
+}
+
+static void easy_setup(s3_t *s, CURL *e, struct req *q)
+{
+	curl_easy_reset(e);
+	curl_easy_setopt(e, CURLOPT_URL, q->url);
+	curl_easy_setopt(e, CURLOPT_AWS_SIGV4, s->sigv4);
+	curl_easy_setopt(e, CURLOPT_USERPWD, s->userpwd);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, q->hdrs);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, q);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, q->curlerr);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, q);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 10L);
+	/* A stalled transfer (under 1 byte/s for 30 s) counts as a failure
+	 * and is retried like a refused connection. */
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 30L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* No waiting for "100 Continue" before a large upload.  (An empty
+	 * "Expect:" header would do it too, but libcurl 7.88 signs removed
+	 * headers into SigV4 and the server rejects the signature.) */
+	curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 1L);
+	if (s->insecure) {
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (!strcmp(q->method, "HEAD")) {
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	} else if (!strcmp(q->method, "PUT")) {
+		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)q->len);
+	} else if (!strcmp(q->method, "POST")) {
+		curl_easy_setopt(e, CURLOPT_POST, 1L);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->len);
+	} else if (strcmp(q->method, "GET")) {
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, q->method);
+	}
+	if (q->has_body) {
+		curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(e, CURLOPT_READDATA, q);
+		curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
+		curl_easy_setopt(e, CURLOPT_SEEKDATA, q);
+	}
+	q->off = 0;
+	q->out->len = 0;
+	q->curlerr[0] = 0;
+	q->status = 0;
+}
+
+/* The <Code> of an S3 error body, or "" (libxml2 parses it). */
+static void error_code(const buf_t *body, char *code, size_t codelen, char *msg, size_t msglen)
+{
+	code[0] = msg[0] = 0;
+	if (!body->len)
+		return;
+	xmlDocPtr doc = xmlReadMemory((const char *)body->data, body->len, NULL, NULL,
+				      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	if (!doc)
+		return;
+	xmlNodePtr root = xmlDocGetRootElement(doc);
+	for (xmlNodePtr n = root ? root->children : NULL; n; n = n->next) {
+		if (n->type != XML_ELEMENT_NODE)
+			continue;
+		bool c = !xmlStrcmp(n->name, BAD_CAST "Code");
+		if (!c && xmlStrcmp(n->name, BAD_CAST "Message"))
+			continue;
+		xmlChar *t = xmlNodeGetContent(n);
+		snprintf(c ? code : msg, c ? codelen : msglen, "%s", t ? (char *)t : "");
+		xmlFree(t);
+	}
+	xmlFreeDoc(doc);
+}
+
+static bool transient_curl(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int64_t backoff_ns(int tries)
+{
+	int64_t ms = BACKOFF_FIRST_MS << MIN(tries, 10);
+	if (ms > BACKOFF_MAX_MS)
+		ms = BACKOFF_MAX_MS;
+	/* Jitter: between half and all of it, so parallel retries spread. */
+	ms = ms / 2 + (int64_t)(random_u64() % (uint64_t)(ms / 2 + 1));
+	return ms * 1000000;
+}
+
+static void count_request(s3_t *s, const struct req *q)
+{
+	switch (q->kind) {
+	case K_PUT: s->st.put++; break;
+	case K_GET: s->st.get++; break;
+	case K_HEAD: s->st.head++; break;
+	case K_LIST: s->st.list++; break;
+	case K_DELETE: s->st.delete_req++; break;
+	default: s->st.other++; break;
+	}
+}
+
+/* Decides what a finished attempt means: done (result set) or retry. */
+static void settle(s3_t *s, struct req *q)
+{
+	count_request(s, q);
+	char code[64], msg[256];
+	bool retry = false;
+	int r = 0;
+	if (q->cc != CURLE_OK) {
+		retry = transient_curl(q->cc);
+		r = -EIO;
+		set_err(s, "%s %s: %s", q->method, q->url,
+			q->curlerr[0] ? q->curlerr : curl_easy_strerror(q->cc));
+	} else if (q->status >= 200 && q->status < 300) {
+		if (q->has_body)
+			s->st.bytes_up += q->len;
+		s->st.bytes_down += q->out->len;
+		q->done = true;
+		q->result = 0;
+		return;
+	} else {
+		error_code(q->out, code, sizeof(code), msg, sizeof(msg));
+		retry = q->status == 500 || q->status == 502 || q->status == 503 ||
+			q->status == 504 || q->status == 429 || !strcmp(code, "SlowDown") ||
+			!strcmp(code, "RequestTimeout");
+		r = q->status == 404 ? -ENOENT : q->status == 403 ? -EACCES : -EIO;
+		if (q->status != 404)
+			set_err(s, "%s %s: HTTP %ld%s%s%s%s", q->method, q->url, q->status,
+				code[0] ? " " : "", code, msg[0] ? ": " : "", msg);
+	}
+	int64_t now = mono_ns();
+	if (retry) {
+		int64_t wait = backoff_ns(q->tries);
+		if (now + wait < q->deadline) {
+			q->tries++;
+			s->st.retries++;
+			q->not_before = now + wait;
+			return;
+		}
+		size_t l = strlen(s->err);
+		snprintf(s->err + l, sizeof(s->err) - l, " (gave up after %d tries in %d s)",
+			 q->tries + 1, s->retry_seconds);
+		r = -ETIMEDOUT;
+	}
+	q->done = true;
+	q->result = r;
+}
+
+/* Runs every request to completion (success, permanent error or spent
+ * retry budget).  Returns 0 or -ENOMEM; per-request results are in q[i]. */
+static int run(s3_t *s, struct req *q, size_t n)
+{
+	int64_t deadline = mono_ns() + (int64_t)s->retry_seconds * 1000000000;
+	for (size_t i = 0; i < n; i++) {
+		q[i].deadline = deadline;
+		if (!q[i].out)
+			q[i].out = &q[i].own_out;
+		if (!q[i].hdrs && req_headers(&q[i]) < 0)
+			return -ENOMEM;
+	}
+	size_t next = 0, left = n;
+	int active = 0;
+	while (left) {
+		int64_t now = mono_ns(), soonest = INT64_MAX;
+		/* Start what may start: new requests first, then due retries. */
+		for (size_t k = 0; k < n && active < s->parallel; k++) {
+			size_t i = (next + k) % n;
+			struct req *r = &q[i];
+			if (r->done || r->active)
+				continue;
+			if (r->not_before > now) {
+				soonest = MIN(soonest, r->not_before);
+				continue;
+			}
+			CURL *e = NULL;
+			for (int j = 0; j < s->parallel; j++) {
+				if (!s->easy[j])
+					s->easy[j] = curl_easy_init();
+				char *owner = NULL;
+				if (s->easy[j])
+					curl_easy_getinfo(s->easy[j], CURLINFO_PRIVATE, &owner);
+				if (s->easy[j] && !owner) {
+					e = s->easy[j];
+					break;
+				}
+			}
+			if (!e)
+				return -ENOMEM;
+			easy_setup(s, e, r);
+			if (curl_multi_add_handle(s->multi, e) != CURLM_OK)
+				return -ENOMEM;
+			r->active = true;
+			active++;
+			next = i + 1;
+		}
+		int running = 0;
+		curl_multi_perform(s->multi, &running);
+		CURLMsg *m;
+		int queued;
+		while ((m = curl_multi_info_read(s->multi, &queued))) {
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			CURL *e = m->easy_handle;
+			struct req *r = NULL;
+			curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
+			r->cc = m->data.result;
+			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
+			curl_multi_remove_handle(s->multi, e);
+			curl_easy_setopt(e, CURLOPT_PRIVATE, NULL);
+			r->active = false;
+			active--;
+			settle(s, r);
+			if (r->done)
+				left--;
+		}
+		if (!left)
+			break;
+		int wait_ms = 100;
+		if (!active && soonest != INT64_MAX)
+			wait_ms = (int)MAX(1, MIN(1000, (soonest - mono_ns()) / 1000000));
+		if (active)
+			curl_multi_poll(s->multi, NULL, 0, wait_ms, NULL);
+		else
+			usleep(wait_ms * 1000);
+	}
+	return 0;
+}
+
+static void req_free(struct req *q, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(q[i].url);
+		curl_slist_free_all(q[i].hdrs);
+		buf_free(&q[i].own_out);
+	}
+}
+
+static int first_error(const struct req *q, size_t n, int *errs)
+{
+	int r = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (errs)
+			errs[i] = q[i].result;
+		if (q[i].result < 0 && !r)
+			r = q[i].result;
+	}
+	return r;
+}
+
+/* ---- public calls ---- */
+
+int s3_create_bucket(s3_t *s)
+{
+	struct req q = {.method = "PUT", .kind = K_OTHER, .url = make_url(s, NULL, NULL)};
+	if (!q.url)
+		return -ENOMEM;
+	q.data = "";
+	q.has_body = true;
+	hash_body(&q, false);
+	int r = run(s, &q, 1);
+	if (!r)
+		r = q.result;
+	if (r == -EIO && q.status == 409) {
+		char code[64], msg[64];
+		error_code(q.out, code, sizeof(code), msg, sizeof(msg));
+		if (!strcmp(code, "BucketAlreadyOwnedByYou"))
+			r = 0;
+	}
+	req_free(&q, 1);
+	return r;
+}
+
+int s3_put_many(s3_t *s, size_t n, char *const *keys, const s3_body *bodies, int *errs)
+{
+	if (!n)
+		return 0;
+	struct req *q = calloc(n, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	int r = 0;
+	for (size_t i = 0; i < n && !r; i++) {
+		q[i] = (struct req){.method = "PUT", .kind = K_PUT, .data = bodies[i].data,
+				    .fd = bodies[i].fd, .len = bodies[i].len, .has_body = true};
+		q[i].url = make_url(s, keys[i], NULL);
+		r = q[i].url ? hash_body(&q[i], false) : -ENOMEM;
+	}
+	if (!r)
+		r = run(s, q, n);
+	if (!r)
+		r = first_error(q, n, errs);
+	req_free(q, n);
+	free(q);
+	return r;
+}
+
+int s3_get_many(s3_t *s, size_t n, char *const *keys, buf_t *outs, int *errs)
+{
+	if (!n)
+		return 0;
+	struct req *q = calloc(n, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	int r = 0;
+	for (size_t i = 0; i < n && !r; i++) {
+		q[i] = (struct req){.method = "GET", .kind = K_GET, .out = &outs[i]};
+		q[i].url = make_url(s, keys[i], NULL);
+		if (!q[i].url)
+			r = -ENOMEM;
+	}
+	if (!r)
+		r = run(s, q, n);
+	if (!r)
+		r = first_error(q, n, errs);
+	req_free(q, n);
+	free(q);
+	return r;
+}
+
+int s3_get(s3_t *s, const char *key, buf_t *out)
+{
+	char *k = (char *)key;
+	int err = 0;
+	int r = s3_get_many(s, 1, &k, out, &err);
+	return r ? r : err;
+}
+
+int s3_have_many(s3_t *s, size_t n, char *const *keys, bool *have)
+{
+	if (!n)
+		return 0;
+	struct req *q = calloc(n, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	int r = 0;
+	for (size_t i = 0; i < n && !r; i++) {
+		q[i] = (struct req){.method = "HEAD", .kind = K_HEAD};
+		q[i].url = make_url(s, keys[i], NULL);
+		if (!q[i].url)
+			r = -ENOMEM;
+	}
+	if (!r)
+		r = run(s, q, n);
+	for (size_t i = 0; i < n && !r; i++) {
+		have[i] = q[i].result == 0;
+		if (q[i].result < 0 && q[i].result != -ENOENT)
+			r = q[i].result;
+	}
+	req_free(q, n);
+	free(q);
+	return r;
+}
+
+/* Appends text with the five XML special characters escaped. */
+static int append_xml_text(buf_t *b, const char *t)
+{
+	for (; *t; t++) {
+		const char *e = *t == '&' ? "&amp;" : *t == '<' ? "&lt;" : *t == '>' ? "&gt;"
+			      : *t == '"' ? "&quot;" : *t == '\'' ? "&apos;" : NULL;
+		int r = e ? buf_append(b, e, strlen(e)) : buf_append(b, t, 1);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int delete_body(char *const *keys, size_t n, buf_t *b)
+{
+	static const char head[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+				   "<Delete><Quiet>true</Quiet>";
+	int r = buf_append(b, head, strlen(head));
+	for (size_t i = 0; i < n && !r; i++) {
+		r = buf_append(b, "<Object><Key>", 13);
+		if (!r)
+			r = append_xml_text(b, keys[i]);
+		if (!r)
+			r = buf_append(b, "</Key></Object>", 15);
+	}
+	if (!r)
+		r = buf_append(b, "</Delete>", 9);
+	return r;
+}
+
+/* A DeleteObjects answer lists failures as <Error> elements (quiet mode
+ * lists no successes).  NoSuchKey is a success for us. */
+static int delete_result(s3_t *s, const buf_t *body)
+{
+	xmlDocPtr doc = xmlReadMemory((const char *)body->data, body->len, NULL, NULL,
+				      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	if (!doc) {
+		set_err(s, "DeleteObjects: answer is not XML");
+		return -EIO;
+	}
+	int r = 0;
+	xmlNodePtr root = xmlDocGetRootElement(doc);
+	for (xmlNodePtr n = root ? root->children : NULL; n && !r; n = n->next) {
+		if (n->type != XML_ELEMENT_NODE || xmlStrcmp(n->name, BAD_CAST "Error"))
+			continue;
+		xmlChar *key = NULL, *code = NULL, *msg = NULL;
+		for (xmlNodePtr c = n->children; c; c = c->next) {
+			if (c->type != XML_ELEMENT_NODE)
+				continue;
+			xmlChar **dst = !xmlStrcmp(c->name, BAD_CAST "Key")	  ? &key
+					: !xmlStrcmp(c->name, BAD_CAST "Code")	  ? &code
+					: !xmlStrcmp(c->name, BAD_CAST "Message") ? &msg
+										  : NULL;
+			if (dst && !*dst)
+				*dst = xmlNodeGetContent(c);
+		}
+		if (!code || xmlStrcmp(code, BAD_CAST "NoSuchKey")) {
+			set_err(s, "DeleteObjects: %s: %s %s", key ? (char *)key : "?",
+				code ? (char *)code : "error", msg ? (char *)msg : "");
+			r = -EIO;
+		}
+		xmlFree(key);
+		xmlFree(code);
+		xmlFree(msg);
+	}
+	xmlFreeDoc(doc);
+	return r;
+}
+
+int s3_delete_many(s3_t *s, size_t n, char *const *keys)
+{
+	size_t nreq = (n + DELETE_BATCH - 1) / DELETE_BATCH;
+	if (!nreq)
+		return 0;
+	struct req *q = calloc(nreq, sizeof(*q));
+	buf_t *bodies = calloc(nreq, sizeof(*bodies));
+	int r = q && bodies ? 0 : -ENOMEM;
+	for (size_t i = 0; i < nreq && !r; i++) {
+		size_t first = i * DELETE_BATCH, cnt = MIN(n - first, (size_t)DELETE_BATCH);
+		r = delete_body(keys + first, cnt, &bodies[i]);
+		q[i] = (struct req){.method = "POST", .kind = K_DELETE, .has_body = true,
+				    .data = bodies[i].data, .len = bodies[i].len};
+		q[i].url = make_url(s, NULL, "delete=");
+		if (!r)
+			r = q[i].url ? hash_body(&q[i], true) : -ENOMEM;
+	}
+	if (!r)
+		r = run(s, q, nreq);
+	if (!r)
+		r = first_error(q, nreq, NULL);
+	for (size_t i = 0; i < nreq && !r; i++) {
+		r = delete_result(s, q[i].out);
+		if (!r)
+			s->st.delete_keys += MIN(n - i * DELETE_BATCH, (size_t)DELETE_BATCH);
+	}
+	if (q)
+		req_free(q, nreq);
+	for (size_t i = 0; bodies && i < nreq; i++)
+		buf_free(&bodies[i]);
+	free(bodies);
+	free(q);
+	return r;
+}
+
+void s3_objects_free(s3_object *objs, size_t n)
+{
+	for (size_t i = 0; objs && i < n; i++)
+		free(objs[i].key);
+	free(objs);
+}
+
+/* "2026-12-01T04:49:34.758Z" -> seconds since the epoch. */
+static int parse_time(const char *t, time_t *out)
+{
+	struct tm tm = {0};
+	const char *end = strptime(t, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end)
+		return -EIO;
+	*out = timegm(&tm);
+	return 0;
+}
+
+static char *child_text(xmlNodePtr n, const char *name)
+{
+	for (xmlNodePtr c = n->children; c; c = c->next) {
+		if (c->type == XML_ELEMENT_NODE && !xmlStrcmp(c->name, BAD_CAST name)) {
+			xmlChar *t = xmlNodeGetContent(c);
+			char *r = t ? strdup((char *)t) : NULL;
+			xmlFree(t);
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static int parse_list(s3_t *s, const buf_t *body, char **token, s3_object **objs, size_t *nobjs)
+{
+	xmlDocPtr doc = xmlReadMemory((const char *)body->data, body->len, NULL, NULL,
+				      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
+					      XML_PARSE_HUGE);
+	if (!doc) {
+		set_err(s, "ListObjectsV2: answer is not XML");
+		return -EIO;
+	}
+	xmlNodePtr root = xmlDocGetRootElement(doc);
+	size_t cap = 0, n = 0;
+	s3_object *v = NULL;
+	bool truncated = false;
+	int r = 0;
+	for (xmlNodePtr c = root ? root->children : NULL; c && !r; c = c->next) {
+		if (c->type != XML_ELEMENT_NODE)
+			continue;
+		if (!xmlStrcmp(c->name, BAD_CAST "IsTruncated")) {
+			char *t = child_text(c->parent, "IsTruncated");
+			truncated = t && !strcmp(t, "true");
+			free(t);
+		} else if (!xmlStrcmp(c->name, BAD_CAST "NextContinuationToken")) {
+			free(*token);
+			xmlChar *t = xmlNodeGetContent(c);
+			*token = t ? strdup((char *)t) : NULL;
+			xmlFree(t);
+		} else if (!xmlStrcmp(c->name, BAD_CAST "Contents")) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 256;
+				s3_object *nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					r = -ENOMEM;
+					break;
+				}
+				v = nv;
+			}
+			char *key = child_text(c, "Key"), *lm = child_text(c, "LastModified"),
+			     *sz = child_text(c, "Size");
+			v[n] = (s3_object){.key = key};
+			if (!key || !lm || parse_time(lm, &v[n].mtime) < 0) {
+				set_err(s, "ListObjectsV2: entry without Key or LastModified");
+				r = -EIO;
+			}
+			v[n].size = sz ? strtoull(sz, NULL, 10) : 0;
+			free(lm);
+			free(sz);
+			n++;
+		}
+	}
+	xmlFreeDoc(doc);
+	if (!truncated) {
+		free(*token);
+		*token = NULL;
+	} else if (!*token && !r) {
+		set_err(s, "ListObjectsV2: truncated page without a continuation token");
+		r = -EIO;
+	}
+	if (r < 0) {
+		s3_objects_free(v, n);
+		return r;
+	}
+	*objs = v;
+	*nobjs = n;
+	return 0;
+}
+
+int s3_list_page(s3_t *s, const char *prefix, char **token, s3_object **objs, size_t *nobjs)
+{
+	*objs = NULL;
+	*nobjs = 0;
+	/* Parameters in byte order, values encoded: SigV4's canonical query. */
+	buf_t qs = {0};
+	int r = 0;
+	if (*token) {
+		r = buf_append(&qs, "continuation-token=", 19);
+		if (!r)
+			r = append_encoded(&qs, *token, false);
+		if (!r)
+			r = buf_append(&qs, "&", 1);
+	}
+	if (!r)
+		r = buf_append(&qs, "list-type=2&max-keys=1000&prefix=", 33);
+	if (!r)
+		r = append_encoded(&qs, prefix ? prefix : "", false);
+	if (!r)
+		r = buf_append(&qs, "", 1);
+	struct req q = {.method = "GET", .kind = K_LIST};
+	if (!r)
+		q.url = make_url(s, NULL, (char *)qs.data);
+	buf_free(&qs);
+	if (!q.url)
+		return -ENOMEM;
+	r = run(s, &q, 1);
+	if (!r)
+		r = q.result;
+	if (!r)
+		r = parse_list(s, q.out, token, objs, nobjs);
+	req_free(&q, 1);
+	return r;
+}

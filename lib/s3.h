@@ -1,0 +1,95 @@
+/* s3.h - a small S3 client on libcurl: batched object calls with retries.
+ *
+ * Every request is signed by libcurl itself (CURLOPT_AWS_SIGV4); bodies
+ * carry their SHA-256 in x-amz-content-sha256.  Many requests run at once
+ * over up to `parallel` connections (curl multi).  A request that fails
+ * with a connection error, HTTP 500/502/503/504, 429 or SlowDown is retried
+ * with exponential backoff until the retry budget (seconds) is spent; then
+ * the call fails and s3_errmsg() says what the last answer was.
+ *
+ * Errors: 0 or a negative errno.  -ENOENT (404 / NoSuchKey), -EACCES
+ * (403), -ETIMEDOUT (retry budget spent), -EIO (any other failure), -EINVAL
+ * (bad settings), -ENOMEM.  The handle is not thread safe: one caller at a
+ * time (chunkstore serialises its calls).
+ */
+#ifndef CAIRN_S3_H
+#define CAIRN_S3_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "util.h"
+
+typedef struct s3 s3_t;
+
+typedef struct s3_config {
+	const char *endpoint;   /* "http://host:port" or "https://host" */
+	const char *bucket;
+	const char *region;     /* NULL: "us-east-1" */
+	const char *access_key; /* required */
+	const char *secret_key; /* required */
+	bool virtual_host;      /* bucket.host/key instead of host/bucket/key */
+	bool insecure;          /* do not verify TLS certificates */
+	int parallel;           /* connections; 0: 8 */
+	int retry_seconds;      /* total retry budget per call; 0: 60 */
+} s3_config;
+
+/* Request counters, by kind. */
+typedef struct s3_stats {
+	uint64_t put, get, head, list, delete_req, delete_keys, other, retries;
+	uint64_t bytes_up, bytes_down;
+} s3_stats;
+
+/* An object body to upload: from memory (data) or from a file (fd, read
+ * with pread from offset 0). */
+typedef struct s3_body {
+	const void *data;
+	int fd;
+	size_t len;
+} s3_body;
+
+/* One entry of a listing page. */
+typedef struct s3_object {
+	char *key;
+	time_t mtime; /* LastModified */
+	uint64_t size;
+} s3_object;
+
+/* Opens a client; strings are copied.  Returns 0, -EINVAL, -ENOMEM. */
+int s3_open(const s3_config *cfg, s3_t **out);
+void s3_close(s3_t *s);
+
+/* The reason for the last failure (never NULL; "" when none). */
+const char *s3_errmsg(const s3_t *s);
+void s3_get_stats(const s3_t *s, s3_stats *out);
+
+/* Creates the bucket; an existing bucket owned by us is fine. */
+int s3_create_bucket(s3_t *s);
+
+/* Uploads n objects in parallel.  Returns 0 when all landed, else the
+ * first error; errs (may be NULL) gets each object's result. */
+int s3_put_many(s3_t *s, size_t n, char *const *keys, const s3_body *bodies, int *errs);
+
+/* Downloads one object into out (replaced).  -ENOENT when missing. */
+int s3_get(s3_t *s, const char *key, buf_t *out);
+
+/* Fetches n objects in parallel into outs[i]; errs[i] per object. */
+int s3_get_many(s3_t *s, size_t n, char *const *keys, buf_t *outs, int *errs);
+
+/* Asks whether n objects exist (parallel HEAD): have[i] set.  Returns 0
+ * or the first error that is not "missing". */
+int s3_have_many(s3_t *s, size_t n, char *const *keys, bool *have);
+
+/* Deletes n objects with DeleteObjects, 1000 keys a request.  A key that
+ * does not exist counts as deleted.  Returns 0 or the first error. */
+int s3_delete_many(s3_t *s, size_t n, char *const *keys);
+
+/* Lists one page (at most 1000 keys) of objects whose key starts with
+ * prefix.  *token: NULL for the first page; replaced by the next page's
+ * token, or NULL after the last page (free with free()).  *objs is a new
+ * array of *nobjs entries; free with s3_objects_free. */
+int s3_list_page(s3_t *s, const char *prefix, char **token, s3_object **objs, size_t *nobjs);
+void s3_objects_free(s3_object *objs, size_t n);
+
+#endif

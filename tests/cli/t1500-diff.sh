@@ -1,0 +1,146 @@
+#!/bin/bash
+# cairn diff: zfs diff's format (M + - R, -F type letters, -H, -t, escapes)
+# against hand-written expected output.
+. "$(dirname "$0")/lib.sh"
+new_store
+S=$TESTDIR/src
+mkdir -p "$S/d/e" "$S/keep" "$S/old"
+echo a >"$S/a"
+echo b >"$S/d/b"
+echo f >"$S/d/e/f"
+echo k >"$S/keep/k"
+echo r >"$S/ren"
+echo s >"$S/same"
+echo x >"$S/replaced"
+echo o >"$S/old/file"
+ok cairn create -o source="$S" ds
+ok cairn snapshot ds@1
+sleep 0.01 # distinct ctimes
+
+echo more >>"$S/a"                 # M
+rm "$S/d/b"                        # -
+echo n >"$S/new"                   # +
+mv "$S/ren" "$S/ren2"              # R
+mv "$S/d/e" "$S/d/e2"              # R of a directory; d/e/f follows silently
+ln "$S/keep/k" "$S/klink"          # M (+1)
+rm "$S/replaced"; echo y >"$S/replaced" # same name, another inode: - then +
+mkfifo "$S/fifo"
+ln -s a "$S/sym"
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$S/sock"
+rm -r "$S/old"
+ok cairn snapshot ds@2
+
+out=$(cairn diff ds@1 ds@2) || fail "diff exited $?"
+exp=$(cat <<EOF
+M	$S/
+M	$S/a
+M	$S/d
+-	$S/d/b
+R	$S/d/e -> $S/d/e2
++	$S/fifo
+M	$S/keep/k	(+1)
++	$S/new
+-	$S/old
+-	$S/old/file
+R	$S/ren -> $S/ren2
+-	$S/replaced
++	$S/replaced
++	$S/sock
++	$S/sym
+EOF
+)
+[ "$out" = "$exp" ] || { fail "plain diff"; diff <(echo "$exp") <(echo "$out") >&2; }
+
+out=$(cairn diff -F ds@1 ds@2) || fail "diff -F exited $?"
+exp=$(cat <<EOF
+M	/	$S/
+M	F	$S/a
+M	/	$S/d
+-	F	$S/d/b
+R	/	$S/d/e -> $S/d/e2
++	|	$S/fifo
+M	F	$S/keep/k	(+1)
++	F	$S/new
+-	/	$S/old
+-	F	$S/old/file
+R	F	$S/ren -> $S/ren2
+-	F	$S/replaced
++	F	$S/replaced
++	=	$S/sock
++	@	$S/sym
+EOF
+)
+[ "$out" = "$exp" ] || { fail "diff -F"; diff <(echo "$exp") <(echo "$out") >&2; }
+
+# -H: renames tab-separated (no arrow); -t: the object's ctime first.
+out=$(cairn diff -H ds@1 ds@2 | grep '^R') || fail "diff -H"
+exp=$(printf 'R\t%s\t%s\nR\t%s\t%s' "$S/d/e" "$S/d/e2" "$S/ren" "$S/ren2")
+[ "$out" = "$exp" ] || fail "diff -H renames: $out"
+out=$(cairn diff -t ds@1 ds@2 | grep "	$S/new\$") || fail "diff -t"
+exp=$(printf '%s\t+\t%s' "$(stat -c %.9Z "$S/new")" "$S/new")
+[ "$out" = "$exp" ] || fail "diff -t: '$out' != '$exp'"
+
+# Nothing changed: no output, success.
+out=$(cairn diff ds@2 ds@2) || fail "diff of a snapshot with itself"
+[ -z "$out" ] || fail "diff of a snapshot with itself printed: $out"
+
+# Devices (root only: mknod needs it).
+if [ "$(id -u)" = 0 ]; then
+	mknod "$S/null" c 1 3
+	mknod "$S/loop" b 7 200
+	ok cairn snapshot ds@3
+	out=$(cairn diff -F ds@2 ds@3 | grep -v "	$S/\$") || fail "diff devices"
+	exp=$(printf '+\tB\t%s\n+\tC\t%s' "$S/loop" "$S/null")
+	[ "$out" = "$exp" ] || fail "diff devices: $out"
+	rm "$S/null" "$S/loop"
+	ok cairn snapshot ds@3b
+fi
+
+# Escapes: space, backslash, tab and non-ASCII bytes as \0ooo; -h leaves them.
+touch "$S/sp ace" "$S/back\\slash" "$S/$(printf 'tab\there')" "$S/caf$(printf '\303\251')"
+ok cairn snapshot ds@4
+out=$(cairn diff ds@2 ds@4 | grep '^+') || fail "diff escapes"
+exp=$(cat <<EOF
++	$S/back\\0134slash
++	$S/caf\\0303\\0251
++	$S/sp\\0040ace
++	$S/tab\\0011here
+EOF
+)
+[ "$out" = "$exp" ] || { fail "escaped names"; diff <(echo "$exp") <(echo "$out") >&2; }
+out=$(cairn diff -h ds@2 ds@4 | grep '^+	.*sp ace$') || fail "diff -h keeps the space"
+
+# Against the live source (the dataset as second argument, or none).
+sleep 0.01
+echo changed >>"$S/new"
+touch "$S/added"
+out=$(cairn diff ds@4 ds) || fail "live diff"
+exp=$(cat <<EOF
+M	$S/
++	$S/added
+M	$S/new
+EOF
+)
+[ "$out" = "$exp" ] || { fail "live diff"; diff <(echo "$exp") <(echo "$out") >&2; }
+out2=$(cairn diff ds@4) || fail "live diff, one argument"
+[ "$out" = "$out2" ] || fail "one-argument diff differs from 'diff ds@4 ds'"
+
+# Errors name the object and the cause; nothing is printed on stdout.
+ok cairn create -o source="$S" other
+ok cairn snapshot other@1
+fails_with 1 "ds@2: not an earlier snapshot than ds@1" cairn diff ds@2 ds@1
+fails_with 1 "other@1: not a snapshot of ds" cairn diff other@1 ds@2
+fails_with 1 "ds@nope: snapshot does not exist" cairn diff ds@nope ds@1
+fails_with 1 "ds: the first argument must be a snapshot" cairn diff ds ds@1
+fails_with 2 "expected a snapshot" cairn diff
+fails_with 2 "too many arguments" cairn diff ds@1 ds@2 ds@3
+truncate -s 1M "$TESTDIR/vol.img"
+ok cairn create -V -o source="$TESTDIR/vol.img" vol 2>/dev/null || ok cairn create -o source="$TESTDIR/vol.img" -V vol
+ok cairn snapshot vol@1
+fails_with 1 "vol@1: not a filesystem dataset" cairn diff vol@1 vol@1
+ok cairn create -o source=none empty
+ok cairn snapshot empty@1
+fails_with 1 "empty: has no source" cairn diff empty@1
+cairn diff --help | grep -q 'usage: cairn diff' || fail "diff --help"
+
+done_test
