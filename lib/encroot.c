@@ -684,3 +684,64 @@ int encroot_rename_check(cairn_store *st, const ds_row_t *ds, int64_t new_parent
 	ds_row_clear(&parent);
 	return r;
 }
+
+/* ---- raw send and receive ---- */
+
+int encroot_wrapped_get(cairn_store *st, const ds_row_t *ds, encroot_wrapped_t *w)
+{
+	memset(w, 0, sizeof(*w));
+	ds_row_t root = {0};
+	int r = encroot_find(st, ds, &root);
+	if (r <= 0)
+		return r;
+	r = keyblob_get(st, root.id, w->blob);
+	if (r < 0)
+		r = store_err(st, CAIRN_ECORRUPT, "%s: wrapped key missing or damaged in the catalog",
+			      root.name);
+	if (r == 0 && (catalog_prop_get(st->cat, root.id, "keyformat", &w->keyformat) < 0 ||
+		       catalog_prop_get(st->cat, root.id, "keylocation", &w->keylocation) < 0))
+		r = store_err(st, CAIRN_ECORRUPT, "%s: keyformat or keylocation missing",
+			      root.name);
+	if (r == 0) {
+		w->root = root.name;
+		root.name = NULL;
+	}
+	ds_row_clear(&root);
+	if (r < 0) {
+		encroot_wrapped_clear(w);
+		return r;
+	}
+	return 1;
+}
+
+void encroot_wrapped_clear(encroot_wrapped_t *w)
+{
+	free(w->root);
+	free(w->keyformat);
+	free(w->keylocation);
+	memset(w, 0, sizeof(*w));
+}
+
+int encroot_recv_root_in_txn(cairn_store *st, int64_t id, const char *name,
+			     const encroot_wrapped_t *w)
+{
+	int fmt = 0;
+	if (crypt_keyblob_check(w->blob, CRYPT_KEYBLOB_LEN, &fmt, NULL) < 0 ||
+	    crypt_keyformat_parse(w->keyformat) != fmt)
+		return store_err(st, CAIRN_ECORRUPT, "%s: received wrapped key is malformed", name);
+	char *loc = NULL;
+	int r = encroot_prop_normalize(st, "keylocation", w->keylocation, &loc);
+	free(loc);
+	if (r < 0)
+		return r;
+	r = encryption_schema_in_txn(st);
+	if (r == 0)
+		r = keyblob_put_in_txn(st, id, w->blob);
+	const char *props[][2] = {{"encryption", ENC_NAME},
+				  {"keyformat", w->keyformat},
+				  {"keylocation", w->keylocation}};
+	for (size_t i = 0; r == 0 && i < 3; i++)
+		if ((r = catalog_prop_set(st->cat, id, props[i][0], props[i][1])) < 0)
+			store_err(st, r, "%s: %s", name, catalog_errmsg(st->cat));
+	return r;
+}
