@@ -827,7 +827,7 @@ static int list_dir(int dfd, char ***names, size_t *n)
 		}
 	}
 	closedir(d);
-	if (r == 0)
+	if (r == 0 && *n) /* qsort wants a non-null array, even of 0 */
 		qsort(*names, *n, sizeof(char *), name_cmp);
 	return r;
 }
