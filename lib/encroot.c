@@ -389,6 +389,18 @@ static const char *prop_in(const cairn_prop *props, size_t n, const char *name)
 	return v;
 }
 
+static __thread bool receiving;
+
+void encroot_receiving(bool on)
+{
+	receiving = on;
+}
+
+bool encroot_prop_is_key(const char *prop)
+{
+	return is_enc_prop(prop);
+}
+
 /* A child of an encrypted dataset: zfs wants the root's key loaded. */
 static int check_child(cairn_store *st, const char *name, int64_t parent, const char *enc,
 		       const char *fmt, const char *loc)
@@ -417,7 +429,7 @@ static int check_child(cairn_store *st, const char *name, int64_t parent, const 
 			r = store_err(st, CAIRN_EBADPROP,
 				      "%s: keyformat and keylocation belong to encryption root %s",
 				      name, root.name);
-		else
+		else if (!receiving)
 			r = encroot_keys(st, &p, &k);
 	}
 	crypt_keys_free(k);
@@ -743,5 +755,34 @@ int encroot_recv_root_in_txn(cairn_store *st, int64_t id, const char *name,
 	for (size_t i = 0; r == 0 && i < 3; i++)
 		if ((r = catalog_prop_set(st->cat, id, props[i][0], props[i][1])) < 0)
 			store_err(st, r, "%s: %s", name, catalog_errmsg(st->cat));
+	return r;
+}
+
+int encroot_recv_check(cairn_store *st, const ds_row_t *ds, const encroot_wrapped_t *want)
+{
+	ds_row_t root = {0};
+	int r = encroot_find(st, ds, &root);
+	if (r < 0)
+		return r;
+	uint8_t blob[CRYPT_KEYBLOB_LEN], have[CRYPT_KEYID_LEN], got[CRYPT_KEYID_LEN];
+	if (!want && r == 1)
+		r = store_err(st, -EINVAL,
+			      "%s: cannot receive unencrypted data below encryption root %s",
+			      ds->name, root.name);
+	else if (want && r == 0)
+		r = store_err(st, -EINVAL,
+			      "%s: exists unencrypted; an encrypted (raw) stream cannot go into it",
+			      ds->name);
+	else if (want && (keyblob_get(st, root.id, blob) < 0 ||
+			  crypt_keyblob_check(blob, sizeof(blob), NULL, have) < 0 ||
+			  crypt_keyblob_check(want->blob, CRYPT_KEYBLOB_LEN, NULL, got) < 0 ||
+			  memcmp(have, got, CRYPT_KEYID_LEN)))
+		r = store_err(st, -EINVAL,
+			      "%s: encrypted with other key material (encryption root %s) than "
+			      "the stream's",
+			      ds->name, root.name);
+	else
+		r = 0;
+	ds_row_clear(&root);
 	return r;
 }

@@ -113,6 +113,19 @@ void encroot_wrapped_clear(encroot_wrapped_t *w);
 int encroot_recv_root_in_txn(cairn_store *st, int64_t id, const char *name,
 			     const encroot_wrapped_t *w);
 
+/* Raw receive: checks that ds is encrypted with the key material of want
+ * (same key id), or is plain when want is NULL.  -EINVAL naming the
+ * dataset and roots otherwise. */
+int encroot_recv_check(cairn_store *st, const ds_row_t *ds, const encroot_wrapped_t *want);
+
+/* While receiving, creating a dataset below an encryption root does not
+ * need that root's key (nothing is written with it).  Per thread. */
+void encroot_receiving(bool on);
+
+/* True for encryption, keyformat and keylocation: properties a stream
+ * carries only through its CRYPTKEY records. */
+bool encroot_prop_is_key(const char *prop);
+
 /* Internals shared with keys.c. */
 int encroot_desc(cairn_store *st, const ds_row_t *root, char desc[64]);
 int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const uint8_t *secret,
