@@ -236,6 +236,8 @@ static int drop_state(cairn_store *st, const char *dataset)
  * stream, so GC keeps them) and a token.  The target is created empty if
  * it does not exist yet (zfs does the same): the token is one of its
  * properties, and recv -A removes it again. */
+static int recv_crypt_apply(rctx_t *c, const rds_t *d, bool created);
+
 static int checkpoint(rctx_t *c)
 {
 	int r = chunkstore_flush(c->st->cs);
@@ -267,8 +269,13 @@ static int checkpoint(rctx_t *c)
 	buf_free(&old.idx);
 	if (r == 0 && catalog_ds_by_name(c->st->cat, c->o->target, &d) == -ENOENT) {
 		int type = c->o->naming || !c->nds ? CAIRN_TYPE_FILESYSTEM : c->ds[0].type;
+		encroot_receiving(true);
 		r = cairn_dataset_create(c->st, c->o->target, type, NULL, 0, false);
+		encroot_receiving(false);
 		created = r == 0;
+		/* A raw stream's top: encrypted from the start, as it will be. */
+		if (r == 0 && c->nds && !strcmp(c->ds[0].local, c->o->target))
+			r = recv_crypt_apply(c, &c->ds[0], true);
 	}
 	ds_row_clear(&d);
 	sqlite3_stmt *q;
