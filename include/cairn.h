@@ -62,7 +62,22 @@ typedef struct cairn_init_opts {
 	/** Skip the atime check.  For tests only; a store without working atimes
 	 * cannot be garbage-collected safely. */
 	bool skip_atime_check;
+	/** Where chunks live: NULL (here, in .chunks), "s3://BUCKET[/PREFIX]"
+	 * or "file:///PATH" (docs/BACKENDS.md).  The bucket is created if
+	 * missing; one already holding a store is refused (-EEXIST). */
+	const char *chunks;
+	const char *endpoint;         /**< S3 endpoint URL; NULL = $CAIRN_S3_ENDPOINT */
+	const char *region;           /**< S3 region; NULL = us-east-1 */
+	const char *credentials_file; /**< AWS-style file, used when the environment has no keys */
+	bool virtual_host;            /**< bucket.host addressing instead of host/bucket */
+	/** Rebuild a store from the catalog copy and chunks in `chunks`
+	 * (disaster recovery) instead of creating an empty one. */
+	bool import;
 } cairn_init_opts;
+
+/** Why the last cairn_store_init() of this thread failed, when the error
+ * code alone does not say (bad bucket URL, server answer...); "" if none. */
+const char *cairn_store_init_errdetail(void);
 
 /** Creates a new store at path (created mode 0700 if missing; an existing
  * directory must be empty).  Checks that the filesystem updates atimes set

@@ -101,6 +101,7 @@
  * index streams once per range.
  */
 #include "gc.h"
+#include "backend.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1647,7 +1648,9 @@ static void sweep_dir(sweep_t *sw, unsigned d, char *buf, dirlist_t *l, sweepsta
 	gc_dir_name(d, dn);
 	int fd = openat(sw->chunkfd, dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
-		sweep_fail(sw, -errno, dn, NULL);
+		/* Chunk directories are made on first use: none, no chunks. */
+		if (errno != ENOENT)
+			sweep_fail(sw, -errno, dn, NULL);
 		return;
 	}
 	/* The whole listing first: our own renames must not show up in it. */
@@ -1787,6 +1790,19 @@ static void *sweep_worker(void *arg)
 	t->restored += s.restored;
 	pthread_mutex_unlock(&sw->lock);
 	return NULL;
+}
+
+/* The bucket half of the sweep (chunkstore_sweep_remote): objects whose
+ * markers the local sweep removed go, with the same threshold. */
+static void sweep_remote(cairn_store *st, sweep_t *sw)
+{
+	chunkstore_rsweep rs;
+	int r = chunkstore_sweep_remote(st->cs, sw->threshold, &rs);
+	if (r < 0) {
+		sw->err = r;
+		snprintf(sw->errobj, sizeof(sw->errobj), "bucket: %.110s",
+			 backend_errmsg(chunkstore_backend(st->cs)));
+	}
 }
 
 /* Sweeps directories [sw->lo, sw->hi) with `threads` threads (the caller's
@@ -2241,8 +2257,11 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 			sw.hi = GC_NDIRS;
 			int64_t s0 = mono_ns();
 			sweep_run(&sw, threads, opts);
-			sweep_ns = mono_ns() - s0;
 			swept = !gc_stop;
+			/* Remote chunks: the bucket's sweep, after the markers'. */
+			if (swept && !sw.err && chunkstore_backend(st->cs))
+				sweep_remote(st, &sw);
+			sweep_ns = mono_ns() - s0;
 		}
 	} else if (r == 0) {
 		/* Dry run: exact reachability, one range of directories at a time. */
