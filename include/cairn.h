@@ -419,6 +419,12 @@ typedef struct cairn_send_opts {
 	uint64_t bytes;     /**< result: stream bytes written (or estimated) */
 	uint64_t chunks_skipped; /**< result: chunks the receiver had (have) */
 	uint64_t snapshots; /**< result */
+	/** Optional (sync): the guids of every snapshot and bookmark the
+	 * receiver has, sorted ascending (not owned).  Each dataset is then
+	 * sent from its own newest snapshot or bookmark among them (whole when
+	 * there is none), with intermediates; from is ignored. */
+	const uint64_t *base_guids;
+	size_t nbase_guids;
 } cairn_send_opts;
 
 /** Writes a send stream of snap ("ds@snap").  Before reading anything it

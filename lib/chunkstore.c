@@ -794,9 +794,11 @@ int chunkstore_put_blob(chunkstore_t *cs, const digest_t *d, const void *blob, s
 
 static int read_file_at(int at, const char *name, buf_t *out)
 {
-	_cleanup_close_ int fd = openat(at, name, O_RDONLY | O_CLOEXEC);
+	/* A FIFO or symlink planted as a chunk must not hang or redirect us:
+	 * no following, no blocking; fstat below refuses anything irregular. */
+	_cleanup_close_ int fd = openat(at, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
-		return -errno;
+		return errno == ELOOP ? CAIRN_ECORRUPT : -errno;
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;

@@ -54,6 +54,10 @@
  *     atime(X) >= w - SLACK (SLACK covers the kernel's coarse clock and
  *     timestamp granularity against w, which is read from the fine clock).
  *     a) P's registration was visible at R1: W <= w, so X is kept.
+ *        "Visible" means present and locked: P holds an OFD lock on its
+ *        registry file until it unregisters or dies (writer.h), so a
+ *        live P in another PID namespace or on another NFS client counts,
+ *        and a file whose lock is free belongs to nobody.
  *     b) P registered after R1: P's touches and writes all happened after
  *        R1, which is after T0 was taken, so atime(X) >= T0.  Kept.
  *     c) P had finished before R1: it committed S before unregistering,
@@ -1048,9 +1052,11 @@ static void *prefetch_thread(void *arg)
 		hex_encode(&w->pf[i], path + 5);
 		memcpy(path, path + 5, 4);
 		path[4] = '/';
-		int fd = openat(w->pf_fd, path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+		/* Never block on a FIFO planted as a chunk, nor follow a link. */
+		int fl = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW;
+		int fd = openat(w->pf_fd, path, fl | O_NOATIME);
 		if (fd < 0 && errno == EPERM)
-			fd = openat(w->pf_fd, path, O_RDONLY | O_CLOEXEC);
+			fd = openat(w->pf_fd, path, fl);
 		if (fd >= 0) {
 			readahead(fd, 0, 1 << 20);
 			close(fd);
@@ -2160,9 +2166,12 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = opts->threads > 0 ? opts->threads : (ncpu > 0 ? (int)ncpu : 1);
 
-	int lockfd = openat(st->dirfd, "gc.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lockfd < 0)
+	if (mknodat(st->dirfd, "gc.lock", S_IFREG | 0600, 0) < 0 && errno != EEXIST)
 		return store_err(st, -errno, "gc.lock: %s", strerror(errno));
+	int lockfd = open_regular(st->dirfd, "gc.lock", O_RDWR);
+	if (lockfd < 0)
+		return store_err(st, lockfd, "gc.lock: %s",
+				 lockfd == CAIRN_ECORRUPT ? "not a regular file" : strerror(-lockfd));
 	if (flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
 		close(lockfd);

@@ -341,6 +341,7 @@ int cairn_store_open(const char *path, cairn_store **out)
 	cairn_store *st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
+	st->writer_fd = -1;
 	st->dirfd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	int r = st->dirfd < 0 ? -errno : 0;
 	if (r == 0 && faccessat(st->dirfd, STORE_MARKER, F_OK, 0) < 0)

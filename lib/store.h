@@ -14,6 +14,8 @@ struct cairn_store {
 	chunkstore_t *cs;
 	char errdetail[1024];
 	int writer_refs; /* writer.h registrations held by this handle */
+	int writer_fd;   /* the locked registry file while writer_refs > 0 */
+	char writer_name[80];
 	int64_t published_changes; /* catalog changes already copied to the bucket */
 };
 

@@ -14,6 +14,11 @@ fails_with 1 "not empty" "$CAIRN" init
 ok "$CAIRN" -s "$TESTDIR/other" init --chunk-size 256K >/dev/null
 "$CAIRN" -s "$TESTDIR/other" config chunk_size | grep -q 262144 || fail "chunk size not kept"
 fails_with 2 "power of two" "$CAIRN" -s "$TESTDIR/x" init --chunk-size 100K
+# (2^54 + 64) K wraps round to 64K when scaled before the range check
+fails_with 2 "power of two" "$CAIRN" -s "$TESTDIR/x" init --chunk-size 18014398509481984064K
+fails_with 2 "power of two" "$CAIRN" -s "$TESTDIR/x" init --chunk-size ' 64K'
+fails_with 2 "power of two" "$CAIRN" -s "$TESTDIR/x" init --chunk-size 16M
+[ -e "$TESTDIR/x" ] && fail "refused init created the store"
 
 # settings: range errors name the range; env overrides for one command
 fails_with 1 "1..4096" cairn config list_batch_size=0
