@@ -825,7 +825,7 @@ static int list_dir(int dfd, char ***names, size_t *n)
 		}
 	}
 	closedir(d);
-	if (r == 0)
+	if (r == 0 && *n > 1) /* an empty directory has no array: qsort(NULL) is UB */
 		qsort(*names, *n, sizeof(char *), name_cmp);
 	return r;
 }
