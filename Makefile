@@ -22,7 +22,9 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
-.PHONY: all deps demo check check-long unit asan install clean fuzz
+.PHONY: all deps demo check check-long unit asan install clean fuzz check-s3
+.PHONY: check-zfs
+
 all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
 
 deps:
@@ -71,6 +73,11 @@ check: deps
 	$(MAKE) all unit $(FUZZ_BIN)
 	tests/run.sh
 
+# The real zfs clients (sanoid, syncoid) against cairn: minutes, so apart.
+check-zfs: deps
+	$(MAKE) all
+	CAIRN=$(CURDIR)/$(B)/cairn CAIRN_SRC=$(CURDIR) bash tests/cli/zfs-sanoid-syncoid.sh
+
 check-long: deps
 	$(MAKE) all unit $(FUZZ_BIN)
 	CAIRN_LONG=1 tests/run.sh
@@ -114,6 +121,15 @@ install: all
 clean:
 	rm -rf build build-asan build-fuzz
 
+# S3 backend against a real single-node Ceph (scripts/ceph-dev.sh): the
+# client test, tests/s3/t14*.sh, then chunk-touching CLI tests on S3 stores.
+$(B)/s3/%: tests/s3/%.c $(B)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libcairn.a $(LDLIBS)
+
+check-s3: deps
+	$(MAKE) all $(B)/s3/test_s3 $(B)/s3/s3tool
+	tests/s3/run.sh
 # cairn mount: libfuse3 for the command only (libcairn does not depend on it).
 FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS := $(shell pkg-config --libs fuse3 2>/dev/null)

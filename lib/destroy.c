@@ -546,7 +546,8 @@ int destroy_snapshots_in_txn(cairn_store *st, const int64_t *ids, size_t n, uint
 		ds_row_t ds = {0};
 		sqlite3_stmt *q;
 		if (sqlite3_prepare_v2(catalog_db(st->cat),
-				       "SELECT dataset, name, createtxg FROM snapshot WHERE id=?", -1, &q,
+				       "SELECT dataset, name, createtxg, userrefs FROM snapshot WHERE id=?",
+				       -1, &q,
 				       NULL)) {
 			r = -EIO;
 			break;
@@ -557,6 +558,8 @@ int destroy_snapshots_in_txn(cairn_store *st, const int64_t *ids, size_t n, uint
 			s.dataset = sqlite3_column_int64(q, 0);
 			s.name = strdup((const char *)sqlite3_column_text(q, 1));
 			s.createtxg = sqlite3_column_int64(q, 2);
+			/* A held snapshot refuses (apply), as for cairn_destroy. */
+			s.userrefs = sqlite3_column_int64(q, 3);
 			r = catalog_ds_by_id(st->cat, s.dataset, &ds);
 			if (r == 0)
 				r = victim_add(&p, &s, ds.name);
