@@ -72,6 +72,7 @@ int cmd_recv(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_have(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
 int cmd_rollback(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_load_key(int argc, char **argv);

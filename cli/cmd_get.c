@@ -106,6 +106,14 @@ static void cell(const char *v, int width, bool last, bool scripted)
 		printf("%-*s ", width, v);
 }
 
+/* The columns and the user property names columns_parse copied. */
+static void cols_free(column_t *cols, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free((char *)cols[i].user);
+	free(cols);
+}
+
 /* -s: which sources to show, as a mask of enum src_kind. */
 enum { S_LOCAL = 1, S_DEFAULT = 2, S_INHERITED = 4, S_TEMPORARY = 8, S_RECEIVED = 16,
        S_NONE = 32 };
@@ -204,8 +212,10 @@ int cmd_get(int argc, char **argv)
 	spec.roots = (const char *const *)argv + optind + 1;
 	spec.nroots = argc - optind - 1;
 	cairn_store *st;
-	if (cli_open(&st))
+	if (cli_open(&st)) {
+		cols_free(cols, ncols);
 		return 1;
+	}
 	cairn_list *l;
 	int r = cairn_list_open(st, &spec, &l);
 	cairn_list_cursor cur = {0};
@@ -258,7 +268,7 @@ int cmd_get(int argc, char **argv)
 	int rc = r < 0 ? cli_fail(st, NULL, r) : 0;
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
-	free(cols);
+	cols_free(cols, ncols);
 	cairn_store_close(st);
 	return rc;
 }

@@ -6,15 +6,48 @@
 
 #include "cli.h"
 
-static const char *u = "init [--chunk-size AVG]";
+static const char *u = "init [--chunk-size AVG] [--chunks s3://BUCKET[/PREFIX] | --import s3://BUCKET[/PREFIX]]\n"
+			"            [--endpoint URL] [--region R] [--addressing path|virtual] [--credentials-file F]";
+
+/* The remote-chunk options: 1 if ch was one of them, 0 if not, -1 if its
+ * value is bad. */
+static int init_backend_opt(cairn_init_opts *o, const char **import_url, int ch, const char *arg)
+{
+	switch (ch) {
+	case 'C': o->chunks = arg; return 1;
+	case 'I': o->import = true; *import_url = arg; return 1;
+	case 'E': o->endpoint = arg; return 1;
+	case 'R': o->region = arg; return 1;
+	case 'F': o->credentials_file = arg; return 1;
+	case 'A':
+		if (strcmp(arg, "path") && strcmp(arg, "virtual"))
+			return -1;
+		o->virtual_host = !strcmp(arg, "virtual");
+		return 1;
+	}
+	return 0;
+}
 
 int cmd_init(int argc, char **argv)
 {
-	static const struct option lo[] = {{"chunk-size", required_argument, 0, 'c'}, {0}};
+	static const struct option lo[] = {{"chunk-size", required_argument, 0, 'c'},
+					   {"chunks", required_argument, 0, 'C'},
+					   {"import", required_argument, 0, 'I'},
+					   {"endpoint", required_argument, 0, 'E'},
+					   {"region", required_argument, 0, 'R'},
+					   {"addressing", required_argument, 0, 'A'},
+					   {"credentials-file", required_argument, 0, 'F'},
+					   {0}};
 	cairn_init_opts o = {0};
+	const char *import_url = NULL;
 	int ch;
 	while ((ch = getopt_long(argc, argv, "c:", lo, NULL)) != -1) {
-		if (ch != 'c')
+		int b = init_backend_opt(&o, &import_url, ch, optarg);
+		if (b < 0)
+			return cli_usage(u, NULL);
+		if (b > 0)
+			continue;
+		if (b == 0 && ch != 'c')
 			return cli_usage(u, NULL);
 		char *end;
 		errno = 0;
@@ -37,7 +70,18 @@ int cmd_init(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage(u, "unexpected argument '%s'", argv[optind]);
+	if (o.import && o.chunks)
+		return cli_usage(u, "--chunks and --import exclude each other");
+	if (o.import)
+		o.chunks = import_url;
+	if ((o.endpoint || o.region || o.virtual_host || o.credentials_file) && !o.chunks)
+		return cli_usage(u, "--endpoint, --region, --addressing and --credentials-file "
+				    "need --chunks or --import");
 	int r = cairn_store_init(g_cli.store_path, &o);
+	if (r < 0 && *cairn_store_init_errdetail()) {
+		cli_err(o.chunks ? o.chunks : g_cli.store_path, "%s", cairn_store_init_errdetail());
+		return 1;
+	}
 	if (r == -EEXIST) {
 		cli_err(g_cli.store_path, "directory exists and is not empty");
 		return 1;
@@ -49,6 +93,10 @@ int cmd_init(int argc, char **argv)
 				: cairn_strerror(r));
 		return 1;
 	}
-	printf("created store %s\n", g_cli.store_path);
+	if (o.import)
+		printf("imported store %s from %s\n", g_cli.store_path, o.chunks);
+	else
+		printf("created store %s%s%s\n", g_cli.store_path, o.chunks ? " with chunks in " : "",
+		       o.chunks ? o.chunks : "");
 	return 0;
 }

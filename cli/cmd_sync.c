@@ -5,8 +5,11 @@
  * ENDPOINT is DATASET (the -s store), /STORE:DATASET (another local
  * store), or HOST:/STORE:DATASET (over ssh: $CAIRN_SSH, default "ssh",
  * runs $CAIRN_REMOTE, default "cairn", on the far side).  The source must
- * be local.  The newest snapshot both sides share (by guid) is the
- * incremental base; everything newer is sent with its intermediates. */
+ * be local.  Each dataset is sent from its own newest snapshot or
+ * bookmark that the destination has (by guid), with every snapshot after
+ * it, in groups (one `snapshot -r` commits together).  A partial receive
+ * on the destination is resumed by its token first.  Running sync again
+ * after any failure converges. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -184,61 +187,175 @@ static int have_remote(const uint8_t (*d)[32], size_t n, uint8_t *present, void 
 	return 0;
 }
 
-/* Snapshot guids of the destination dataset (none if it does not exist). */
+/* Runs `cairn VERB...` on the destination and returns its stdout (NUL
+ * terminated, malloc'ed) and exit status; stderr is silenced when quiet. */
+static int dest_output(const endpoint_t *d, const char *const *verb, bool quiet, char **out)
+{
+	char **av = dest_argv(d, verb);
+	int to, from;
+	pid_t pid = spawn_piped(av, &to, &from, quiet);
+	argv_free(av);
+	*out = NULL;
+	if (pid < 0)
+		return -errno;
+	close(to);
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 8192;
+			char *p = realloc(buf, cap);
+			if (!p)
+				break;
+			buf = p;
+		}
+		ssize_t k = read(from, buf + len, cap - len - 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		len += k;
+	}
+	close(from);
+	if (buf)
+		buf[len] = 0;
+	*out = buf;
+	return wait_child(pid);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The guids of every snapshot and bookmark under the destination dataset
+ * (none if it does not exist), sorted. */
 static int dest_guids(const endpoint_t *d, uint64_t **guids, size_t *n)
 {
 	*guids = NULL;
 	*n = 0;
-	const char *verb[] = {"list", "-H", "-p", "-t", "snapshot", "-d", "1", "-o", "guid",
+	/* "does not exist" is expected for a first sync: stderr is silenced. */
+	const char *verb[] = {"list", "-H", "-p", "-r", "-t", "snapshot,bookmark", "-o", "guid",
 			      d->dataset, NULL};
-	char **av = dest_argv(d, verb);
-	int to, from;
-	/* stderr of the child passes through: "does not exist" is expected
-	 * for a first sync, so silence it by checking existence separately. */
-	pid_t pid = spawn_piped(av, &to, &from, true);
-	argv_free(av);
-	if (pid < 0)
-		return -errno;
-	close(to);
-	FILE *f = fdopen(from, "r");
-	char line[64];
-	while (f && fgets(line, sizeof(line), f)) {
+	char *out;
+	int rc = dest_output(d, verb, true, &out);
+	if (rc < 0)
+		return rc;
+	for (char *line = out, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
 		uint64_t *p = realloc(*guids, (*n + 1) * sizeof(*p));
-		if (!p)
-			break;
+		if (!p) {
+			free(out);
+			return -ENOMEM;
+		}
 		*guids = p;
 		(*guids)[(*n)++] = strtoull(line, NULL, 10);
 	}
-	if (f)
-		fclose(f);
-	wait_child(pid);
+	free(out);
+	qsort(*guids, *n, sizeof(uint64_t), cmp_u64);
 	return 0;
 }
 
-/* Newest snapshot of the source dataset whose guid the destination has. */
-static int find_common(cairn_store *st, const char *ds, const uint64_t *guids, size_t ng,
-		       char **common, char **newest)
+static bool has_guid(const uint64_t *guids, size_t ng, uint64_t g)
 {
-	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = 1,
+	return bsearch(&g, guids, ng, sizeof(g), cmp_u64) != NULL;
+}
+
+/* Over the source dataset (and its subtree with -R): the top's newest
+ * snapshot (*newest, "ds@s"), the top's newest snapshot the destination
+ * has (*common, "@s"), and whether every dataset's newest snapshot is
+ * already there (*current). */
+static int find_common(cairn_store *st, const char *ds, bool recursive, const uint64_t *guids,
+		       size_t ng, char **common, char **newest, bool *current)
+{
+	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = recursive ? -1 : 1,
 				.types = CAIRN_TYPE_SNAPSHOT, .fields = 1u << CAIRN_F_GUID};
 	cairn_list *l;
 	int r = cairn_list_open(st, &spec, &l);
 	cairn_list_cursor cur = {0};
 	cairn_list_batch b = {0};
 	*common = *newest = NULL;
+	*current = true;
+	size_t dl = strlen(ds);
+	char *lastds = NULL;
+	uint64_t lastguid = 0;
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
 		for (size_t i = 0; i < b.n; i++) {
+			const char *name = b.name[i];
+			const char *at = strchr(name, '@');
+			uint64_t g = b.field[CAIRN_F_GUID][i];
+			if (lastds && (strlen(lastds) != (size_t)(at - name) ||
+				       strncmp(lastds, name, at - name))) {
+				*current &= has_guid(guids, ng, lastguid);
+				free(lastds);
+				lastds = NULL;
+			}
+			if (!lastds)
+				lastds = strndup(name, at - name);
+			lastguid = g;
+			if ((size_t)(at - name) != dl || strncmp(name, ds, dl))
+				continue; /* a child: only its newest matters */
 			free(*newest);
-			*newest = strdup(b.name[i]);
-			for (size_t k = 0; k < ng; k++)
-				if (guids[k] == b.field[CAIRN_F_GUID][i]) {
-					free(*common);
-					*common = strdup(strchr(b.name[i], '@'));
-				}
+			*newest = strdup(name);
+			if (has_guid(guids, ng, g)) {
+				free(*common);
+				*common = strdup(at);
+			}
 		}
+	if (lastds)
+		*current &= has_guid(guids, ng, lastguid);
+	free(lastds);
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
 	return r;
+}
+
+/* A partial receive on the destination is finished first, from its token
+ * (send -t); if the token is stale, the partial state is discarded and the
+ * ordinary sync that follows starts that group again.  1 = resumed. */
+static int resume_partial(cairn_store *st, const endpoint_t *dst, bool verbose)
+{
+	const char *verb[] = {"get", "-H", "-o", "value", "receive_resume_token", dst->dataset, NULL};
+	char *tok;
+	if (dest_output(dst, verb, true, &tok) != 0 || !tok) {
+		free(tok);
+		return 0;
+	}
+	tok[strcspn(tok, "\n")] = 0;
+	if (!tok[0] || !strcmp(tok, "-")) {
+		free(tok);
+		return 0;
+	}
+	cairn_send_opts o = {.resume_token = tok, .progress = cli_progress};
+	const char *rv[] = {"recv", "-s", dst->dataset, NULL};
+	char **av = dest_argv(dst, rv);
+	pid_t pid = spawn_piped(av, &o.fd, NULL, false);
+	argv_free(av);
+	int r = pid < 0 ? -errno : cairn_send(st, NULL, &o);
+	int child = 0;
+	if (pid > 0) {
+		close(o.fd);
+		child = wait_child(pid);
+	}
+	cli_progress_done();
+	free(tok);
+	if (r == 0 && child == 0) {
+		if (verbose)
+			printf("resumed the partial receive into %s\n", dst->dataset);
+		return 1;
+	}
+	/* A stale token: discard the partial state; the sync below redoes it. */
+	if (verbose)
+		printf("discarding the partial receive into %s (%s)\n", dst->dataset,
+		       r < 0 ? cairn_store_errdetail(st) : "the receiver refused the resume");
+	const char *av2[] = {"recv", "-A", dst->dataset, NULL};
+	char *ignored;
+	dest_output(dst, av2, true, &ignored);
+	free(ignored);
+	return 0;
 }
 
 static void est(const char *kind, const char *from, const char *to, uint64_t bytes, void *arg)
@@ -246,6 +363,79 @@ static void est(const char *kind, const char *from, const char *to, uint64_t byt
 	char b[32];
 	cli_size(b, sizeof(b), bytes, false);
 	printf("would send %s%s%s: %s\n", to, from ? " from " : "", from ? from : "", b);
+}
+
+/* A host part that begins with '-' would reach ssh as an option. */
+static bool bad_host(const endpoint_t *e)
+{
+	return e->host && (!e->host[0] || e->host[0] == '-');
+}
+
+/* Sends newest (from each dataset's newest snapshot the destination has)
+ * into `recv -s` on the destination.  0, or 1 after printing the error. */
+static int send_to(cairn_store *st, const endpoint_t *src, const endpoint_t *dst,
+		   const char *newest, const uint64_t *guids, size_t ng, bool recursive, bool force,
+		   bool dry, bool verbose, const char *common)
+{
+	cairn_send_opts o = {.intermediates = true, .recursive = recursive, .dry_run = dry,
+			     .progress = cli_progress, .base_guids = guids, .nbase_guids = ng};
+	remote_have_t rh = {-1, -1, -1};
+	cairn_store *dstore = NULL;
+	int rc = 0, r = 0, child = 0;
+	if (dst->host) {
+		const char *verb[] = {"have", NULL};
+		char **av = dest_argv(dst, verb);
+		rh.pid = spawn_piped(av, &rh.to, &rh.from, false);
+		argv_free(av);
+		o.have = have_remote;
+		o.have_arg = &rh;
+	} else {
+		if (cairn_store_open(dst->store ? dst->store : g_cli.store_path, &dstore) < 0) {
+			cli_err(dst->store, "cannot open the destination store");
+			return 1;
+		}
+		o.have = have_local;
+		o.have_arg = dstore;
+	}
+	if (dry) {
+		o.estimate = est;
+		r = cairn_send(st, newest, &o);
+	} else {
+		const char *verb[] = {"recv", "-s", force ? "-F" : "-s", verbose ? "-v" : "-s",
+				      dst->dataset, NULL};
+		char **av = dest_argv(dst, verb);
+		pid_t rpid = spawn_piped(av, &o.fd, NULL, false);
+		argv_free(av);
+		signal(SIGPIPE, SIG_IGN);
+		r = rpid < 0 ? -errno : cairn_send(st, newest, &o);
+		if (rpid > 0) {
+			close(o.fd);
+			child = wait_child(rpid);
+		}
+	}
+	if (rh.pid > 0) {
+		close(rh.to);
+		close(rh.from);
+		wait_child(rh.pid);
+	}
+	cairn_store_close(dstore);
+	cli_progress_done();
+	if (child != 0) {
+		/* The receiving side said why on stderr; here only which side. */
+		cli_err(dst->dataset, "the receive on the destination failed (exit %d)%s", child,
+			r < 0 ? "; the send stopped with it" : "");
+		rc = 1;
+	} else if (r < 0) {
+		rc = cli_fail(st, src->dataset, r);
+	}
+	if (!rc && (verbose || dry)) {
+		char b[32];
+		cli_size(b, sizeof(b), o.bytes, false);
+		printf("%s %s %s -> %s: %s in %llu snapshots, %llu chunks already there\n",
+		       dry ? "would sync" : "synced", newest, common ? common : "(full)", dst->dataset,
+		       b, (unsigned long long)o.snapshots, (unsigned long long)o.chunks_skipped);
+	}
+	return rc;
 }
 
 int cmd_sync(int argc, char **argv)
@@ -267,6 +457,11 @@ int cmd_sync(int argc, char **argv)
 	endpoint_t src, dst;
 	if (parse_endpoint(argv[optind], &src) < 0 || parse_endpoint(argv[optind + 1], &dst) < 0)
 		return cli_usage(u, "bad endpoint");
+	if (bad_host(&src) || bad_host(&dst)) {
+		cli_err(bad_host(&src) ? argv[optind] : argv[optind + 1],
+			"host name must not be empty or begin with '-'");
+		return 1;
+	}
 	if (src.host) {
 		cli_err(argv[optind], "the source must be a local store (run sync on the source host)");
 		return 1;
@@ -276,12 +471,18 @@ int cmd_sync(int argc, char **argv)
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;
+	int rc = 0;
+	if (!dry)
+		resume_partial(st, &dst, verbose);
 	uint64_t *guids;
 	size_t ng;
 	char *common = NULL, *newest = NULL;
-	int rc = 0, r = dest_guids(&dst, &guids, &ng);
+	bool current = false;
+	int r = dest_guids(&dst, &guids, &ng);
+	if (r < 0)
+		cli_err(dst.dataset, "cannot list the destination: %s", strerror(-r));
 	if (r == 0)
-		r = find_common(st, src.dataset, guids, ng, &common, &newest);
+		r = find_common(st, src.dataset, recursive, guids, ng, &common, &newest, &current);
 	if (r < 0)
 		rc = cli_fail(st, src.dataset, r);
 	else if (!newest) {
@@ -292,69 +493,17 @@ int cmd_sync(int argc, char **argv)
 				     "(destroy them or pick another destination)",
 			src.dataset);
 		rc = 1;
-	} else if (common && !strcmp(strchr(newest, '@'), common)) {
+	} else if (current) {
 		if (verbose || dry)
-			printf("%s is up to date (%s)\n", dst.dataset, common);
+			printf("%s is up to date (%s)\n", dst.dataset, strchr(newest, '@'));
 	} else {
-		cairn_send_opts o = {.from = common, .intermediates = true, .recursive = recursive,
-				     .dry_run = dry, .progress = cli_progress};
-		remote_have_t rh = {-1, -1, -1};
-		cairn_store *dstore = NULL;
-		if (dst.host) {
-			const char *verb[] = {"have", NULL};
-			char **av = dest_argv(&dst, verb);
-			rh.pid = spawn_piped(av, &rh.to, &rh.from, false);
-			argv_free(av);
-			o.have = have_remote;
-			o.have_arg = &rh;
-		} else {
-			if (cairn_store_open(dst.store ? dst.store : g_cli.store_path, &dstore) < 0) {
-				cli_err(dst.store, "cannot open the destination store");
-				rc = 1;
-			}
-			o.have = have_local;
-			o.have_arg = dstore;
-		}
-		pid_t rpid = -1;
-		if (!rc && dry) {
-			o.estimate = est;
-			r = cairn_send(st, newest, &o);
-		} else if (!rc) {
-			const char *verb[] = {"recv", force ? "-F" : "-s", verbose ? "-v" : "-s",
-					      dst.dataset, NULL};
-			char **av = dest_argv(&dst, verb);
-			rpid = spawn_piped(av, &o.fd, NULL, false);
-			argv_free(av);
-			signal(SIGPIPE, SIG_IGN);
-			r = rpid < 0 ? -errno : cairn_send(st, newest, &o);
-			if (rpid > 0) {
-				close(o.fd);
-				int st_child = wait_child(rpid);
-				if (r == 0 && st_child != 0)
-					r = -EIO;
-			}
-		}
-		if (rh.pid > 0) {
-			close(rh.to);
-			close(rh.from);
-			wait_child(rh.pid);
-		}
-		cairn_store_close(dstore);
-		cli_progress_done();
-		if (!rc && r < 0)
-			rc = cli_fail(st, src.dataset, r);
-		if (!rc && (verbose || dry)) {
-			char b[32];
-			cli_size(b, sizeof(b), o.bytes, false);
-			printf("%s %s %s -> %s: %s in %llu snapshots, %llu chunks already there\n",
-			       dry ? "would sync" : "synced", newest, common ? common : "(full)",
-			       dst.dataset, b, (unsigned long long)o.snapshots,
-			       (unsigned long long)o.chunks_skipped);
-		}
+		rc = send_to(st, &src, &dst, newest, guids, ng, recursive, force, dry, verbose, common);
 	}
 	free(guids);
 	free(common);
 	free(newest);
+	free(src.host), free(src.store), free(src.dataset);
+	free(dst.host), free(dst.store), free(dst.dataset);
 	cairn_store_close(st);
 	return rc;
 }

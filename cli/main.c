@@ -41,6 +41,7 @@ static const struct verb {
 	{"sync", cmd_sync, "replicate to another store, sending only missing chunks"},
 	{"have", cmd_have, "(internal) answer which chunks this store has"},
 	{"diff", cmd_diff, "show what changed between snapshots (zfs diff format)"},
+	{"mount", cmd_mount, "browse snapshots through a read-only FUSE file system"},
 	{"rollback", cmd_rollback, "destroy the snapshots after a snapshot"},
 	{"help", cmd_help, "show a verb's manual page (else its usage)"},
 	{"load-key", cmd_load_key, "load encryption keys into the kernel keyring"},

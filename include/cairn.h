@@ -62,7 +62,22 @@ typedef struct cairn_init_opts {
 	/** Skip the atime check.  For tests only; a store without working atimes
 	 * cannot be garbage-collected safely. */
 	bool skip_atime_check;
+	/** Where chunks live: NULL (here, in .chunks), "s3://BUCKET[/PREFIX]"
+	 * or "file:///PATH" (docs/BACKENDS.md).  The bucket is created if
+	 * missing; one already holding a store is refused (-EEXIST). */
+	const char *chunks;
+	const char *endpoint;         /**< S3 endpoint URL; NULL = $CAIRN_S3_ENDPOINT */
+	const char *region;           /**< S3 region; NULL = us-east-1 */
+	const char *credentials_file; /**< AWS-style file, used when the environment has no keys */
+	bool virtual_host;            /**< bucket.host addressing instead of host/bucket */
+	/** Rebuild a store from the catalog copy and chunks in `chunks`
+	 * (disaster recovery) instead of creating an empty one. */
+	bool import;
 } cairn_init_opts;
+
+/** Why the last cairn_store_init() of this thread failed, when the error
+ * code alone does not say (bad bucket URL, server answer...); "" if none. */
+const char *cairn_store_init_errdetail(void);
 
 /** Creates a new store at path (created mode 0700 if missing; an existing
  * directory must be empty).  Checks that the filesystem updates atimes set
@@ -404,6 +419,12 @@ typedef struct cairn_send_opts {
 	uint64_t bytes;     /**< result: stream bytes written (or estimated) */
 	uint64_t chunks_skipped; /**< result: chunks the receiver had (have) */
 	uint64_t snapshots; /**< result */
+	/** Optional (sync): the guids of every snapshot and bookmark the
+	 * receiver has, sorted ascending (not owned).  Each dataset is then
+	 * sent from its own newest snapshot or bookmark among them (whole when
+	 * there is none), with intermediates; from is ignored. */
+	const uint64_t *base_guids;
+	size_t nbase_guids;
 } cairn_send_opts;
 
 /** Writes a send stream of snap ("ds@snap").  Before reading anything it

@@ -27,6 +27,7 @@
 
 #include "exclude.h"
 #include "dataset.h"
+#include "encroot.h"
 #include "snapio.h"
 #include "store.h"
 #include "pool.h"
@@ -67,6 +68,7 @@ typedef struct bctx {
 	char *root; /* source path */
 	dev_t rootdev;
 	chunker_params_t cp, mp;
+	crypt_keys_t *key; /* the encryption root's keys, NULL for a plain dataset */
 	int level;
 	uint32_t avg;
 	refset_t set;
@@ -169,7 +171,7 @@ static int reuse_ref(bctx_t *c, const chunk_ref_t *r)
 
 static int store_chunk(bctx_t *c, const uint8_t *data, size_t len, chunk_ref_t *ref)
 {
-	int r = chunk_store_data(c->cs, data, len, c->level, ref, NULL);
+	int r = chunk_store_data_key(c->cs, c->key, data, len, c->level, ref, NULL);
 	if (r == 0 && refset_add(&c->set, ref) < 0)
 		r = -ENOMEM;
 	if (r < 0) {
@@ -825,7 +827,7 @@ static int list_dir(int dfd, char ***names, size_t *n)
 		}
 	}
 	closedir(d);
-	if (r == 0)
+	if (r == 0 && *n) /* qsort wants a non-null array, even of 0 */
 		qsort(*names, *n, sizeof(char *), name_cmp);
 	return r;
 }
@@ -930,7 +932,7 @@ static int open_prev(bctx_t *c, int64_t dsid)
 	snap_row_clear(&prev);
 	buf_free(&idx);
 	if (r == 0)
-		r = snaptree_open(&c->prev.t, c->cs, &tree);
+		r = snaptree_open_key(&c->prev.t, c->cs, c->key, &tree);
 	if (r < 0) {
 		buf_free(&tree);
 		return r == -ENOENT || r == CAIRN_ECORRUPT ? 0
@@ -963,6 +965,7 @@ static void ctx_free(bctx_t *c)
 	free(c->links);
 	refset_free(&c->set);
 	cdcw_free(&c->tree);
+	crypt_keys_free(c->key);
 	buf_free(&c->io);
 	buf_free(&c->bundle);
 	free(c->root);
@@ -1027,6 +1030,21 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 	return r;
 }
 
+/* An encrypted dataset: keyed ids, encrypted blobs, and the root's own
+ * gear table for content and tree stream alike.  The index stream stays
+ * plain (index_write), so GC, holds and verify need no key. */
+static int backup_crypt_setup(bctx_t *c, const ds_row_t *ds)
+{
+	int r = encroot_keys(c->st, ds, &c->key);
+	if (r < 0 || !c->key)
+		return r;
+	chunker_params_seed(&c->cp, c->key->gear);
+	chunker_params_seed(&c->mp, c->key->gear);
+	if (c->pool)
+		pool_set_key(c->pool, c->key);
+	return 0;
+}
+
 static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 {
 	bctx_t c = {.st = st, .cs = st->cs, .opts = opts, .dsname = j->ds.name,
@@ -1037,7 +1055,10 @@ static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 	if (r == 0 && chunker_params_init(&c.cp, c.avg) < 0)
 		r = store_err(st, CAIRN_EBADPROP, "%s: bad chunksize %u", j->ds.name, c.avg);
 	chunker_params_init(&c.mp, META_CHUNK_AVG);
+	if (r == 0)
+		r = backup_crypt_setup(&c, &j->ds);
 	cdcw_init(&c.tree, st->cs, &c.mp, c.level ? c.level : 0, &c.set);
+	c.tree.key = c.key;
 	buf_t hdr = {0};
 	if (r == 0)
 		r = tree_write_header(&hdr);

@@ -2,13 +2,29 @@
 #include "catalog.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "cairn.h"
 
 struct catalog {
 	sqlite3 *db;
 	bool in_write;
+	/* Write transactions nest (savepoints): a receive applies dataset
+	 * creation, renames and destroys inside the one commit of the data
+	 * they belong to. */
+	int depth;
+	uint64_t txg;
+	char *path;
+	/* The first error of the current operation, kept across the ROLLBACK
+	 * that follows it: SQLite's own message is overwritten by the
+	 * rollback ("not an error", or "cannot rollback - no transaction is
+	 * active" after SQLite already rolled back on a full disk). */
+	char err[256];
+	bool err_saved;
 };
 
 /* Bulky per-snapshot roots live in snapdata so that scans of snapshot
@@ -78,6 +94,28 @@ static int sql_err(int rc)
 	}
 }
 
+/* Records the current failure's message and errno-style code, once per
+ * operation: the first error wins. */
+static int save_err(catalog_t *c, int rc)
+{
+	int r = sql_err(rc);
+	if (r == -EACCES) {
+		/* SQLite says "readonly database"; name the real cause when it
+		 * is the filesystem. */
+		struct statvfs vfs;
+		if (c->path && statvfs(c->path, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
+			r = -EROFS;
+	}
+	if (!c->err_saved) {
+		if (r == -EROFS || r == -ENOSPC)
+			snprintf(c->err, sizeof(c->err), "%s", strerror(-r));
+		else
+			snprintf(c->err, sizeof(c->err), "%s", sqlite3_errmsg(c->db));
+		c->err_saved = true;
+	}
+	return r;
+}
+
 void ds_row_clear(ds_row_t *r)
 {
 	free(r->name);
@@ -141,9 +179,23 @@ int catalog_create(const char *path)
 	return sql_err(rc);
 }
 
+/* SQLite would block opening a FIFO, and follow a symlink, planted as the
+ * catalog: refuse anything but a regular file first. */
+static int check_regular(const char *path)
+{
+	int fd = open_regular(AT_FDCWD, path, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
 int catalog_open(const char *path, catalog_t **out)
 {
 	*out = NULL;
+	int e = check_regular(path);
+	if (e < 0)
+		return e;
 	catalog_t *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -152,6 +204,7 @@ int catalog_open(const char *path, catalog_t **out)
 		free(c);
 		return r;
 	}
+	c->path = strdup(path);
 	int64_t fmt;
 	sqlite3_stmt *s;
 	int rc = sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key='format'", -1, &s, NULL);
@@ -175,6 +228,7 @@ void catalog_close(catalog_t *c)
 	if (!c)
 		return;
 	sqlite3_close_v2(c->db);
+	free(c->path);
 	free(c);
 }
 
@@ -183,9 +237,15 @@ sqlite3 *catalog_db(catalog_t *c)
 	return c->db;
 }
 
+int catalog_error(catalog_t *c)
+{
+	int rc = sqlite3_errcode(c->db);
+	return save_err(c, rc) ?: -EIO;
+}
+
 const char *catalog_errmsg(catalog_t *c)
 {
-	return sqlite3_errmsg(c->db);
+	return c->err_saved ? c->err : sqlite3_errmsg(c->db);
 }
 
 /* Prepared statements are cached by SQLite's own lookaside; preparing per
@@ -193,6 +253,7 @@ const char *catalog_errmsg(catalog_t *c)
  * per row of a scan. */
 static int prep(catalog_t *c, const char *sql, sqlite3_stmt **s)
 {
+	c->err_saved = false; /* a new operation */
 	int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, s, NULL);
 	return sql_err(rc);
 }
@@ -204,44 +265,81 @@ static int exec(catalog_t *c, const char *sql)
 
 int catalog_begin_write(catalog_t *c, uint64_t *txg)
 {
-	int r = exec(c, "BEGIN IMMEDIATE");
-	if (r < 0)
+	if (c->in_write) {
+		int r = exec(c, "SAVEPOINT nested");
+		if (r == 0) {
+			c->depth++;
+			*txg = c->txg;
+		}
 		return r;
+	}
+	c->err_saved = false;
+	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return save_err(c, rc);
 	sqlite3_stmt *s;
-	r = prep(c, "UPDATE meta SET value = value + 1 WHERE key='txg' RETURNING value", &s);
+	int r = sql_err(sqlite3_prepare_v3(c->db,
+					   "UPDATE meta SET value = value + 1 WHERE key='txg' RETURNING value",
+					   -1, SQLITE_PREPARE_PERSISTENT, &s, NULL));
 	if (r == 0) {
-		if (sqlite3_step(s) == SQLITE_ROW)
+		rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW)
 			*txg = sqlite3_column_int64(s, 0);
 		else
-			r = sql_err(sqlite3_errcode(c->db)) ?: -EIO;
+			r = save_err(c, rc) ?: -EIO;
 		sqlite3_finalize(s);
+	} else {
+		r = save_err(c, sqlite3_errcode(c->db));
 	}
 	if (r < 0) {
-		exec(c, "ROLLBACK");
+		if (!sqlite3_get_autocommit(c->db))
+			exec(c, "ROLLBACK");
 		return r;
 	}
 	c->in_write = true;
+	c->txg = *txg;
 	return 0;
 }
 
 int catalog_commit(catalog_t *c)
 {
-	int r = exec(c, "COMMIT");
-	if (r < 0)
-		exec(c, "ROLLBACK");
+	if (c->depth > 0) {
+		c->depth--;
+		return exec(c, "RELEASE nested");
+	}
+	int rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+	int r = 0;
+	if (rc != SQLITE_OK) {
+		c->err_saved = false; /* the commit's own error is the one to keep */
+		r = save_err(c, rc);
+		/* On a full disk SQLite has already rolled back. */
+		if (!sqlite3_get_autocommit(c->db))
+			exec(c, "ROLLBACK");
+	}
 	c->in_write = false;
 	return r;
 }
 
 void catalog_rollback(catalog_t *c)
 {
-	if (!sqlite3_get_autocommit(c->db))
+	if (c->depth > 0) {
+		c->depth--;
+		exec(c, "ROLLBACK TO nested");
+		exec(c, "RELEASE nested");
+		return;
+	}
+	if (!sqlite3_get_autocommit(c->db)) {
+		int rc = sqlite3_errcode(c->db);
+		if (rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+			save_err(c, rc);
 		exec(c, "ROLLBACK");
+	}
 	c->in_write = false;
 }
 
 int catalog_begin_read(catalog_t *c)
 {
+	c->err_saved = false;
 	return exec(c, "BEGIN");
 }
 

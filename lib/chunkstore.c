@@ -11,17 +11,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <zstd.h>
 
+#include "backend.h"
 #include "blob.h"
 
 #define NSUBDIRS 65536
@@ -69,6 +72,15 @@ struct chunkstore {
 	int sticky_err;        /* a batch flush run inside put() failed */
 
 	atomic_uint_fast64_t new_bytes, new_chunks, syncs;
+
+	/* Remote chunks (NULL: the blobs live here).  Then the local files
+	 * are markers (see chunkstore.h) and intent_fd is the lock file that
+	 * orders writers' intents against the remote sweep. */
+	backend_t *be;
+	chunkstore_rsweep last_sweep;
+	int intent_fd;
+	pthread_mutex_t intent_lock;
+	unsigned intent_holders;
 };
 
 /* Process-wide so two handles on one directory never pick the same name. */
@@ -204,6 +216,7 @@ static void pset_kill(chunkstore_t *cs, struct pending *s)
 struct cpath {
 	int at;
 	const char *name;
+	digest_t d;
 	char buf[5 + DIGEST_HEX_LEN + 1];
 };
 
@@ -255,6 +268,7 @@ static int subdir_fd(chunkstore_t *cs, unsigned idx)
 
 static void cpath_init(chunkstore_t *cs, const digest_t *d, struct cpath *p)
 {
+	p->d = *d;
 	digest_to_hex(d, p->buf + 5);
 	memcpy(p->buf, p->buf + 5, 4);
 	p->buf[4] = '/';
@@ -272,21 +286,27 @@ static void tmp_name(const struct cpath *p, pid_t pid, uint64_t no, char out[TMP
 
 int chunkstore_create(const char *dir)
 {
-	/* EEXIST is fine everywhere, so an interrupted create can be rerun. */
+	/* EEXIST is fine, so an interrupted create can be rerun.  The 65536
+	 * subdirectories are made on first use (subdir_make): an empty store
+	 * stays small. */
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	_cleanup_close_ int fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	for (unsigned i = 0; i < NSUBDIRS; i++) {
-		char name[5];
-		subdir_name(i, name);
-		if (mkdirat(fd, name, 0700) < 0 && errno != EEXIST)
-			return -errno;
-	}
-	/* One syncfs instead of 65537 fsyncs; also covers the new inodes on
-	 * filesystems where fsync of the parent would not. */
 	return syncfs(fd) < 0 ? -errno : 0;
+}
+
+/* Makes subdirectory idx if it is missing.  Several writers may race
+ * here: EEXIST means another one won, which is just as good.  GC never
+ * removes subdirectories, so one that exists stays. */
+static int subdir_make(chunkstore_t *cs, unsigned idx)
+{
+	char name[5];
+	subdir_name(idx, name);
+	if (mkdirat(cs->dirfd, name, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
 }
 
 static unsigned subfd_cap_from_rlimit(void)
@@ -302,10 +322,11 @@ static unsigned subfd_cap_from_rlimit(void)
 
 static int check_layout(int dirfd)
 {
-	/* ffff is the last subdirectory chunkstore_create makes. */
+	/* Subdirectories appear on first use (old stores have all of them);
+	 * the store marker next to the catalog says whether this is a store. */
 	struct stat st;
-	if (fstatat(dirfd, "ffff", &st, 0) < 0)
-		return errno == ENOENT ? CAIRN_ENOTSTORE : -errno;
+	if (fstat(dirfd, &st) < 0)
+		return -errno;
 	return S_ISDIR(st.st_mode) ? 0 : CAIRN_ENOTSTORE;
 }
 
@@ -345,6 +366,8 @@ int chunkstore_open(const char *dir, chunkstore_t **out)
 	cs->subfd_cap = subfd_cap_from_rlimit();
 	cs->max_chunks = DEFAULT_BATCH_CHUNKS;
 	cs->max_bytes = DEFAULT_BATCH_BYTES;
+	cs->intent_fd = -1;
+	pthread_mutex_init(&cs->intent_lock, NULL);
 	pthread_mutex_init(&cs->lock, NULL);
 	pthread_cond_init(&cs->settled, NULL);
 	*out = cs;
@@ -358,6 +381,36 @@ static void unlink_tmp(chunkstore_t *cs, const struct pending *s)
 	cpath_init(cs, &s->d, &p);
 	tmp_name(&p, cs->pid, s->tmpno, tmp);
 	unlinkat(p.at, tmp, 0);
+}
+
+/* CAIRN_BACKEND_STATS=FILE: one line of request counts per store handle,
+ * appended to FILE when the store closes (tests and benchmarks count
+ * requests with it; the library itself never prints). */
+static void stats_line(chunkstore_t *cs)
+{
+	const char *path = getenv("CAIRN_BACKEND_STATS");
+	if (!cs->be || !path || !*path)
+		return;
+	backend_stats b;
+	backend_get_stats(cs->be, &b);
+	const chunkstore_rsweep *w = &cs->last_sweep;
+	char line[512];
+	int n = snprintf(line, sizeof(line),
+			 "put=%" PRIu64 " get=%" PRIu64 " head=%" PRIu64 " list=%" PRIu64
+			 " delete_req=%" PRIu64 " delete_keys=%" PRIu64 " retries=%" PRIu64
+			 " bytes_up=%" PRIu64 " bytes_down=%" PRIu64 " sweep_listed=%" PRIu64
+			 " sweep_removed=%" PRIu64 " sweep_kept_recent=%" PRIu64
+			 " sweep_kept_marker=%" PRIu64 " sweep_kept_intent=%" PRIu64 "\n",
+			 b.put, b.get, b.head, b.list, b.delete_req, b.delete_keys, b.retries,
+			 b.bytes_up, b.bytes_down, w->listed, w->removed, w->kept_recent,
+			 w->kept_marker, w->kept_intent);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		if (write_full(fd, line, MIN((size_t)n, sizeof(line) - 1)) < 0) {
+			/* best effort: a statistics file is not worth failing for */
+		}
+		close(fd);
+	}
 }
 
 void chunkstore_close(chunkstore_t *cs)
@@ -374,6 +427,11 @@ void chunkstore_close(chunkstore_t *cs)
 			close(fd);
 	}
 	close(cs->dirfd);
+	if (cs->intent_fd >= 0)
+		close(cs->intent_fd);
+	stats_line(cs);
+	backend_close(cs->be);
+	pthread_mutex_destroy(&cs->intent_lock);
 	pthread_cond_destroy(&cs->settled);
 	pthread_mutex_destroy(&cs->lock);
 	free(cs->slots);
@@ -389,6 +447,57 @@ static int do_syncfs(chunkstore_t *cs)
 	return syncfs(cs->dirfd) < 0 ? -errno : 0;
 }
 
+/* An uploaded blob's local file becomes a marker: the same size, all hole
+ * (no data blocks), so it costs an inode and keeps the blob size for
+ * dedup statistics (touch_stat) while the bytes live remotely. */
+static int make_marker(const struct cpath *p, const char *tmp, uint32_t len)
+{
+	_cleanup_close_ int fd = openat(p->at, tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, 0) < 0 || ftruncate(fd, len) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Uploads every READY entry's temporary file, a group at a time (a group
+ * bounds the open files; the backend uploads a group in parallel). */
+#define UPLOAD_GROUP 256
+static int upload_ready(chunkstore_t *cs)
+{
+	backend_put *items = calloc(UPLOAD_GROUP, sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	int err = 0;
+	size_t n = 0;
+	for (size_t i = 0; i <= cs->cap && !err; i++) {
+		bool last = i == cs->cap;
+		if (!last && cs->slots[i].state == SLOT_READY) {
+			struct pending *sl = &cs->slots[i];
+			struct cpath p;
+			char tmp[TMP_NAME_MAX];
+			cpath_init(cs, &sl->d, &p);
+			tmp_name(&p, cs->pid, sl->tmpno, tmp);
+			int fd = openat(p.at, tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			if (fd < 0) {
+				err = -errno;
+				break;
+			}
+			items[n++] = (backend_put){.d = sl->d, .fd = fd, .len = sl->stored_len};
+		}
+		if (n && (n == UPLOAD_GROUP || last)) {
+			err = backend_put_many(cs->be, n, items, NULL);
+			for (size_t k = 0; k < n; k++)
+				close(items[k].fd);
+			n = 0;
+		}
+	}
+	for (size_t k = 0; k < n; k++)
+		close(items[k].fd);
+	free(items);
+	return err;
+}
+
 /* Gives a READY entry its final name, or removes its temp file when the
  * data could not be made durable (sync_err) or the rename fails. */
 static int publish_one(chunkstore_t *cs, const struct pending *s, int sync_err)
@@ -397,6 +506,8 @@ static int publish_one(chunkstore_t *cs, const struct pending *s, int sync_err)
 	char tmp[TMP_NAME_MAX];
 	cpath_init(cs, &s->d, &p);
 	tmp_name(&p, cs->pid, s->tmpno, tmp);
+	if (!sync_err && cs->be)
+		sync_err = make_marker(&p, tmp, s->stored_len);
 	if (!sync_err && renameat(p.at, tmp, p.at, p.name) == 0)
 		return 0;
 	int r = sync_err ? sync_err : -errno;
@@ -426,7 +537,9 @@ static int batch_flush_locked(chunkstore_t *cs)
 {
 	if (!cs->ready)
 		return 0;
-	int sync_err = do_syncfs(cs);
+	/* Remote: the PUTs are the durability step (an object is durable once
+	 * acknowledged); the local marker is only a cache of that fact. */
+	int sync_err = cs->be ? upload_ready(cs) : do_syncfs(cs);
 	int err = sync_err;
 	for (size_t i = 0; i < cs->cap; i++) {
 		if (cs->slots[i].state != SLOT_READY)
@@ -437,7 +550,7 @@ static int batch_flush_locked(chunkstore_t *cs)
 	}
 	drop_ready(cs);
 	cs->gen++;
-	if (!sync_err)
+	if (!sync_err && !cs->be)
 		cs->renames_unsynced = true;
 	return err;
 }
@@ -446,6 +559,8 @@ int chunkstore_flush(chunkstore_t *cs)
 {
 	pthread_mutex_lock(&cs->lock);
 	int err = batch_flush_locked(cs);
+	if (cs->be)
+		cs->renames_unsynced = false; /* markers: no durability needed */
 	if (cs->renames_unsynced) {
 		int r = do_syncfs(cs);
 		if (!r)
@@ -514,19 +629,70 @@ static int claim(chunkstore_t *cs, const digest_t *d, const struct cpath *p, uin
 	}
 }
 
+/* ---- remote chunks: intents ----
+ *
+ * With a remote backend, a writer's temporary file is its intent to upload
+ * that chunk, and the remote sweep keeps every object that has a local
+ * marker or a temporary file.  The sweep checks and deletes under an
+ * exclusive flock of the intent file; writers create their temporary
+ * files under a shared one.  So a temporary created before the sweep's
+ * check is seen by it, and one created after it uploads after the delete
+ * (see docs/BACKENDS.md).  flock belongs to the open file, which all our
+ * threads share: a count keeps the shared lock while any thread needs it. */
+static int intent_begin(chunkstore_t *cs)
+{
+	if (!cs->be)
+		return 0;
+	pthread_mutex_lock(&cs->intent_lock);
+	int r = 0;
+	if (cs->intent_holders == 0) {
+		while ((r = flock(cs->intent_fd, LOCK_SH)) < 0 && errno == EINTR)
+			;
+		r = r < 0 ? -errno : 0;
+	}
+	if (!r)
+		cs->intent_holders++;
+	pthread_mutex_unlock(&cs->intent_lock);
+	return r;
+}
+
+static void intent_end(chunkstore_t *cs)
+{
+	if (!cs->be)
+		return;
+	pthread_mutex_lock(&cs->intent_lock);
+	if (--cs->intent_holders == 0)
+		flock(cs->intent_fd, LOCK_UN);
+	pthread_mutex_unlock(&cs->intent_lock);
+}
+
 static int write_tmp(chunkstore_t *cs, const struct cpath *p, const buf_t *blob, uint64_t *tmpno)
 {
 	char tmp[TMP_NAME_MAX];
 	int fd;
-	/* EEXIST can only be a stale file of a dead process that had our pid. */
+	/* EEXIST can only be a stale file of a dead process that had our pid;
+	 * ENOENT is a subdirectory not made yet. */
+	bool made = false;
 	for (int tries = 0;; tries++) {
 		*tmpno = atomic_fetch_add(&tmp_counter, 1);
 		tmp_name(p, cs->pid, *tmpno, tmp);
+		int r = intent_begin(cs);
+		if (r < 0)
+			return r;
 		fd = openat(p->at, tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+		int e = errno;
+		intent_end(cs);
 		if (fd >= 0)
 			break;
-		if (errno != EEXIST || tries >= 8)
-			return -errno;
+		if (e == ENOENT && !made) {
+			made = true;
+			r = subdir_make(cs, subdir_index(&p->d));
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (e != EEXIST || tries >= 8)
+			return -e;
 	}
 	int r = write_full(fd, blob->data, blob->len);
 	if (close(fd) < 0 && !r)
@@ -625,9 +791,11 @@ int chunkstore_put_blob(chunkstore_t *cs, const digest_t *d, const void *blob, s
 
 static int read_file_at(int at, const char *name, buf_t *out)
 {
-	_cleanup_close_ int fd = openat(at, name, O_RDONLY | O_CLOEXEC);
+	/* A FIFO or symlink planted as a chunk must not hang or redirect us:
+	 * no following, no blocking; fstat below refuses anything irregular. */
+	_cleanup_close_ int fd = openat(at, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
-		return -errno;
+		return errno == ELOOP ? CAIRN_ECORRUPT : -errno;
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;
@@ -646,6 +814,26 @@ static int read_file_at(int at, const char *name, buf_t *out)
 	return 0;
 }
 
+/* A marker reads as zeros (it is all hole); a blob starts with its magic. */
+static bool blob_is_marker(const buf_t *b)
+{
+	return b->len == 0 || b->data[0] == 0;
+}
+
+/* With a backend: the local file is a marker (fetch the object) unless it
+ * holds data.  A chunk unknown locally is still asked for remotely: the
+ * bucket is the truth, the markers only a cache of it. */
+static int read_remote(chunkstore_t *cs, const struct cpath *p, buf_t *out)
+{
+	struct stat st;
+	if (fstatat(p->at, p->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_blocks > 0) {
+		int r = read_file_at(p->at, p->name, out);
+		if (r || !blob_is_marker(out))
+			return r;
+	}
+	return backend_get(cs->be, &p->d, out);
+}
+
 /* Reads the raw blob of d: the temp file if d is pending in this batch,
  * else the final file. */
 static int read_blob(chunkstore_t *cs, const digest_t *d, buf_t *out)
@@ -661,10 +849,13 @@ static int read_blob(chunkstore_t *cs, const digest_t *d, buf_t *out)
 		char tmp[TMP_NAME_MAX];
 		tmp_name(&p, cs->pid, tmpno, tmp);
 		int r = read_file_at(p.at, tmp, out);
-		/* ENOENT: a flush renamed it since we looked. */
-		if (r != -ENOENT)
+		/* ENOENT: a flush renamed it since we looked (with a backend it
+		 * may also have become a marker: blob_is_marker). */
+		if (r != -ENOENT && !(cs->be && !r && blob_is_marker(out)))
 			return r;
 	}
+	if (cs->be)
+		return read_remote(cs, &p, out);
 	return read_file_at(p.at, p.name, out);
 }
 
@@ -712,7 +903,14 @@ int chunkstore_dirfd(chunkstore_t *cs, unsigned idx)
 	if (idx >= NSUBDIRS)
 		return -EINVAL;
 	int fd = atomic_load_explicit(&cs->subfd[idx], memory_order_acquire) - 1;
-	return fd >= 0 ? fd : subdir_open_cached(cs, idx);
+	if (fd >= 0)
+		return fd;
+	fd = subdir_open_cached(cs, idx);
+	if (fd == -ENOENT) {
+		int r = subdir_make(cs, idx);
+		fd = r < 0 ? r : subdir_open_cached(cs, idx);
+	}
+	return fd;
 }
 
 uint64_t chunkstore_new_bytes(const chunkstore_t *cs)
@@ -736,4 +934,166 @@ void chunkstore_set_batch(chunkstore_t *cs, uint32_t max_chunks, uint64_t max_by
 	cs->max_chunks = max_chunks ? max_chunks : DEFAULT_BATCH_CHUNKS;
 	cs->max_bytes = max_bytes ? max_bytes : DEFAULT_BATCH_BYTES;
 	pthread_mutex_unlock(&cs->lock);
+}
+
+/* ---- remote chunks ---- */
+
+int chunkstore_set_backend(chunkstore_t *cs, backend_t *be, const char *lockpath)
+{
+	int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	cs->intent_fd = fd;
+	cs->be = be;
+	return 0;
+}
+
+backend_t *chunkstore_backend(const chunkstore_t *cs)
+{
+	return cs->be;
+}
+
+/* Is there a marker, a quarantined marker ("<hex>.gc", being removed by a
+ * local sweep) or a writer's temporary file for d?  Reads d's directory
+ * (only deletion candidates get here, and they are few per directory). */
+static bool has_local_trace(chunkstore_t *cs, const digest_t *d)
+{
+	char name[5], hex[DIGEST_HEX_LEN + 1];
+	subdir_name(subdir_index(d), name);
+	digest_to_hex(d, hex);
+	int fd = openat(cs->dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT; /* unreadable: keep, to be safe */
+	DIR *dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return true;
+	}
+	bool found = false;
+	struct dirent *e;
+	while (!found && (e = readdir(dp))) {
+		const char *rest = e->d_name + DIGEST_HEX_LEN;
+		/* The marker, "<hex>.gc" or "<hex>.tmp.<pid>.<n>"; verify's
+		 * "<hex>.bad" (a damaged object) does not keep the object. */
+		found = !strncmp(e->d_name, hex, DIGEST_HEX_LEN) &&
+			(!*rest || !strcmp(rest, ".gc") || !strncmp(rest, ".tmp.", 5));
+	}
+	closedir(dp);
+	return found;
+}
+
+/* Deletes the candidates that still have no local trace, holding the
+ * intent lock exclusively so no writer starts an upload meanwhile. */
+static int delete_candidates(chunkstore_t *cs, digest_t *cand, uint64_t *sizes, size_t n,
+			     chunkstore_rsweep *out)
+{
+	while (flock(cs->intent_fd, LOCK_EX) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	size_t k = 0;
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (has_local_trace(cs, &cand[i])) {
+			out->kept_intent++;
+			continue;
+		}
+		bytes += sizes[i];
+		cand[k++] = cand[i];
+	}
+	int r = backend_delete_many(cs->be, k, cand);
+	flock(cs->intent_fd, LOCK_UN);
+	if (!r) {
+		out->removed += k;
+		out->removed_bytes += bytes;
+	}
+	return r;
+}
+
+#define SWEEP_BATCH 1000
+
+int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_rsweep *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!cs->be)
+		return 0;
+	backend_stats s0, s1;
+	backend_get_stats(cs->be, &s0);
+	digest_t *cand = malloc(SWEEP_BATCH * sizeof(*cand));
+	uint64_t *sizes = malloc(SWEEP_BATCH * sizeof(*sizes));
+	int r = cand && sizes ? 0 : -ENOMEM;
+	size_t n = 0;
+	char *cursor = NULL;
+	do {
+		backend_obj *o = NULL;
+		size_t no = 0;
+		if (r == 0)
+			r = backend_list_page(cs->be, &cursor, &o, &no);
+		for (size_t i = 0; i < no && r == 0; i++) {
+			out->listed++;
+			struct cpath p;
+			struct stat st;
+			cpath_init(cs, &o[i].d, &p);
+			if (o[i].mtime_ns >= threshold_ns) {
+				out->kept_recent++;
+			} else if (fstatat(p.at, p.name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+				/* Local sweep already removed stale markers: a marker
+				 * that is still here is referenced or pending. */
+				out->kept_marker++;
+			} else {
+				cand[n] = o[i].d;
+				sizes[n++] = o[i].size;
+			}
+			if (n == SWEEP_BATCH) {
+				r = delete_candidates(cs, cand, sizes, n, out);
+				n = 0;
+			}
+		}
+		free(o);
+	} while (r == 0 && cursor);
+	if (r == 0 && n)
+		r = delete_candidates(cs, cand, sizes, n, out);
+	free(cursor);
+	free(cand);
+	free(sizes);
+	backend_get_stats(cs->be, &s1);
+	out->list_requests = s1.list - s0.list;
+	out->delete_requests = s1.delete_req - s0.delete_req;
+	cs->last_sweep = *out;
+	return r;
+}
+
+int chunkstore_import_markers(chunkstore_t *cs, uint64_t *count)
+{
+	*count = 0;
+	if (!cs->be)
+		return -EINVAL;
+	char *cursor = NULL;
+	int r = 0;
+	do {
+		backend_obj *o = NULL;
+		size_t no = 0;
+		r = backend_list_page(cs->be, &cursor, &o, &no);
+		for (size_t i = 0; i < no && r == 0; i++) {
+			struct cpath p;
+			cpath_init(cs, &o[i].d, &p);
+			int fd = openat(p.at, p.name, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+			if (fd < 0 && errno == ENOENT) {
+				r = subdir_make(cs, subdir_index(&o[i].d));
+				cpath_init(cs, &o[i].d, &p);
+				if (!r)
+					fd = openat(p.at, p.name, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+						    0600);
+			}
+			if (fd < 0 || ftruncate(fd, o[i].size > UINT32_MAX ? 0 : o[i].size) < 0)
+				r = r ? r : -errno;
+			if (fd >= 0)
+				close(fd);
+			if (!r)
+				(*count)++;
+		}
+		free(o);
+	} while (r == 0 && cursor);
+	free(cursor);
+	return r;
 }

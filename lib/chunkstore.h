@@ -18,7 +18,9 @@
 
 typedef struct chunkstore chunkstore_t;
 
-/* Creates <dir> (mode 0700) and its 65536 subdirectories 0000..ffff. */
+/* Creates <dir> (mode 0700).  Its subdirectories 0000..ffff are made on
+ * first use, so an empty store is small; stores that have all of them
+ * (made by older versions) work the same. */
 int chunkstore_create(const char *dir);
 
 /* Opens the chunk directory.  Subdirectory fds are opened lazily and kept. */
@@ -64,7 +66,8 @@ int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out);
 /* Touches one chunk's atime; returns 0 or -ENOENT. */
 int chunkstore_touch(chunkstore_t *cs, const digest_t *d);
 
-/* Returns the fd of subdirectory idx (0..65535), opening it if needed; the
+/* Returns the fd of subdirectory idx (0..65535), opening (and, on first
+ * use, making) it if needed; the
  * fd stays owned by cs.  Negative errno on failure. */
 int chunkstore_dirfd(chunkstore_t *cs, unsigned idx);
 
@@ -79,10 +82,46 @@ uint64_t chunkstore_sync_count(const chunkstore_t *cs);
  * bytes (defaults 4096 chunks, 256 MiB). */
 void chunkstore_set_batch(chunkstore_t *cs, uint32_t max_chunks, uint64_t max_bytes);
 
+/* ---- remote chunks (backend.h) ----
+ *
+ * With a backend, blobs live remotely and each local chunk file is a
+ * marker: a sparse file of the blob's size holding no data, created only
+ * after the backend acknowledged the upload.  Markers are the known-chunk
+ * set (dedup and GC marking need no request); get() fetches from the
+ * backend.  A batch flush uploads its chunks in parallel instead of
+ * syncfs; the temporary file of a chunk is its upload intent (below). */
+
+struct backend;
+
+/* Hands be to cs (closed by chunkstore_close).  lockpath is the intent
+ * lock file (created if missing).  Returns 0 or a negative errno. */
+int chunkstore_set_backend(chunkstore_t *cs, struct backend *be, const char *lockpath);
+/* The backend, or NULL for a local store. */
+struct backend *chunkstore_backend(const chunkstore_t *cs);
+
+typedef struct chunkstore_rsweep {
+	uint64_t listed, kept_recent, kept_marker, kept_intent, removed, removed_bytes;
+	uint64_t list_requests, delete_requests;
+} chunkstore_rsweep;
+
+/* The remote half of GC's sweep; call it after the local sweep removed the
+ * markers of unreferenced chunks.  Pages through the bucket's listing and
+ * deletes (1000 a request) every object last modified before threshold_ns
+ * that has no marker and no writer's temporary file, re-checking under an
+ * exclusive intent lock right before each delete request.  0 or an error
+ * (backend detail in backend_errmsg). */
+int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_rsweep *out);
+
+/* Rebuilds the markers from the bucket listing (import): one marker per
+ * object.  *count gets how many.  0 or an error. */
+int chunkstore_import_markers(chunkstore_t *cs, uint64_t *count);
+
 /* Further details of the contract above:
- * - chunkstore_create() accepts an existing <dir> and existing subdirs, so
- *   an interrupted create can be rerun.  chunkstore_open() returns
- *   CAIRN_ENOTSTORE when subdirectory ffff (made last) is missing.
+ * - chunkstore_create() accepts an existing <dir>, so an interrupted
+ *   create can be rerun.  chunkstore_open() returns CAIRN_ENOTSTORE when
+ *   <dir> is not a directory.  A missing subdirectory means no chunk of
+ *   it exists yet; put() makes it (mkdirat, EEXIST from a racing writer
+ *   is fine) and nothing ever removes one.
  * - A chunk pending in the current batch is found by put(), get(),
  *   get_raw() and touch() (get reads its temporary file).
  * - When a batch flushed automatically inside put() fails, that put()

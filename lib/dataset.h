@@ -35,9 +35,10 @@ int dataset_ensure_parent(cairn_store *st, const char *name, bool parents, uint6
  * write transaction, updating the neighbours' accounting. */
 int destroy_snapshots_in_txn(cairn_store *st, const int64_t *ids, size_t n, uint64_t *freed);
 
-/* Removes the temporary holds whose owner process is gone (pid not
- * running, or running with another start time: a reused pid).  Called when
- * a store is opened; one write transaction, only when there is work. */
+/* Removes the temporary holds whose owner is gone: its lock file under
+ * <store>/holders is missing or unlocked (see hold.c) (rows from older versions: pid not
+ * running, or running with another start time).  Called when a store is
+ * opened; one write transaction, only when there is work. */
 int hold_reap(cairn_store *st);
 
 #endif

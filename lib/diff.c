@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "encroot.h"
 #include "exclude.h"
 #include "snapio.h"
 #include "store.h"
@@ -46,6 +47,7 @@ typedef struct chunk_cache {
 /* One side of the merge: a framed record source. */
 typedef struct side {
 	chunkstore_t *cs;
+	const crypt_keys_t *key; /* the dataset's encryption keys, or NULL */
 	chunk_cache_t *cache;
 	const uint8_t *refs; /* packed root refs; NULL for a live side */
 	size_t nrefs, next;
@@ -143,7 +145,7 @@ static int cache_get(side_t *s, const chunk_ref_t *ref, const buf_t **out)
 		}
 	unsigned i = c->next++ % CACHE_SLOTS;
 	c->used[i] = false;
-	int r = chunkstore_get(s->cs, &ref->digest, &c->b[i]);
+	int r = chunkstore_get_key(s->cs, s->key, &ref->digest, &c->b[i]);
 	if (r < 0) {
 		s->failed = *ref;
 		return r;
@@ -848,9 +850,14 @@ static int run(dctx_t *c, endpoint_t *a, endpoint_t *b, const char *from, const 
 	chunk_cache_t cache = {0};
 	side_t sa, sb;
 	buf_t live = {0};
-	int r = 0;
+	crypt_keys_t *key = NULL;
+	/* An encrypted dataset needs its key loaded (errdetail names the root). */
+	int r = encroot_keys(c->st, &a->ds, &key);
+	if (r < 0)
+		return r;
 	side_init(&sa, c->st->cs, &cache, &a->tree, o);
 	side_init(&sb, c->st->cs, &cache, &b->tree, o);
+	sa.key = sb.key = key;
 	if (!b->is_snap) {
 		r = live_records(c->st, &b->ds, &live);
 		sb.refs = NULL;
@@ -875,6 +882,7 @@ static int run(dctx_t *c, endpoint_t *a, endpoint_t *b, const char *from, const 
 	buf_free(&sb.pend);
 	for (unsigned i = 0; i < CACHE_SLOTS; i++)
 		buf_free(&cache.b[i]);
+	crypt_keys_free(key);
 	return r;
 }
 

@@ -9,6 +9,7 @@
 
 #include <openssl/crypto.h>
 
+#include "blob.h"
 #include "dataset.h"
 #include "keyring.h"
 
@@ -545,5 +546,141 @@ int encroot_keyring_add(cairn_store *st, const char *name, const crypt_keys_t *k
 	if (r == 0 && (r = keyring_load(desc, k, timeout_s)) < 0)
 		store_err(st, r, "%s: kernel keyring: %s", name, strerror(-r));
 	ds_row_clear(&root);
+	return r;
+}
+
+/* ---- verify ---- */
+
+int encroot_keyset_load(cairn_store *st, encroot_keyset_t *ks)
+{
+	memset(ks, 0, sizeof(*ks));
+	ks->complete = true;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "SELECT dataset FROM dprop WHERE name='encryption' AND value!='off'",
+			       -1, &q, NULL))
+		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	int r = 0;
+	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+		ds_row_t root = {0};
+		crypt_keys_t *k = NULL;
+		r = catalog_ds_by_id(st->cat, sqlite3_column_int64(q, 0), &root);
+		int e = r == 0 ? encroot_keys(st, &root, &k) : 0;
+		ds_row_clear(&root);
+		if (r < 0 || e < 0) {
+			/* A root without its key is checked without it. */
+			ks->complete = false;
+			st->errdetail[0] = 0;
+			r = 0;
+			continue;
+		}
+		crypt_keys_t **v = realloc(ks->k, (ks->n + 1) * sizeof(*v));
+		if (!v) {
+			crypt_keys_free(k);
+			r = -ENOMEM;
+			break;
+		}
+		ks->k = v;
+		ks->k[ks->n++] = k;
+	}
+	sqlite3_finalize(q);
+	if (r < 0)
+		encroot_keyset_free(ks);
+	return r;
+}
+
+void encroot_keyset_free(encroot_keyset_t *ks)
+{
+	for (size_t i = 0; i < ks->n; i++)
+		crypt_keys_free(ks->k[i]);
+	free(ks->k);
+	memset(ks, 0, sizeof(*ks));
+}
+
+int encroot_verify_chunk(chunkstore_t *cs, const encroot_keyset_t *ks, const digest_t *d,
+			 buf_t *out)
+{
+	int r = chunkstore_get_raw(cs, d, out);
+	if (r < 0)
+		return r;
+	if (!blob_is_encrypted(out->data, out->len)) {
+		buf_t raw = *out;
+		*out = (buf_t){0};
+		r = blob_decode(raw.data, raw.len, d, out);
+		buf_free(&raw);
+		return r;
+	}
+	r = blob_check(out->data, out->len, NULL);
+	if (r < 0)
+		return r;
+	buf_t plain = {0};
+	for (size_t i = 0; i < ks->n; i++) {
+		if (blob_decode_key(ks->k[i], out->data, out->len, d, &plain) == 0) {
+			OPENSSL_cleanse(plain.data, plain.len);
+			buf_free(&plain);
+			return 0;
+		}
+	}
+	buf_free(&plain);
+	return ks->complete ? CAIRN_ECORRUPT : 0;
+}
+
+int encroot_keys_for_snapshot(cairn_store *st, int64_t snap_id, crypt_keys_t **out)
+{
+	*out = NULL;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat), "SELECT dataset FROM snapshot WHERE id=?", -1,
+			       &q, NULL))
+		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	sqlite3_bind_int64(q, 1, snap_id);
+	int64_t ds = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+	sqlite3_finalize(q);
+	if (!ds)
+		return -ENOENT;
+	ds_row_t row = {0};
+	int r = catalog_ds_by_id(st->cat, ds, &row);
+	if (r == 0)
+		r = encroot_keys(st, &row, out);
+	ds_row_clear(&row);
+	return r;
+}
+
+int encroot_refuse_plain_send(cairn_store *st, const ds_row_t *ds)
+{
+	ds_row_t root = {0};
+	int r = encroot_find(st, ds, &root);
+	if (r == 1)
+		r = store_err(st, -EINVAL,
+			      "%s: dataset is encrypted (encryption root %s); a plain send "
+			      "stream cannot carry it",
+			      ds->name, root.name);
+	ds_row_clear(&root);
+	return r;
+}
+
+int encroot_rename_check(cairn_store *st, const ds_row_t *ds, int64_t new_parent, const char *to)
+{
+	int r = encroot_is_root(st, ds);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	ds_row_t old = {0}, now = {0}, parent = {0};
+	int a = encroot_find(st, ds, &old);
+	int b = 0;
+	if (a >= 0 && new_parent) {
+		b = catalog_ds_by_id(st->cat, new_parent, &parent);
+		if (b == 0)
+			b = encroot_find(st, &parent, &now);
+	}
+	if (a < 0 || b < 0)
+		r = a < 0 ? a : b;
+	else if (a != b || (a == 1 && old.id != now.id))
+		r = store_err(st, -EINVAL,
+			      "%s: cannot move %s from encryption root %s to %s (its data is "
+			      "sealed with its root's keys)",
+			      to, ds->name, a ? old.name : "none (unencrypted)",
+			      b ? now.name : "none (unencrypted)");
+	ds_row_clear(&old);
+	ds_row_clear(&now);
+	ds_row_clear(&parent);
 	return r;
 }

@@ -62,6 +62,38 @@ int encroot_forget_in_txn(cairn_store *st, int64_t id);
  * keylocation anywhere but on an encryption root. */
 int encroot_set_check(cairn_store *st, const ds_row_t *ds, const char *prop);
 
+/* The keys of every encryption root that has one available (keyring or
+ * file keylocation), for verify. complete: every root's key is there. */
+typedef struct encroot_keyset {
+	crypt_keys_t **k;
+	size_t n;
+	bool complete;
+} encroot_keyset_t;
+int encroot_keyset_load(cairn_store *st, encroot_keyset_t *ks);
+void encroot_keyset_free(encroot_keyset_t *ks);
+
+/* Reads and checks chunk d for verify.  A plain blob: chunkstore_get.  An
+ * encrypted one: header and ciphertext checksum always (no key needed);
+ * then the GCM tag and keyed id under the key of a root in ks that opens
+ * it.  When no key opens it: CAIRN_ECORRUPT if ks is complete (someone
+ * forged a blob with a valid checksum), else 0 (checked without key).
+ * Returns 0, -ENOENT, CAIRN_ECORRUPT, -EIO. */
+int encroot_verify_chunk(chunkstore_t *cs, const encroot_keyset_t *ks, const digest_t *d,
+			 buf_t *out);
+
+/* The keys of the dataset snapshot snap_id belongs to (NULL: plain). */
+int encroot_keys_for_snapshot(cairn_store *st, int64_t snap_id, crypt_keys_t **out);
+
+/* A plain send stream carries blobs as stored and names them by
+ * SHA-256: an encrypted dataset cannot go into one.  -EINVAL naming the
+ * encryption root for an encrypted ds, else 0. */
+int encroot_refuse_plain_send(cairn_store *st, const ds_row_t *ds);
+
+/* A rename may not move a dataset to another encryption root (its
+ * chunks are sealed with its root's keys): -EINVAL naming both, else 0.
+ * An encryption root itself may move anywhere. */
+int encroot_rename_check(cairn_store *st, const ds_row_t *ds, int64_t new_parent, const char *to);
+
 /* Internals shared with keys.c. */
 int encroot_desc(cairn_store *st, const ds_row_t *root, char desc[64]);
 int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const uint8_t *secret,

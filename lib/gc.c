@@ -54,6 +54,10 @@
  *     atime(X) >= w - SLACK (SLACK covers the kernel's coarse clock and
  *     timestamp granularity against w, which is read from the fine clock).
  *     a) P's registration was visible at R1: W <= w, so X is kept.
+ *        "Visible" means present and locked: P holds an OFD lock on its
+ *        registry file until it unregisters or dies (writer.h), so a
+ *        live P in another PID namespace or on another NFS client counts,
+ *        and a file whose lock is free belongs to nobody.
  *     b) P registered after R1: P's touches and writes all happened after
  *        R1, which is after T0 was taken, so atime(X) >= T0.  Kept.
  *     c) P had finished before R1: it committed S before unregistering,
@@ -97,6 +101,7 @@
  * index streams once per range.
  */
 #include "gc.h"
+#include "backend.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1047,9 +1052,11 @@ static void *prefetch_thread(void *arg)
 		hex_encode(&w->pf[i], path + 5);
 		memcpy(path, path + 5, 4);
 		path[4] = '/';
-		int fd = openat(w->pf_fd, path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+		/* Never block on a FIFO planted as a chunk, nor follow a link. */
+		int fl = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW;
+		int fd = openat(w->pf_fd, path, fl | O_NOATIME);
 		if (fd < 0 && errno == EPERM)
-			fd = openat(w->pf_fd, path, O_RDONLY | O_CLOEXEC);
+			fd = openat(w->pf_fd, path, fl);
 		if (fd >= 0) {
 			readahead(fd, 0, 1 << 20);
 			close(fd);
@@ -1641,7 +1648,9 @@ static void sweep_dir(sweep_t *sw, unsigned d, char *buf, dirlist_t *l, sweepsta
 	gc_dir_name(d, dn);
 	int fd = openat(sw->chunkfd, dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
-		sweep_fail(sw, -errno, dn, NULL);
+		/* Chunk directories are made on first use: none, no chunks. */
+		if (errno != ENOENT)
+			sweep_fail(sw, -errno, dn, NULL);
 		return;
 	}
 	/* The whole listing first: our own renames must not show up in it. */
@@ -1781,6 +1790,19 @@ static void *sweep_worker(void *arg)
 	t->restored += s.restored;
 	pthread_mutex_unlock(&sw->lock);
 	return NULL;
+}
+
+/* The bucket half of the sweep (chunkstore_sweep_remote): objects whose
+ * markers the local sweep removed go, with the same threshold. */
+static void sweep_remote(cairn_store *st, sweep_t *sw)
+{
+	chunkstore_rsweep rs;
+	int r = chunkstore_sweep_remote(st->cs, sw->threshold, &rs);
+	if (r < 0) {
+		sw->err = r;
+		snprintf(sw->errobj, sizeof(sw->errobj), "bucket: %.110s",
+			 backend_errmsg(chunkstore_backend(st->cs)));
+	}
 }
 
 /* Sweeps directories [sw->lo, sw->hi) with `threads` threads (the caller's
@@ -2145,9 +2167,12 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = opts->threads > 0 ? opts->threads : (ncpu > 0 ? (int)ncpu : 1);
 
-	int lockfd = openat(st->dirfd, "gc.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lockfd < 0)
+	if (mknodat(st->dirfd, "gc.lock", S_IFREG | 0600, 0) < 0 && errno != EEXIST)
 		return store_err(st, -errno, "gc.lock: %s", strerror(errno));
+	int lockfd = open_regular(st->dirfd, "gc.lock", O_RDWR);
+	if (lockfd < 0)
+		return store_err(st, lockfd, "gc.lock: %s",
+				 lockfd == CAIRN_ECORRUPT ? "not a regular file" : strerror(-lockfd));
 	if (flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
 		close(lockfd);
@@ -2232,8 +2257,11 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 			sw.hi = GC_NDIRS;
 			int64_t s0 = mono_ns();
 			sweep_run(&sw, threads, opts);
-			sweep_ns = mono_ns() - s0;
 			swept = !gc_stop;
+			/* Remote chunks: the bucket's sweep, after the markers'. */
+			if (swept && !sw.err && chunkstore_backend(st->cs))
+				sweep_remote(st, &sw);
+			sweep_ns = mono_ns() - s0;
 		}
 	} else if (r == 0) {
 		/* Dry run: exact reachability, one range of directories at a time. */

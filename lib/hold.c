@@ -6,14 +6,18 @@
  * reused across items, so the sync count does not depend on the count.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dataset.h"
 #include "store.h"
+#include "writer.h"
 
 #define TAG_MAX 255
 
@@ -124,17 +128,123 @@ static int finish(holdctx_t *h, int r)
 	return r;
 }
 
+/* Temporary holds belong to a process, but are not judged by its pid:
+ * pids lie across PID namespaces and get reused.  The first temporary hold
+ * a process takes in a store publishes <store>/holders/<id> and keeps an
+ * exclusive OFD lock on it for the rest of the process's life (the kernel
+ * drops the lock at death, kill -9 included).  Its rows carry the id in
+ * hold.pstart, where it is negative (older versions put a process start
+ * time, always >= 0, there); hold.pid keeps the pid for display only. */
+static void holder_name(int64_t id, char *out, size_t len)
+{
+	snprintf(out, len, "%016llx", (unsigned long long)id);
+}
+
+/* This process's owner file per store (by device and inode of the store
+ * directory), open and locked until exit. */
+static struct holder {
+	pid_t pid; /* a forked child must publish its own */
+	dev_t dev;
+	ino_t ino;
+	int fd;
+	int64_t id;
+} holders[16];
+static size_t nholders;
+static pthread_mutex_t holders_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int holders_dir(cairn_store *st)
+{
+	if (mkdirat(st->dirfd, "holders", 0700) < 0 && errno != EEXIST)
+		return -errno;
+	int fd = openat(st->dirfd, "holders", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int holder_publish(cairn_store *st, int64_t *id)
+{
+	int dfd = holders_dir(st);
+	if (dfd < 0)
+		return dfd;
+	*id = (int64_t)(random_u64() | (1ull << 63)); /* negative */
+	char name[32], hidden[40];
+	holder_name(*id, name, sizeof(name));
+	snprintf(hidden, sizeof(hidden), ".new.%s", name);
+	int fd;
+	/* Not durable: after a crash its owner is gone anyway. */
+	int r = owner_file_publish(dfd, hidden, name, false, &fd);
+	close(dfd);
+	return r < 0 ? r : fd;
+}
+
+/* The id of this process's owner file in st's store, publishing it first. */
+static int holder_id(cairn_store *st, int64_t *id)
+{
+	struct stat sb;
+	if (fstat(st->dirfd, &sb) < 0)
+		return -errno;
+	pthread_mutex_lock(&holders_lock);
+	if (nholders && holders[0].pid != getpid()) {
+		/* Inherited through fork: the parent's lock is not ours to count
+		 * on (closing our copy leaves the parent's lock in place). */
+		for (size_t k = 0; k < nholders; k++)
+			close(holders[k].fd);
+		nholders = 0;
+	}
+	int r = 0;
+	size_t i;
+	for (i = 0; i < nholders; i++)
+		if (holders[i].dev == sb.st_dev && holders[i].ino == sb.st_ino)
+			break;
+	if (i == nholders && nholders == ARRAY_SIZE(holders)) {
+		r = -EMFILE;
+	} else if (i == nholders) {
+		int fd = holder_publish(st, &holders[i].id);
+		if (fd < 0) {
+			r = fd;
+		} else {
+			holders[i] = (struct holder){getpid(), sb.st_dev, sb.st_ino, fd, holders[i].id};
+			nholders++;
+		}
+	}
+	if (r == 0)
+		*id = holders[i].id;
+	pthread_mutex_unlock(&holders_lock);
+	return r;
+}
+
+/* Whether the owner of temporary holds (pid, pstart) is gone. */
+static bool owner_dead(cairn_store *st, int pid, int64_t pstart)
+{
+	if (pstart >= 0) /* written by an older version: pid + start time */
+		return process_start_time(pid) != (uint64_t)pstart;
+	char path[64];
+	holder_name(pstart, path, sizeof(path));
+	memmove(path + 8, path, strlen(path) + 1);
+	memcpy(path, "holders/", 8);
+	int fd = open_regular(st->dirfd, path, O_RDONLY);
+	if (fd == -ENOENT || fd == CAIRN_ECORRUPT)
+		return true; /* closed its store, or never a lock file */
+	if (fd < 0)
+		return false; /* cannot tell: keep the holds */
+	bool dead = owner_file_dead(fd) == 0;
+	close(fd);
+	return dead;
+}
+
 int cairn_hold(cairn_store *st, cairn_hold_item *items, size_t n, bool temporary)
 {
 	st->errdetail[0] = 0;
 	holdctx_t h;
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int64_t pstart = 0;
+	int r = temporary ? holder_id(st, &pstart) : 0;
+	if (r < 0)
+		return store_err(st, r, "holders: %s", strerror(-r));
+	r = catalog_begin_write(st->cat, &txg);
 	if (r < 0)
 		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
 	r = holdctx_init(&h, st);
 	int pid = temporary ? getpid() : 0;
-	uint64_t pstart = temporary ? process_start_time(pid) : 0;
 	int64_t now = time(NULL);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		cairn_hold_item *it = &items[i];
@@ -146,7 +256,7 @@ int cairn_hold(cairn_store *st, cairn_hold_item *items, size_t n, bool temporary
 		sqlite3_bind_text(h.ins, 2, it->tag, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(h.ins, 3, now);
 		sqlite3_bind_int(h.ins, 4, pid);
-		sqlite3_bind_int64(h.ins, 5, (int64_t)pstart);
+		sqlite3_bind_int64(h.ins, 5, pstart);
 		int rc = sqlite3_step(h.ins);
 		sqlite3_reset(h.ins);
 		if ((rc & 0xff) == SQLITE_CONSTRAINT)
@@ -298,11 +408,19 @@ int cairn_snapshot_expand(cairn_store *st, const char *snap, char ***names, size
 
 typedef struct owner {
 	int pid;
-	uint64_t pstart;
+	int64_t pstart;
 } owner_t;
 
 int hold_reap(cairn_store *st)
 {
+	/* Owner files whose lock is free go first (dead owners, and owners
+	 * that exited after releasing everything); rows naming a missing file
+	 * are then dead too. */
+	int dfd = openat(st->dirfd, "holders", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0) {
+		owner_dir_scan(dfd, NULL, NULL);
+		close(dfd);
+	}
 	sqlite3_stmt *s;
 	if (sqlite3_prepare_v2(catalog_db(st->cat),
 			       "SELECT DISTINCT pid, pstart FROM hold WHERE pid != 0", -1, &s, NULL))
@@ -311,8 +429,7 @@ int hold_reap(cairn_store *st)
 	size_t ndead = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		owner_t o = {sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1)};
-		/* A reused pid has another start time: its holds are stale too. */
-		if (process_start_time(o.pid) == o.pstart)
+		if (!owner_dead(st, o.pid, o.pstart))
 			continue;
 		owner_t *p = realloc(dead, (ndead + 1) * sizeof(*p));
 		if (!p)
@@ -336,7 +453,7 @@ int hold_reap(cairn_store *st)
 			break;
 		}
 		sqlite3_bind_int(q, 1, dead[i].pid);
-		sqlite3_bind_int64(q, 2, (int64_t)dead[i].pstart);
+		sqlite3_bind_int64(q, 2, dead[i].pstart);
 		while (sqlite3_step(q) == SQLITE_ROW) {
 			int64_t *p = realloc(ids, (nids + 1) * sizeof(*p));
 			if (!p) {

@@ -8,6 +8,7 @@
 
 struct pool {
 	chunkstore_t *cs;
+	const crypt_keys_t *key;
 	pthread_mutex_t lock;
 	pthread_cond_t work, done;
 	chunkjob_t *head, *tail;
@@ -18,10 +19,15 @@ struct pool {
 
 static void run_job(pool_t *p, chunkjob_t *j)
 {
-	digest_of(j->data, j->len, &j->ref.digest);
+	j->err = 0;
+	if (p->key)
+		j->err = crypt_chunk_id(p->key, j->data, j->len, &j->ref.digest);
+	else
+		digest_of(j->data, j->len, &j->ref.digest);
 	j->ref.plain_len = j->len;
-	j->err = chunkstore_put(p->cs, &j->ref.digest, j->data, j->len, j->level,
-				&j->ref.stored_len, &j->was_new);
+	if (!j->err)
+		j->err = chunkstore_put_key(p->cs, p->key, &j->ref.digest, j->data, j->len,
+					    j->level, &j->ref.stored_len, &j->was_new);
 	free(j->data);
 	j->data = NULL;
 }
@@ -74,6 +80,11 @@ pool_t *pool_new(chunkstore_t *cs, int nthreads)
 		return NULL;
 	}
 	return p;
+}
+
+void pool_set_key(pool_t *p, const crypt_keys_t *k)
+{
+	p->key = k;
 }
 
 void pool_free(pool_t *p)

@@ -28,6 +28,10 @@ typedef struct chunkjob {
 
 /* nthreads 0 = the number of online CPUs.  NULL on failure. */
 pool_t *pool_new(chunkstore_t *cs, int nthreads);
+/* Makes the workers store chunks under an encryption root's keys (keyed
+ * ids, encrypted blobs); k stays owned by the caller and must outlive the
+ * jobs.  Call before the first submit. */
+void pool_set_key(pool_t *p, const crypt_keys_t *k);
 void pool_free(pool_t *p);
 void pool_submit(pool_t *p, chunkjob_t *j);
 /* Blocks until j is done. */

@@ -1,8 +1,21 @@
-/* recv.c - receiving send streams.  The stream is untrusted: records are
- * checksummed and bounded by stream.c; here every name is validated, every
- * chunk's digest is checked before it is stored, every chunk a snapshot
- * lists must exist before the snapshot is committed, and each snapshot is
- * committed in one transaction.  Nothing outside the store is written. */
+/* recv.c - receiving send streams.
+ *
+ * The stream is untrusted: records are checksummed and bounded by
+ * stream.c; here every name is validated, every chunk's digest is checked
+ * before it is stored, and the tree and index of every snapshot are
+ * validated in full before it may be committed.
+ *
+ * The unit of commit is the group: the snapshots one `snapshot -r` made
+ * together on the sender (same createtxg there).  A group's snapshots are
+ * verified as they arrive, held in memory, and committed in ONE
+ * transaction once the GROUPEND record - which carries the SHA-256 of
+ * every byte before it - checks out.  What the stream says about datasets
+ * (creations, -R renames, -F destroys, properties) is applied in the
+ * commit of the first group, never before: a stream refused at any byte
+ * changes nothing but the whole groups before the cut.
+ *
+ * Retrying is safe: snapshots the target already has (same guid) are
+ * skipped, so the same stream received again converges. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,41 +28,72 @@
 #include "store.h"
 #include "stream.h"
 #include "token.h"
+#include "tree.h"
 #include "writer.h"
 
 #define NAME_BUF 512
-#define MAX_CREATED 64
 #define CHECKPOINT_CHUNKS 1024
 #define CHECKPOINT_BYTES (256ull << 20)
+#define MAX_PROPS 4096
+#define PROP_VALUE_MAX 8192
+/* Creation times (seconds) outside [0, year 9999] are refused. */
+#define CREATION_MAX 253402300799ll
+/* No file in a snapshot may claim more than 2^50 bytes (1 PiB). */
+#define FILE_SIZE_MAX (1ull << 50)
+
+/* A dataset the stream declares (DATASET record, then SNAPLIST with -R). */
+typedef struct rds {
+	char *name; /* the sender's */
+	char local[NAME_BUF];
+	uint8_t type;
+	uint64_t guid;
+	cairn_prop *props; /* owned strings */
+	size_t nprops;
+	char **snapnames; /* SNAPLIST */
+	uint64_t *snapguids;
+	uint32_t nsnaps;
+	bool has_list;
+} rds_t;
+
+/* A verified snapshot waiting for its group's commit. */
+typedef struct psnap {
+	char target[NAME_BUF];
+	char *name;
+	uint64_t guid, fromguid;
+	int64_t creation;
+	buf_t tree, idx;
+	cairn_prop *props;
+	size_t nprops;
+} psnap_t;
 
 typedef struct rctx {
 	cairn_store *st;
 	cairn_recv_opts *o;
 	sreader_t rd;
+	/* BEGIN */
 	uint32_t flags;
-	uint64_t resume_skip;
+	uint64_t resume_skip, toguid, fromguid, resume_txg;
 	char top[NAME_BUF];
-	/* datasets of the stream: sender name -> type */
-	char (*dsnames)[NAME_BUF];
-	uint8_t *dstypes;
+	/* declared datasets */
+	rds_t *ds;
 	size_t nds;
+	bool meta_applied;
+	/* the group being received */
+	uint64_t group_txg, last_group_txg;
+	psnap_t *pend;
+	size_t npend, nskipped_in_group;
+	bool ready; /* GROUPEND verified, commit due */
+	bool any_snap;
+	refset_t got; /* chunks received for the group (kept by GC via recvstate) */
+	uint64_t group_pos, since_checkpoint_chunks, since_checkpoint_bytes;
 	/* the snapshot being received */
-	char dsname[NAME_BUF], snapname[NAME_BUF], target[NAME_BUF];
-	uint64_t guid, fromguid, referenced, logical;
-	int64_t creation;
-	buf_t tree, idx;
-	cairn_prop *sprops;
-	size_t nsprops;
-	refset_t got; /* chunks received for it (kept by GC via recvstate) */
-	uint64_t nchunks, since_checkpoint_chunks, since_checkpoint_bytes;
-	bool in_snap;
+	psnap_t cur;
+	const rds_t *cur_ds;
+	bool in_snap, skipping;
 	buf_t plain;
 	int64_t last_progress;
-	char created[MAX_CREATED][NAME_BUF]; /* datasets this receive made */
-	size_t ncreated;
-	uint64_t *dsguids; /* -R: guids of the stream's datasets */
-	size_t ndsguids;
-	bool reconciled;
+	/* -v lines, printed once the commit they describe has happened */
+	buf_t items;
 	bool state_saved;
 } rctx_t;
 
@@ -57,6 +101,51 @@ static int bad(rctx_t *c, const char *what)
 {
 	return store_err(c->st, CAIRN_ECORRUPT, "stream is invalid at byte %llu: %s",
 			 (unsigned long long)c->rd.offset, what);
+}
+
+static void note(rctx_t *c, const char *what, const char *name)
+{
+	if (!c->o->item)
+		return;
+	buf_append(&c->items, what, strlen(what) + 1);
+	buf_append(&c->items, name, strlen(name) + 1);
+}
+
+static void flush_items(rctx_t *c, bool committed)
+{
+	for (size_t at = 0; committed && at < c->items.len;) {
+		const char *what = (const char *)c->items.data + at;
+		const char *name = what + strlen(what) + 1;
+		c->o->item(what, name, c->o->arg);
+		at = name + strlen(name) + 1 - (const char *)c->items.data;
+	}
+	c->items.len = 0;
+}
+
+static void props_free(cairn_prop *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free((char *)p[i].name);
+		free((char *)p[i].value);
+	}
+	free(p);
+}
+
+static void psnap_clear(psnap_t *p)
+{
+	free(p->name);
+	buf_free(&p->tree);
+	buf_free(&p->idx);
+	props_free(p->props, p->nprops);
+	memset(p, 0, sizeof(*p));
+}
+
+static void pend_clear(rctx_t *c)
+{
+	for (size_t i = 0; i < c->npend; i++)
+		psnap_clear(&c->pend[i]);
+	c->npend = 0;
+	c->nskipped_in_group = 0;
 }
 
 /* ---- names ---- */
@@ -83,13 +172,166 @@ static int map_name(rctx_t *c, const char *sent, char *out)
 	return 0;
 }
 
-/* ---- records ---- */
+static const rds_t *find_ds(const rctx_t *c, const char *sent)
+{
+	for (size_t i = 0; i < c->nds; i++)
+		if (!strcmp(c->ds[i].name, sent))
+			return &c->ds[i];
+	return NULL;
+}
 
 static int truncated(rctx_t *c)
 {
 	return store_err(c->st, -EPIPE, "stream truncated after %llu bytes",
 			 (unsigned long long)(c->rd.offset + c->rd.in.len - c->rd.inpos));
 }
+
+/* ---- partial state (recv -s) ---- */
+
+typedef struct rstate {
+	bool exists, created;
+	resume_token_t tok;
+	buf_t idx;
+} rstate_t;
+
+static int state_load(cairn_store *st, const char *dataset, rstate_t *s)
+{
+	memset(s, 0, sizeof(*s));
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "SELECT token, state, idx FROM recvstate WHERE dataset=?", -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_text(q, 1, dataset, -1, SQLITE_STATIC);
+	int r = 0;
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		s->exists = true;
+		s->created = sqlite3_column_bytes(q, 1) == 7 &&
+			     !memcmp(sqlite3_column_blob(q, 1), "created", 7);
+		if (token_decode((const char *)sqlite3_column_text(q, 0), &s->tok) < 0)
+			r = store_err(st, CAIRN_ECORRUPT,
+				      "%s: damaged resume state (discard it with cairn recv -A %s)",
+				      dataset, dataset);
+		else
+			r = buf_append(&s->idx, sqlite3_column_blob(q, 2), sqlite3_column_bytes(q, 2));
+	}
+	sqlite3_finalize(q);
+	return r;
+}
+
+static int drop_state(cairn_store *st, const char *dataset)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat), "DELETE FROM recvstate WHERE dataset=?", -1, &q,
+			       NULL))
+		return -EIO;
+	sqlite3_bind_text(q, 1, dataset, -1, SQLITE_STATIC);
+	int r = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_finalize(q);
+	return r;
+}
+
+/* Records where the group in flight stopped: the chunks it has (an index
+ * stream, so GC keeps them) and a token.  The target is created empty if
+ * it does not exist yet (zfs does the same): the token is one of its
+ * properties, and recv -A removes it again. */
+static int checkpoint(rctx_t *c)
+{
+	int r = chunkstore_flush(c->st->cs);
+	buf_t roots = {0};
+	uint64_t ref = 0, logical = 0;
+	if (r == 0)
+		r = index_write(c->st->cs, &c->got, &roots, &ref, &logical);
+	if (r == 0)
+		r = chunkstore_flush(c->st->cs);
+	resume_token_t t = {.toguid = c->toguid, .fromguid = c->fromguid, .group = c->group_txg,
+			    .skip = c->group_pos,
+			    .flags = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES)};
+	char tok[TOKEN_MAX];
+	token_encode(&t, tok);
+	uint64_t txg;
+	if (r == 0)
+		r = catalog_begin_write(c->st->cat, &txg);
+	if (r < 0) {
+		buf_free(&roots);
+		return r;
+	}
+	ds_row_t d = {0};
+	bool created = false;
+	rstate_t old;
+	r = state_load(c->st, c->o->target, &old);
+	if (r == 0 && old.exists)
+		created = old.created;
+	buf_free(&old.idx);
+	if (r == 0 && catalog_ds_by_name(c->st->cat, c->o->target, &d) == -ENOENT) {
+		int type = c->o->naming || !c->nds ? CAIRN_TYPE_FILESYSTEM : c->ds[0].type;
+		r = cairn_dataset_create(c->st, c->o->target, type, NULL, 0, false);
+		created = r == 0;
+	}
+	ds_row_clear(&d);
+	sqlite3_stmt *q;
+	if (r == 0 && sqlite3_prepare_v2(catalog_db(c->st->cat),
+					 "INSERT OR REPLACE INTO recvstate(dataset, token, state, idx)"
+					 " VALUES(?, ?, ?, ?)",
+					 -1, &q, NULL))
+		r = -EIO;
+	else if (r == 0) {
+		sqlite3_bind_text(q, 1, c->o->target, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, tok, -1, SQLITE_STATIC);
+		sqlite3_bind_blob(q, 3, created ? "created" : "", created ? 7 : 0, SQLITE_STATIC);
+		sqlite3_bind_blob(q, 4, roots.data ? (void *)roots.data : "", roots.len,
+				  SQLITE_STATIC);
+		r = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
+		sqlite3_finalize(q);
+	}
+	r = store_txn_end(c->st, r);
+	buf_free(&roots);
+	c->since_checkpoint_bytes = c->since_checkpoint_chunks = 0;
+	return r;
+}
+
+/* Before anything is read past BEGIN: partial state on the target belongs
+ * to this stream (resumed, or the same stream sent again) or the receive
+ * is refused - another stream must not silently drop it. */
+static int check_state(rctx_t *c)
+{
+	rstate_t s;
+	int r = state_load(c->st, c->o->target, &s);
+	const resume_token_t *t = &s.tok;
+	uint32_t plan = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES);
+	bool same = s.exists && t->toguid == c->toguid && t->fromguid == c->fromguid &&
+		    t->flags == plan;
+	if (r == 0 && (c->flags & STREAM_F_RESUMED)) {
+		if (!s.exists)
+			r = store_err(c->st, -ENOENT, "%s: no partial receive to resume", c->o->target);
+		else if (!same || t->group != c->resume_txg || t->skip != c->resume_skip)
+			r = store_err(c->st, -EINVAL,
+				      "%s: the stream does not continue the interrupted receive "
+				      "(token from another stream?)",
+				      c->o->target);
+	} else if (r == 0 && s.exists && !same) {
+		r = store_err(c->st, -EBUSY,
+			      "%s: holds the partial state of another receive; resume it (cairn send "
+			      "-t with its receive_resume_token) or discard it (cairn recv -A %s)",
+			      c->o->target, c->o->target);
+	}
+	if (r == 0 && (c->flags & STREAM_F_RESUMED) && s.idx.len) {
+		/* The chunks it had are listed again so the commit finds them
+		 * and GC keeps them. */
+		idxrd_t x;
+		idxrd_open(&x, c->st->cs, &s.idx);
+		chunk_ref_t ref;
+		int k;
+		while ((k = idxrd_next(&x, &ref)) == 1)
+			refset_add(&c->got, &ref);
+		idxrd_close(&x);
+		if (k < 0)
+			r = store_err(c->st, k, "%s: partial receive state lost", c->o->target);
+	}
+	buf_free(&s.idx);
+	return r;
+}
+
+/* ---- BEGIN, DATASET, SNAPLIST: remembered, applied with the first group ---- */
 
 static int read_begin(rctx_t *c)
 {
@@ -102,26 +344,144 @@ static int read_begin(rctx_t *c)
 	c->resume_skip = sr_u64(&c->rd);
 	sr_str(&c->rd, c->top, sizeof(c->top));
 	sr_u64(&c->rd);
+	c->toguid = sr_u64(&c->rd);
+	c->fromguid = sr_u64(&c->rd);
+	c->resume_txg = sr_u64(&c->rd);
 	char why[256];
-	if (sr_done(&c->rd) || (c->flags & ~(STREAM_F_RECURSIVE | STREAM_F_RESUMED)))
+	if (sr_done(&c->rd) || (c->flags & ~STREAM_F_ALL))
 		return bad(c, "malformed BEGIN record");
 	if (cairn_name_check(c->top, false, why, sizeof(why)) < 0)
 		return bad(c, why);
-	if (c->resume_skip && !(c->flags & STREAM_F_RESUMED))
-		return bad(c, "resume offset in a stream that is not resumed");
-	return 0;
+	if ((c->resume_skip || c->resume_txg) && !(c->flags & STREAM_F_RESUMED))
+		return bad(c, "resume position in a stream that is not resumed");
+	if ((c->flags & STREAM_F_RESUMED) && !c->resume_txg)
+		return bad(c, "resumed stream without a group");
+	return check_state(c);
 }
 
-static bool excluded(rctx_t *c, const char *prop)
+static bool excluded(rctx_t *c, const char *prop, bool top)
 {
+	/* source is local to each store: a stream never sets it. */
+	if (!strcmp(prop, "source"))
+		return true;
 	for (size_t i = 0; i < c->o->nexclude; i++)
 		if (!strcmp(c->o->exclude[i], prop))
 			return true;
+	/* -o is set on the top dataset only and wins there; below, the
+	 * stream's own value gives way so the children inherit it (zfs). */
 	for (size_t i = 0; i < c->o->nprops; i++)
 		if (!strcmp(c->o->props[i].name, prop))
-			return true; /* -o wins */
+			return true;
 	return false;
 }
+
+static int read_dataset(rctx_t *c)
+{
+	if (c->any_snap)
+		return bad(c, "DATASET record after the first snapshot");
+	char why[256];
+	char *name = sr_strdup(&c->rd, NAME_BUF - 1);
+	int type = sr_u8(&c->rd);
+	uint64_t guid = sr_u64(&c->rd);
+	uint32_t np = sr_u32(&c->rd);
+	/* Each property takes at least 4 bytes: bound np by the payload. */
+	if (!name || c->rd.bad || np > MAX_PROPS || np > (c->rd.rec.len - c->rd.pos) / 4 ||
+	    (type != CAIRN_TYPE_FILESYSTEM && type != CAIRN_TYPE_VOLUME)) {
+		free(name);
+		return bad(c, "malformed DATASET record");
+	}
+	const char *err = cairn_name_check(name, false, why, sizeof(why)) < 0 ? why
+			  : c->nds == 0 && strcmp(name, c->top)	       ? "first dataset is not the top"
+			  : find_ds(c, name)			       ? "dataset declared twice"
+								       : NULL;
+	if (err) {
+		free(name);
+		return bad(c, err);
+	}
+	rds_t *v = realloc(c->ds, (c->nds + 1) * sizeof(*v));
+	if (!v) {
+		free(name);
+		return -ENOMEM;
+	}
+	c->ds = v;
+	rds_t *d = &c->ds[c->nds++];
+	memset(d, 0, sizeof(*d));
+	d->name = name;
+	d->type = type;
+	d->guid = guid;
+	int r = map_name(c, name, d->local);
+	/* A parent must be declared before its children. */
+	const char *slash = strrchr(name, '/');
+	if (r == 0 && c->nds > 1 && slash) {
+		char parent[NAME_BUF];
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - name), name);
+		const rds_t *p = find_ds(c, parent);
+		if (!p || p->type != CAIRN_TYPE_FILESYSTEM)
+			r = bad(c, "dataset declared before its parent (or under a volume)");
+	}
+	d->props = np ? calloc(np, sizeof(*d->props)) : NULL;
+	if (r == 0 && np && !d->props)
+		r = -ENOMEM;
+	bool top = c->nds == 1;
+	for (uint32_t i = 0; r == 0 && i < np; i++) {
+		char *k = sr_strdup(&c->rd, 255), *val = sr_strdup(&c->rd, PROP_VALUE_MAX);
+		if (!k || !val || !k[0]) {
+			free(k);
+			free(val);
+			r = bad(c, "malformed property in a DATASET record");
+		} else if (excluded(c, k, top)) {
+			free(k);
+			free(val);
+		} else {
+			d->props[d->nprops++] = (cairn_prop){k, val};
+		}
+	}
+	if (r == 0 && sr_done(&c->rd))
+		r = bad(c, "malformed DATASET record");
+	/* Refused before any data moves (nothing is changed here). */
+	ds_row_t row = {0};
+	if (r == 0 && !(c->flags & STREAM_F_RECURSIVE) &&
+	    catalog_ds_by_name(c->st->cat, d->local, &row) == 0 && row.type != d->type)
+		r = store_err(c->st, -EINVAL, "%s: exists as a %s, the stream has a %s", d->local,
+			      row.type == CAIRN_TYPE_VOLUME ? "volume" : "filesystem",
+			      d->type == CAIRN_TYPE_VOLUME ? "volume" : "filesystem");
+	ds_row_clear(&row);
+	return r;
+}
+
+static int read_snaplist(rctx_t *c)
+{
+	char name[NAME_BUF];
+	sr_str(&c->rd, name, sizeof(name));
+	uint32_t n = sr_u32(&c->rd);
+	/* Each entry takes at least 10 bytes: bound n by the payload first. */
+	if (c->rd.bad || n > (c->rd.rec.len - c->rd.pos) / 10)
+		return bad(c, "malformed SNAPLIST record");
+	rds_t *d = (rds_t *)find_ds(c, name);
+	if (!d || d->has_list || c->any_snap || !(c->flags & STREAM_F_RECURSIVE))
+		return bad(c, "SNAPLIST for an undeclared dataset, twice, or out of place");
+	d->has_list = true;
+	d->snapguids = calloc(n + 1, sizeof(*d->snapguids));
+	d->snapnames = calloc(n + 1, sizeof(char *));
+	if (!d->snapguids || !d->snapnames)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && !c->rd.bad; i++) {
+		char *s = sr_strdup(&c->rd, 255);
+		if (!s)
+			break;
+		d->snapnames[d->nsnaps] = s;
+		d->snapguids[d->nsnaps++] = sr_u64(&c->rd);
+		char full[NAME_BUF + 300], why[256];
+		snprintf(full, sizeof(full), "%s@%s", d->local, s);
+		if (cairn_name_check(full, true, why, sizeof(why)) < 0)
+			return bad(c, why);
+	}
+	if (sr_done(&c->rd))
+		return bad(c, "malformed SNAPLIST record");
+	return 0;
+}
+
+/* ---- applying what the stream says about datasets (inside a commit) ---- */
 
 /* Datasets are matched by guid inside the target subtree: a dataset the
  * sender renamed is renamed here too (-R). */
@@ -144,28 +504,22 @@ static int find_by_guid(rctx_t *c, uint64_t guid, char *out)
 	return r;
 }
 
-static int set_guid(rctx_t *c, const char *local, uint64_t guid)
+static int exec_bind(rctx_t *c, const char *sql, int64_t a, const char *b)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(c->st->cat), "UPDATE dataset SET guid=? WHERE name=?", -1,
-			       &q, NULL))
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat), sql, -1, &q, NULL))
 		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)guid);
-	sqlite3_bind_text(q, 2, local, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 1, a);
+	sqlite3_bind_text(q, 2, b, -1, SQLITE_STATIC);
 	int r = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
 	sqlite3_finalize(q);
 	return r;
 }
 
 /* With -R -F: the datasets under the target that the sender no longer has
- * go, once every dataset record has been seen. */
+ * go. */
 static int reconcile(rctx_t *c)
 {
-	if (c->reconciled || !(c->flags & STREAM_F_RECURSIVE) || !c->o->force) {
-		c->reconciled = true;
-		return 0;
-	}
-	c->reconciled = true;
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
 			       "SELECT name, guid FROM dataset WHERE name > ?1 || '/' AND"
@@ -173,23 +527,24 @@ static int reconcile(rctx_t *c)
 			       -1, &q, NULL))
 		return -EIO;
 	sqlite3_bind_text(q, 1, c->o->target, -1, SQLITE_STATIC);
-	char (*gone)[NAME_BUF] = NULL;
+	char **gone = NULL;
 	size_t n = 0;
 	int r = 0;
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
 		uint64_t g = sqlite3_column_int64(q, 1);
 		bool keep = false;
-		for (size_t i = 0; i < c->ndsguids && !keep; i++)
-			keep = c->dsguids[i] == g;
+		for (size_t i = 0; i < c->nds && !keep; i++)
+			keep = c->ds[i].guid == g;
 		if (keep)
 			continue;
-		void *p = realloc(gone, (n + 1) * sizeof(*gone));
-		if (!p) {
+		char **p = realloc(gone, (n + 1) * sizeof(*gone));
+		if (!p || !(p[n] = strdup((const char *)sqlite3_column_text(q, 0)))) {
+			gone = p ? p : gone;
 			r = -ENOMEM;
 			break;
 		}
 		gone = p;
-		snprintf(gone[n++], NAME_BUF, "%s", sqlite3_column_text(q, 0));
+		n++;
 	}
 	sqlite3_finalize(q);
 	for (size_t i = 0; r == 0 && i < n; i++) {
@@ -199,200 +554,153 @@ static int reconcile(rctx_t *c)
 		ds_row_clear(&d);
 		cairn_destroy_opts dop = {.recursive = true};
 		r = cairn_destroy(c->st, gone[i], &dop);
-		if (r == 0 && c->o->item)
-			c->o->item("destroyed", gone[i], c->o->arg);
+		if (r == 0)
+			note(c, "destroyed", gone[i]);
 	}
+	for (size_t i = 0; i < n; i++)
+		free(gone[i]);
 	free(gone);
 	return r;
 }
 
-/* Creates the local dataset for a stream dataset if it does not exist. */
-static int ensure_dataset(rctx_t *c, const char *local, int type, cairn_prop *props,
-			  size_t np)
+/* -R: snapshot renames (same guid, other name) and, with -F, destroys of
+ * the snapshots the sender no longer has. */
+static int apply_snaplist(rctx_t *c, const rds_t *d)
 {
-	ds_row_t d = {0};
-	int r = catalog_ds_by_name(c->st->cat, local, &d);
-	if (r == 0) {
-		if (d.type != type)
-			r = store_err(c->st, -EINVAL, "%s: exists as a %s", local,
-				      d.type == CAIRN_TYPE_VOLUME ? "volume" : "filesystem");
-		ds_row_clear(&d);
-		if (r == 0 && np)
-			r = cairn_dataset_set(c->st, local, props, np);
-		return r;
-	}
-	if (r != -ENOENT)
-		return r;
-	/* Below the target, missing parents come from the stream's own tree. */
-	r = cairn_dataset_create(c->st, local, type, props, np, strcmp(local, c->o->target) != 0);
-	if (r == 0 && c->ncreated < MAX_CREATED)
-		snprintf(c->created[c->ncreated++], NAME_BUF, "%s", local);
-	if (r == 0 && c->o->item)
-		c->o->item("created", local, c->o->arg);
-	return r;
-}
-
-static int read_dataset(rctx_t *c)
-{
-	char name[NAME_BUF], local[NAME_BUF], why[256];
-	sr_str(&c->rd, name, sizeof(name));
-	int type = sr_u8(&c->rd);
-	uint64_t guid = sr_u64(&c->rd);
-	uint32_t np = sr_u32(&c->rd);
-	if (c->rd.bad || np > (c->rd.rec.len - c->rd.pos) / 4 ||
-	    (type != CAIRN_TYPE_FILESYSTEM && type != CAIRN_TYPE_VOLUME))
-		return bad(c, "malformed DATASET record");
-	if (cairn_name_check(name, false, why, sizeof(why)) < 0)
-		return bad(c, why);
-	cairn_prop *props = calloc(np + c->o->nprops + 1, sizeof(*props));
-	char (*kv)[2][8200] = calloc(np + 1, sizeof(*kv));
-	int r = props && kv ? 0 : -ENOMEM;
-	size_t n = 0;
-	for (uint32_t i = 0; r == 0 && i < np; i++) {
-		sr_str(&c->rd, kv[i][0], sizeof(kv[i][0]));
-		sr_str(&c->rd, kv[i][1], sizeof(kv[i][1]));
-		if (!excluded(c, kv[i][0]))
-			props[n++] = (cairn_prop){kv[i][0], kv[i][1]};
-	}
-	for (size_t i = 0; i < c->o->nprops; i++)
-		props[n++] = c->o->props[i];
-	if (r == 0 && sr_done(&c->rd))
-		r = bad(c, "malformed DATASET record");
-	if (r == 0)
-		r = map_name(c, name, local);
-	if (r == 0) {
-		char (*dn)[NAME_BUF] = realloc(c->dsnames, (c->nds + 1) * sizeof(*dn));
-		uint8_t *dt = dn ? realloc(c->dstypes, c->nds + 1) : NULL;
-		if (dn)
-			c->dsnames = dn;
-		if (!dt)
-			r = -ENOMEM;
-		else {
-			c->dstypes = dt;
-			snprintf(c->dsnames[c->nds], NAME_BUF, "%s", name);
-			c->dstypes[c->nds++] = type;
-		}
-	}
-	char old[NAME_BUF];
-	if (r == 0 && (c->flags & STREAM_F_RECURSIVE) && find_by_guid(c, guid, old) == 0 &&
-	    strcmp(old, local)) {
-		r = cairn_rename(c->st, old, local, false, true);
-		if (r == 0 && c->o->item)
-			c->o->item("renamed", local, c->o->arg);
-	}
-	if (r == 0)
-		r = ensure_dataset(c, local, type, props, n);
-	if (r == 0 && (c->flags & STREAM_F_RECURSIVE) && c->ncreated &&
-	    !strcmp(c->created[c->ncreated - 1], local))
-		r = set_guid(c, local, guid);
-	if (r == 0) {
-		uint64_t *g = realloc(c->dsguids, (c->ndsguids + 1) * sizeof(*g));
-		if (!g)
-			r = -ENOMEM;
-		else
-			(c->dsguids = g)[c->ndsguids++] = guid;
-	}
-	free(props);
-	free(kv);
-	return r;
-}
-
-/* -R: apply snapshot renames (same guid, other name) and, with -F,
- * destroy the snapshots the sender no longer has. */
-static int apply_snaplist(rctx_t *c, const ds_row_t *d, const char *local, char (*names)[256],
-			  const uint64_t *guids, uint32_t n)
-{
+	ds_row_t row = {0};
+	if (catalog_ds_by_name(c->st->cat, d->local, &row) < 0)
+		return 0;
 	sqlite3_stmt *q;
+	int r = 0;
 	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
 			       "SELECT name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg", -1,
 			       &q, NULL))
-		return -EIO;
-	sqlite3_bind_int64(q, 1, d->id);
-	char (*from)[NAME_BUF * 2] = NULL, (*to)[NAME_BUF * 2] = NULL;
-	size_t nren = 0, ngone = 0, cap = 0;
-	char (*gone)[NAME_BUF * 2] = NULL;
-	int r = 0;
+		r = -EIO;
+	else
+		sqlite3_bind_int64(q, 1, row.id);
+	char **from = NULL, **to = NULL;
+	size_t n = 0;
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
 		const char *ln = (const char *)sqlite3_column_text(q, 0);
 		uint64_t g = sqlite3_column_int64(q, 1);
 		uint32_t k = 0;
-		while (k < n && guids[k] != g)
+		while (k < d->nsnaps && d->snapguids[k] != g)
 			k++;
-		bool ren = k < n && strcmp(names[k], ln), drop = k == n && c->o->force;
+		bool ren = k < d->nsnaps && strcmp(d->snapnames[k], ln);
+		bool drop = k == d->nsnaps && c->o->force;
 		if (!ren && !drop)
 			continue;
-		if (nren + ngone == cap) {
-			cap = cap ? cap * 2 : 16;
-			void *a1 = realloc(from, cap * sizeof(*from)), *a2 = realloc(to, cap * sizeof(*to)),
-			     *a3 = realloc(gone, cap * sizeof(*gone));
-			if (a1)
-				from = a1;
-			if (a2)
-				to = a2;
-			if (a3)
-				gone = a3;
-			if (!a1 || !a2 || !a3) {
-				r = -ENOMEM;
-				break;
-			}
-		}
-		if (ren) {
-			snprintf(from[nren], sizeof(from[0]), "%s@%s", local, ln);
-			snprintf(to[nren++], sizeof(to[0]), "%s@%s", local, names[k]);
-		} else {
-			snprintf(gone[ngone++], sizeof(gone[0]), "%s@%s", local, ln);
-		}
-	}
-	sqlite3_finalize(q);
-	char why[256];
-	for (size_t i = 0; r == 0 && i < nren; i++) {
-		if (cairn_name_check(to[i], true, why, sizeof(why)) < 0) {
-			r = bad(c, why);
+		char **a = realloc(from, (n + 1) * sizeof(char *)), **b = realloc(to, (n + 1) * sizeof(char *));
+		from = a ? a : from;
+		to = b ? b : to;
+		if (!a || !b || asprintf(&from[n], "%s@%s", d->local, ln) < 0) {
+			r = -ENOMEM;
 			break;
 		}
-		r = cairn_rename(c->st, from[i], to[i], false, false);
-		if (r == 0 && c->o->item)
-			c->o->item("renamed", to[i], c->o->arg);
+		to[n] = ren ? strdup(d->snapnames[k]) : NULL;
+		n++;
 	}
-	for (size_t i = 0; r == 0 && i < ngone; i++) {
-		cairn_destroy_opts dop = {0};
-		r = cairn_destroy(c->st, gone[i], &dop);
-		if (r == 0 && c->o->item)
-			c->o->item("destroyed", gone[i], c->o->arg);
+	if (q)
+		sqlite3_finalize(q);
+	/* Renames go through a temporary name first, so swapped names work. */
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (!to[i]) {
+			cairn_destroy_opts dop = {0};
+			r = cairn_destroy(c->st, from[i], &dop);
+			if (r == 0)
+				note(c, "destroyed", from[i]);
+		}
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (!to[i])
+			continue;
+		char tmp[64];
+		snprintf(tmp, sizeof(tmp), "%s.recv-rename-%zu", "", i);
+		r = cairn_rename(c->st, from[i], tmp + 1, false, false);
+		char *t2 = NULL;
+		if (r == 0 && asprintf(&t2, "%s@%s", d->local, tmp + 1) < 0)
+			r = -ENOMEM;
+		free(from[i]);
+		from[i] = t2;
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (!to[i])
+			continue;
+		r = cairn_rename(c->st, from[i], to[i], false, false);
+		char full[NAME_BUF + 300];
+		snprintf(full, sizeof(full), "%s@%s", d->local, to[i]);
+		if (r == 0)
+			note(c, "renamed", full);
+	}
+	for (size_t i = 0; i < n; i++) {
+		free(from[i]);
+		free(to[i]);
 	}
 	free(from);
 	free(to);
-	free(gone);
+	ds_row_clear(&row);
 	return r;
 }
 
-static int read_snaplist(rctx_t *c)
+/* Creates (or checks) the local dataset of a stream dataset and sets its
+ * properties: the stream's with -R, and -o on the top dataset only (the
+ * children inherit, as in zfs). */
+static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 {
-	char name[NAME_BUF], local[NAME_BUF];
-	sr_str(&c->rd, name, sizeof(name));
-	uint32_t n = sr_u32(&c->rd);
-	/* Each entry takes at least 10 bytes: bound n by the payload first. */
-	if (c->rd.bad || n > (c->rd.rec.len - c->rd.pos) / 10)
-		return bad(c, "malformed SNAPLIST record");
-	int r = map_name(c, name, local);
-	uint64_t *guids = calloc(n + 1, sizeof(*guids));
-	char (*names)[256] = calloc(n + 1, 256);
-	if (!guids || !names)
-		r = -ENOMEM;
-	for (uint32_t i = 0; r == 0 && i < n && !c->rd.bad; i++) {
-		sr_str(&c->rd, names[i], 256);
-		guids[i] = sr_u64(&c->rd);
+	char old[NAME_BUF];
+	int r = 0;
+	if ((c->flags & STREAM_F_RECURSIVE) && find_by_guid(c, d->guid, old) == 0 &&
+	    strcmp(old, d->local)) {
+		r = cairn_rename(c->st, old, d->local, false, true);
+		if (r == 0)
+			note(c, "renamed", d->local);
 	}
-	if (r == 0 && sr_done(&c->rd))
-		r = bad(c, "malformed SNAPLIST record");
-	ds_row_t d = {0};
-	if (r == 0 && catalog_ds_by_name(c->st->cat, local, &d) == 0)
-		r = apply_snaplist(c, &d, local, names, guids, n);
-	free(guids);
-	free(names);
-	ds_row_clear(&d);
+	size_t np = d->nprops + (top ? c->o->nprops : 0);
+	cairn_prop *props = calloc(np + 1, sizeof(*props));
+	if (!props)
+		return -ENOMEM;
+	memcpy(props, d->props, d->nprops * sizeof(*props));
+	if (top && c->o->nprops)
+		memcpy(props + d->nprops, c->o->props, c->o->nprops * sizeof(*props));
+	ds_row_t row = {0};
+	int k = r ? r : catalog_ds_by_name(c->st->cat, d->local, &row);
+	if (k == 0) {
+		if (row.type != d->type)
+			r = store_err(c->st, -EINVAL, "%s: exists as a %s", d->local,
+				      row.type == CAIRN_TYPE_VOLUME ? "volume" : "filesystem");
+		if (r == 0 && np)
+			r = cairn_dataset_set(c->st, d->local, props, np);
+	} else if (k == -ENOENT) {
+		/* Below the target, missing parents come from the stream's own tree. */
+		r = cairn_dataset_create(c->st, d->local, d->type, props, np,
+					 strcmp(d->local, c->o->target) != 0);
+		if (r == 0 && (c->flags & STREAM_F_RECURSIVE))
+			r = exec_bind(c, "UPDATE dataset SET guid=? WHERE name=?", (int64_t)d->guid,
+				      d->local);
+		if (r == 0)
+			note(c, "created", d->local);
+	} else {
+		r = k;
+	}
+	ds_row_clear(&row);
+	free(props);
 	return r;
 }
+
+static int apply_meta(rctx_t *c)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < c->nds; i++)
+		r = apply_dataset(c, &c->ds[i], i == 0);
+	for (size_t i = 0; r == 0 && i < c->nds; i++)
+		if (c->ds[i].has_list)
+			r = apply_snaplist(c, &c->ds[i]);
+	if (r == 0 && (c->flags & STREAM_F_RECURSIVE) && c->o->force)
+		r = reconcile(c);
+	return r;
+}
+
+/* ---- one snapshot ---- */
 
 static int read_refs(rctx_t *c, buf_t *out)
 {
@@ -412,166 +720,134 @@ static int read_refs(rctx_t *c, buf_t *out)
 	return buf_append(out, p, (size_t)n * CHUNK_REF_WIRE);
 }
 
-static void free_sprops(rctx_t *c)
+/* What the target has of this snapshot: 1 = the same guid is there (skip
+ * it), 0 = nothing in the way; an error for the same name with another
+ * guid (without -F) or a full stream onto a dataset with snapshots. */
+static int target_has(rctx_t *c, const psnap_t *s)
 {
-	for (size_t i = 0; i < c->nsprops; i++) {
-		free((char *)c->sprops[i].name);
-		free((char *)c->sprops[i].value);
-	}
-	free(c->sprops);
-	c->sprops = NULL;
-	c->nsprops = 0;
-}
-
-/* ---- partial state (recv -s) ---- */
-
-static int checkpoint(rctx_t *c)
-{
-	int r = chunkstore_flush(c->st->cs);
-	buf_t roots = {0};
-	uint64_t ref = 0, logical = 0;
-	if (r == 0)
-		r = index_write(c->st->cs, &c->got, &roots, &ref, &logical);
-	if (r == 0)
-		r = chunkstore_flush(c->st->cs);
-	resume_token_t t = {.toguid = c->guid, .fromguid = c->fromguid, .skip = c->nchunks,
-			    .flags = c->flags & STREAM_F_RECURSIVE};
-	char tok[TOKEN_MAX];
-	token_encode(&t, tok);
-	uint64_t txg;
-	if (r == 0)
-		r = catalog_begin_write(c->st->cat, &txg);
-	if (r == 0) {
-		sqlite3_stmt *q;
-		if (sqlite3_prepare_v2(catalog_db(c->st->cat),
-				       "INSERT OR REPLACE INTO recvstate(dataset, token, state, idx)"
-				       " VALUES(?, ?, ?, ?)",
-				       -1, &q, NULL))
-			r = -EIO;
-		else {
-			sqlite3_bind_text(q, 1, c->target, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 2, tok, -1, SQLITE_STATIC);
-			sqlite3_bind_blob(q, 3, "", 0, SQLITE_STATIC);
-			sqlite3_bind_blob(q, 4, roots.data ? (void *)roots.data : "", roots.len,
-					  SQLITE_STATIC);
-			r = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
-			sqlite3_finalize(q);
-		}
-		r = store_txn_end(c->st, r);
-	}
-	buf_free(&roots);
-	c->since_checkpoint_bytes = c->since_checkpoint_chunks = 0;
-	return r;
-}
-
-static int drop_state(cairn_store *st, const char *dataset)
-{
+	ds_row_t d = {0};
+	if (catalog_ds_by_name(c->st->cat, s->target, &d) < 0)
+		return 0;
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(st->cat), "DELETE FROM recvstate WHERE dataset=?", -1, &q,
-			       NULL))
-		return -EIO;
-	sqlite3_bind_text(q, 1, dataset, -1, SQLITE_STATIC);
-	int r = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
-	sqlite3_finalize(q);
-	return r;
-}
-
-/* A resumed stream continues a recorded partial receive: same snapshot,
- * same source, same position.  The chunks it had are listed again so GC
- * keeps them. */
-static int resume_check(rctx_t *c)
-{
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
-			       "SELECT token, idx FROM recvstate WHERE dataset=?", -1, &q, NULL))
-		return -EIO;
-	sqlite3_bind_text(q, 1, c->target, -1, SQLITE_STATIC);
 	int r = 0;
-	buf_t roots = {0};
-	resume_token_t t = {0};
-	if (sqlite3_step(q) != SQLITE_ROW)
-		r = store_err(c->st, -ENOENT, "%s: no partial receive to resume", c->target);
-	else if (token_decode((const char *)sqlite3_column_text(q, 0), &t) < 0)
-		r = store_err(c->st, CAIRN_ECORRUPT, "%s: damaged resume state", c->target);
-	else
-		r = buf_append(&roots, sqlite3_column_blob(q, 1), sqlite3_column_bytes(q, 1));
-	sqlite3_finalize(q);
-	if (r == 0 && (t.toguid != c->guid || t.fromguid != c->fromguid || t.skip != c->resume_skip))
-		r = store_err(c->st, -EINVAL,
-			      "%s: the stream does not continue the interrupted receive "
-			      "(token from another stream?)",
-			      c->target);
-	if (r == 0 && roots.len) {
-		idxrd_t x;
-		idxrd_open(&x, c->st->cs, &roots);
-		chunk_ref_t ref;
-		int k;
-		while ((k = idxrd_next(&x, &ref)) == 1)
-			refset_add(&c->got, &ref);
-		idxrd_close(&x);
-		if (k < 0)
-			r = store_err(c->st, k, "%s: partial receive state lost", c->target);
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
+			       "SELECT name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg", -1,
+			       &q, NULL)) {
+		ds_row_clear(&d);
+		return -EIO;
 	}
-	c->nchunks = t.skip;
-	buf_free(&roots);
+	sqlite3_bind_int64(q, 1, d.id);
+	char first[300] = "";
+	uint64_t other = 0;
+	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(q, 0);
+		uint64_t g = sqlite3_column_int64(q, 1);
+		if (!first[0])
+			snprintf(first, sizeof(first), "%s", n);
+		if (g == s->guid)
+			r = 1;
+		else if (!strcmp(n, s->name))
+			other = g;
+	}
+	sqlite3_finalize(q);
+	if (r == 0 && other && !c->o->force)
+		r = store_err(c->st, -EEXIST,
+			      "%s@%s: exists with guid %llu, the stream's %s@%s has guid %llu "
+			      "(not the same snapshot)",
+			      s->target, s->name, (unsigned long long)other, s->target, s->name,
+			      (unsigned long long)s->guid);
+	/* zfs refuses this even with -F: a full stream never overwrites
+	 * a dataset that has snapshots. */
+	if (r == 0 && !s->fromguid && first[0])
+		r = store_err(c->st, -EEXIST,
+			      "destination has snapshots (eg. %s@%s)\nmust destroy them to overwrite it",
+			      s->target, first);
+	ds_row_clear(&d);
 	return r;
 }
-
-/* ---- one snapshot ---- */
 
 static int read_snap(rctx_t *c)
 {
-	char why[256], full[NAME_BUF * 2];
-	sr_str(&c->rd, c->dsname, sizeof(c->dsname));
-	sr_str(&c->rd, c->snapname, sizeof(c->snapname));
-	c->guid = sr_u64(&c->rd);
-	c->fromguid = sr_u64(&c->rd);
-	c->creation = (int64_t)sr_u64(&c->rd);
-	c->referenced = sr_u64(&c->rd);
-	c->logical = sr_u64(&c->rd);
+	char why[256], dsname[NAME_BUF], full[NAME_BUF * 2];
+	psnap_t *s = &c->cur;
+	psnap_clear(s);
+	sr_str(&c->rd, dsname, sizeof(dsname));
+	s->name = sr_strdup(&c->rd, 255);
+	s->guid = sr_u64(&c->rd);
+	s->fromguid = sr_u64(&c->rd);
+	uint64_t txg = sr_u64(&c->rd);
+	s->creation = (int64_t)sr_u64(&c->rd);
+	sr_u64(&c->rd); /* referenced and logical: recomputed from the index */
+	sr_u64(&c->rd);
 	uint32_t np = sr_u32(&c->rd);
-	if (c->rd.bad || np > 4096)
+	if (!s->name || c->rd.bad || np > MAX_PROPS || np > (c->rd.rec.len - c->rd.pos) / 4)
 		return bad(c, "malformed SNAP record");
-	free_sprops(c);
-	c->sprops = calloc(np + 1, sizeof(*c->sprops));
-	if (!c->sprops)
+	s->props = np ? calloc(np, sizeof(*s->props)) : NULL;
+	if (np && !s->props)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < np && !c->rd.bad; i++) {
-		char k[300], v[8200];
-		sr_str(&c->rd, k, sizeof(k));
-		sr_str(&c->rd, v, sizeof(v));
-		if (!strchr(k, ':'))
+	for (uint32_t i = 0; i < np; i++) {
+		char *k = sr_strdup(&c->rd, 255), *v = sr_strdup(&c->rd, PROP_VALUE_MAX);
+		if (k && v)
+			s->props[s->nprops++] = (cairn_prop){k, v};
+		if (!k || !v || !strchr(k, ':')) {
+			if (!(k && v)) {
+				free(k);
+				free(v);
+			}
 			return bad(c, "snapshot property is not a user property");
-		c->sprops[c->nsprops].name = strdup(k);
-		c->sprops[c->nsprops++].value = strdup(v);
+		}
 	}
-	int r = read_refs(c, &c->tree);
+	int r = read_refs(c, &s->tree);
 	if (r == 0)
-		r = read_refs(c, &c->idx);
-	uint64_t skip = sr_u64(&c->rd);
+		r = read_refs(c, &s->idx);
 	if (r == 0 && sr_done(&c->rd))
 		r = bad(c, "malformed SNAP record");
 	if (r < 0)
 		return r;
-	snprintf(full, sizeof(full), "%s@%s", c->dsname, c->snapname);
-	if (cairn_name_check(full, true, why, sizeof(why)) < 0 || !c->guid)
-		return bad(c, c->guid ? why : "snapshot guid 0");
-	r = map_name(c, c->dsname, c->target);
+	snprintf(full, sizeof(full), "%s@%s", dsname, s->name);
+	if (cairn_name_check(full, true, why, sizeof(why)) < 0)
+		return bad(c, why);
+	if (!s->guid || !txg)
+		return bad(c, "snapshot guid or createtxg 0");
+	if (s->creation < 0 || s->creation > CREATION_MAX)
+		return bad(c, "snapshot creation time out of range");
+	c->cur_ds = find_ds(c, dsname);
+	if (!c->cur_ds)
+		return bad(c, "snapshot of a dataset the stream did not declare");
+	snprintf(s->target, sizeof(s->target), "%s", c->cur_ds->local);
+	/* Groups come in increasing createtxg; a new one starts here. */
+	if (c->npend || c->nskipped_in_group) {
+		if (txg != c->group_txg)
+			return bad(c, "group ends without GROUPEND");
+	} else {
+		if (txg <= c->last_group_txg)
+			return bad(c, "groups out of order");
+		if (!c->any_snap && (c->flags & STREAM_F_RESUMED) && txg != c->resume_txg)
+			return bad(c, "resumed stream starts at another group");
+		if (c->any_snap || !(c->flags & STREAM_F_RESUMED)) {
+			refset_free(&c->got);
+			c->group_pos = 0;
+		} else {
+			c->group_pos = c->resume_skip;
+		}
+		c->group_txg = txg;
+	}
+	for (size_t i = 0; i < c->npend; i++)
+		if (!strcmp(c->pend[i].target, s->target))
+			return bad(c, "two snapshots of one dataset in a group");
+	c->any_snap = true;
+	r = target_has(c, s);
 	if (r < 0)
 		return r;
-	refset_free(&c->got);
-	c->nchunks = 0;
-	if (c->flags & STREAM_F_RESUMED) {
-		if (skip != c->resume_skip)
-			return bad(c, "resume offset differs between BEGIN and SNAP");
-		r = resume_check(c);
-	} else if (skip) {
-		return bad(c, "chunks skipped in a stream that is not resumed");
+	c->skipping = r == 1;
+	if (c->skipping) {
+		snprintf(full, sizeof(full), "%s@%s", s->target, s->name);
+		if (c->o->item)
+			c->o->item("skipped (already present)", full, c->o->arg);
 	}
 	/* Only a snapshot that passed its checks may leave partial state. */
-	c->in_snap = r == 0;
-	c->since_checkpoint_bytes = c->since_checkpoint_chunks = 0;
-	return r;
+	c->in_snap = true;
+	return 0;
 }
 
 static int read_chunk(rctx_t *c)
@@ -583,6 +859,9 @@ static int read_chunk(rctx_t *c)
 	const uint8_t *blob = sr_bytes(&c->rd, len);
 	if (!d || !blob)
 		return bad(c, "malformed CHUNK record");
+	c->group_pos++;
+	if (c->skipping)
+		return 0; /* the target has this snapshot already */
 	digest_t dg;
 	memcpy(dg.b, d, DIGEST_LEN);
 	int r = blob_decode(blob, len, &dg, &c->plain);
@@ -602,7 +881,6 @@ static int read_chunk(rctx_t *c)
 		c->o->chunks_new++;
 	if (refset_add(&c->got, &ref) < 0)
 		return -ENOMEM;
-	c->nchunks++;
 	c->since_checkpoint_chunks++;
 	c->since_checkpoint_bytes += len;
 	if (c->o->resumable && (c->since_checkpoint_chunks >= CHECKPOINT_CHUNKS ||
@@ -610,27 +888,111 @@ static int read_chunk(rctx_t *c)
 		r = checkpoint(c);
 	if (c->o->progress && mono_ns() - c->last_progress > 200000000) {
 		c->last_progress = mono_ns();
-		cairn_progress p = {.phase = "recv", .object = c->target, .bytes = c->rd.offset};
+		cairn_progress p = {.phase = "recv", .object = c->cur.target, .bytes = c->rd.offset};
 		c->o->progress(&p, c->o->arg);
 	}
 	return r;
 }
 
-/* Every chunk the snapshot lists must be here (the stream carried it, or
- * the incremental source had it); touching it also tells GC it is used.
- * The tree must parse and reference only chunks its index lists, so a
- * committed snapshot always restores. */
-static int check_complete(rctx_t *c)
+/* The tree must describe something restore can rebuild: one root of the
+ * dataset's type first, paths strictly increasing in traversal order (so
+ * unique), every entry's parent a directory met before it, sizes and the
+ * extents covering them within sane limits, and every chunk or bundle it
+ * names listed in the index (checked by the caller's set). */
+typedef struct treecheck {
+	char **dirs; /* the directories enclosing the current entry */
+	size_t ndirs, cap;
+	char *prev;
+	uint64_t covered, size; /* extents of the current regular file */
+	bool any, in_reg;
+} treecheck_t;
+
+static const char *tree_entry_check(treecheck_t *t, const tree_entry_t *e, int dstype)
 {
-	for (size_t i = 0; i < c->tree.len / CHUNK_REF_WIRE; i++) {
+	if (e->type == TREE_CONT) {
+		if (!t->in_reg)
+			return "extent continuation without a file";
+	} else {
+		const char *p = e->path ? e->path : "";
+		if (!t->any) {
+			if (p[0])
+				return "tree does not start with its root";
+			if (dstype == CAIRN_TYPE_VOLUME ? e->type != TREE_REG : e->type != TREE_DIR)
+				return "tree root has the wrong type for the dataset";
+		} else {
+			if (!p[0])
+				return "a second root in the tree";
+			if (dstype == CAIRN_TYPE_VOLUME)
+				return "a volume with more than one entry";
+			if (tree_path_cmp(t->prev, p) >= 0)
+				return "tree paths out of order or duplicated";
+			/* Pop to the entry's parent directory, which must be open. */
+			const char *slash = strrchr(p, '/');
+			size_t plen = slash ? (size_t)(slash - p) : 0;
+			while (t->ndirs && (strlen(t->dirs[t->ndirs - 1]) != plen ||
+					    strncmp(t->dirs[t->ndirs - 1], p, plen)))
+				free(t->dirs[--t->ndirs]);
+			if (!t->ndirs)
+				return "tree entry before (or without) its parent directory";
+		}
+		if (e->type == TREE_DIR) {
+			if (t->ndirs == t->cap) {
+				size_t n = t->cap ? t->cap * 2 : 16;
+				char **d = realloc(t->dirs, n * sizeof(*d));
+				if (!d)
+					return "out of memory";
+				t->dirs = d;
+				t->cap = n;
+			}
+			if (!(t->dirs[t->ndirs] = strdup(p)))
+				return "out of memory";
+			t->ndirs++;
+		}
+		free(t->prev);
+		if (!(t->prev = strdup(p)))
+			return "out of memory";
+		t->any = true;
+		t->in_reg = e->type == TREE_REG;
+		t->covered = 0;
+		t->size = e->size;
+		if (e->size > FILE_SIZE_MAX)
+			return "file size beyond any sane limit";
+		if (e->content == TREE_CONTENT_BUNDLE &&
+		    (uint64_t)e->bundle_off + e->size > e->bundle.plain_len)
+			return "file extends beyond its bundle";
+	}
+	for (uint32_t i = 0; i < e->nextent; i++) {
+		uint64_t l = e->extents[i].length;
+		if (l > FILE_SIZE_MAX || t->covered + l > t->size)
+			return "extents or holes beyond the file's size";
+		t->covered += l;
+	}
+	return NULL;
+}
+
+static void treecheck_free(treecheck_t *t)
+{
+	while (t->ndirs)
+		free(t->dirs[--t->ndirs]);
+	free(t->dirs);
+	free(t->prev);
+}
+
+/* Every chunk the snapshot lists must be here (the stream carried it, or
+ * the target had it); touching it also tells GC it is used.  The tree must
+ * parse, pass tree_entry_check and reference only chunks its index lists,
+ * so a committed snapshot always restores. */
+static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
+{
+	for (size_t i = 0; i < s->tree.len / CHUNK_REF_WIRE; i++) {
 		chunk_ref_t ref;
-		chunk_ref_unpack(c->tree.data + i * CHUNK_REF_WIRE, &ref);
+		chunk_ref_unpack(s->tree.data + i * CHUNK_REF_WIRE, &ref);
 		if (chunkstore_touch(c->st->cs, &ref.digest) < 0)
 			return bad(c, "tree chunk neither sent nor present");
 	}
 	refset_t listed = {0};
 	idxrd_t x;
-	idxrd_open(&x, c->st->cs, &c->idx);
+	idxrd_open(&x, c->st->cs, &s->idx);
 	chunk_ref_t ref;
 	int k, r = 0;
 	while (r == 0 && (k = idxrd_next(&x, &ref)) == 1) {
@@ -639,7 +1001,7 @@ static int check_complete(rctx_t *c)
 			digest_to_hex(&ref.digest, hex);
 			r = store_err(c->st, CAIRN_ECORRUPT,
 				      "%s@%s: chunk %s was neither sent nor present on the receiver",
-				      c->target, c->snapname, hex);
+				      s->target, s->name, hex);
 		} else if (refset_add(&listed, &ref) < 0) {
 			r = -ENOMEM;
 		}
@@ -649,12 +1011,16 @@ static int check_complete(rctx_t *c)
 		r = bad(c, "snapshot index unreadable or incomplete");
 	snaptree_t t = {0};
 	tree_entry_t e = {0};
+	treecheck_t tc = {0};
 	bool opened = false;
 	if (r == 0) {
-		r = snaptree_open(&t, c->st->cs, &c->tree);
+		r = snaptree_open(&t, c->st->cs, &s->tree);
 		opened = true;
 	}
 	while (r == 0 && (k = snaptree_next(&t, &e)) == 1) {
+		const char *why = tree_entry_check(&tc, &e, dstype);
+		if (why)
+			r = bad(c, why);
 		for (uint32_t i = 0; r == 0 && i < e.nextent; i++)
 			if (e.extents[i].kind == TREE_EXT_CHUNK &&
 			    !refset_has(&listed, &e.extents[i].ref.digest))
@@ -665,15 +1031,47 @@ static int check_complete(rctx_t *c)
 	}
 	if (r == 0 && k < 0)
 		r = bad(c, "snapshot tree stream is not valid");
+	if (r == 0 && !tc.any)
+		r = bad(c, "snapshot tree is empty");
+	treecheck_free(&tc);
 	if (opened)
 		snaptree_close(&t);
 	refset_free(&listed);
 	return r;
 }
 
-/* The local snapshot the stream builds on must be the newest; -F rolls
- * back to it (destroys what is newer). */
-static int check_base(rctx_t *c, const ds_row_t *ds, uint64_t txg, int64_t **drop, size_t *ndrop)
+static int read_snapend(rctx_t *c)
+{
+	uint64_t g = sr_u64(&c->rd);
+	if (sr_done(&c->rd) || !c->in_snap || g != c->cur.guid)
+		return bad(c, "SNAPEND does not close the open snapshot");
+	c->in_snap = false;
+	if (c->skipping) {
+		c->nskipped_in_group++;
+		psnap_clear(&c->cur);
+		return 0;
+	}
+	int r = chunkstore_flush(c->st->cs);
+	if (r < 0)
+		return store_err(c->st, r, "chunk store: %s", strerror(-r));
+	r = check_complete(c, &c->cur, c->cur_ds->type);
+	if (r < 0)
+		return r;
+	psnap_t *p = realloc(c->pend, (c->npend + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	c->pend = p;
+	c->pend[c->npend++] = c->cur;
+	memset(&c->cur, 0, sizeof(c->cur));
+	return 0;
+}
+
+/* ---- the commit of a group ---- */
+
+/* The snapshot the stream builds on must be the newest of the dataset;
+ * -F rolls back to it: only snapshots newer than the source go. */
+static int check_base(rctx_t *c, const ds_row_t *ds, const psnap_t *s, int64_t **drop,
+		      size_t *ndrop)
 {
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
@@ -684,6 +1082,7 @@ static int check_base(rctx_t *c, const ds_row_t *ds, uint64_t txg, int64_t **dro
 	int64_t *ids = NULL;
 	size_t n = 0, base = SIZE_MAX;
 	int r = 0;
+	char first[300] = "";
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		int64_t *p = realloc(ids, (n + 1) * sizeof(*p));
 		if (!p) {
@@ -691,20 +1090,22 @@ static int check_base(rctx_t *c, const ds_row_t *ds, uint64_t txg, int64_t **dro
 			break;
 		}
 		ids = p;
-		if ((uint64_t)sqlite3_column_int64(q, 2) == c->guid)
-			r = store_err(c->st, -EEXIST, "%s@%s: already received (same guid)", ds->name,
-				      sqlite3_column_text(q, 1));
-		if (c->fromguid && (uint64_t)sqlite3_column_int64(q, 2) == c->fromguid)
+		if (!first[0])
+			snprintf(first, sizeof(first), "%s", sqlite3_column_text(q, 1));
+		if (s->fromguid && (uint64_t)sqlite3_column_int64(q, 2) == s->fromguid)
 			base = n;
 		ids[n++] = sqlite3_column_int64(q, 0);
 	}
 	sqlite3_finalize(q);
-	(void)txg;
-	if (r == 0 && c->fromguid && base == SIZE_MAX)
+	if (r == 0 && !s->fromguid && n)
+		r = store_err(c->st, -EEXIST,
+			      "destination has snapshots (eg. %s@%s)\nmust destroy them to overwrite it",
+			      ds->name, first);
+	if (r == 0 && s->fromguid && base == SIZE_MAX)
 		r = store_err(c->st, -ENOENT,
 			      "%s: the stream's incremental source (guid %llu) is not on the target",
-			      ds->name, (unsigned long long)c->fromguid);
-	size_t keep = c->fromguid ? base + 1 : 0;
+			      ds->name, (unsigned long long)s->fromguid);
+	size_t keep = s->fromguid ? base + 1 : 0;
 	if (r == 0 && keep < n && !c->o->force)
 		r = store_err(c->st, -EEXIST,
 			      "%s: has %zu snapshot(s) newer than the stream's source (use -F to "
@@ -723,31 +1124,21 @@ static int check_base(rctx_t *c, const ds_row_t *ds, uint64_t txg, int64_t **dro
 	return r;
 }
 
-static int commit_snap(rctx_t *c)
+static int insert_snap(rctx_t *c, psnap_t *s, uint64_t txg)
 {
-	int r = chunkstore_flush(c->st->cs);
-	if (r < 0)
-		return store_err(c->st, r, "chunk store: %s", strerror(-r));
-	r = check_complete(c);
-	if (r < 0)
-		return r;
-	uint64_t txg;
-	r = catalog_begin_write(c->st->cat, &txg);
-	if (r < 0)
-		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
 	ds_row_t ds = {0};
 	int64_t *drop = NULL;
 	size_t ndrop = 0;
-	r = dataset_lookup(c->st, c->target, &ds);
+	int r = dataset_lookup(c->st, s->target, &ds);
 	if (r == 0)
-		r = check_base(c, &ds, txg, &drop, &ndrop);
+		r = check_base(c, &ds, s, &drop, &ndrop);
 	if (r == 0 && ndrop)
 		r = destroy_snapshots_in_txn(c->st, drop, ndrop, NULL);
 	uint64_t referenced = 0, logical = 0;
 	if (r == 0) {
 		/* Space is recomputed from the index, not taken from the stream. */
 		idxrd_t x;
-		idxrd_open(&x, c->st->cs, &c->idx);
+		idxrd_open(&x, c->st->cs, &s->idx);
 		chunk_ref_t ref;
 		int k;
 		while ((k = idxrd_next(&x, &ref)) == 1) {
@@ -757,33 +1148,83 @@ static int commit_snap(rctx_t *c)
 		idxrd_close(&x);
 		r = k;
 	}
-	snapnew_t sn = {.ds = ds.id, .dsname = ds.name, .name = c->snapname, .guid = c->guid,
-			.creation = c->creation, .tree = &c->tree, .idx = &c->idx,
-			.referenced = referenced, .logical = logical, .props = c->sprops,
-			.nprops = c->nsprops};
+	snapnew_t sn = {.ds = ds.id, .dsname = ds.name, .name = s->name, .guid = s->guid,
+			.creation = s->creation, .tree = &s->tree, .idx = &s->idx,
+			.referenced = referenced, .logical = logical, .props = s->props,
+			.nprops = s->nprops};
 	if (r == 0)
 		r = snapshot_insert(c->st, &sn, txg);
+	if (r == -EEXIST && !c->st->errdetail[0])
+		r = store_err(c->st, r, "%s@%s: snapshot already exists", s->target, s->name);
+	char full[NAME_BUF + 300];
+	snprintf(full, sizeof(full), "%s@%s", s->target, s->name);
 	if (r == 0)
-		r = drop_state(c->st, c->target);
-	r = store_txn_end(c->st, r);
-	if (r == 0 && c->o->item) {
-		char full[NAME_BUF * 2];
-		snprintf(full, sizeof(full), "%s@%s", c->target, c->snapname);
-		c->o->item("received", full, c->o->arg);
-	}
+		note(c, "received", full);
 	free(drop);
 	ds_row_clear(&ds);
-	c->in_snap = false;
-	c->o->snapshots += r == 0;
 	return r;
 }
 
-static int read_snapend(rctx_t *c)
+/* Metadata (first time), every snapshot of the group, and the end of any
+ * partial state: one transaction. */
+static int commit_group(rctx_t *c)
 {
-	uint64_t g = sr_u64(&c->rd);
-	if (sr_done(&c->rd) || !c->in_snap || g != c->guid)
-		return bad(c, "SNAPEND does not close the open snapshot");
-	return commit_snap(c);
+	c->ready = false;
+	uint64_t txg;
+	int r = catalog_begin_write(c->st->cat, &txg);
+	if (r < 0)
+		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
+	if (!c->meta_applied)
+		r = apply_meta(c);
+	for (size_t i = 0; r == 0 && i < c->npend; i++)
+		r = insert_snap(c, &c->pend[i], txg);
+	if (r == 0)
+		r = drop_state(c->st, c->o->target);
+	r = store_txn_end(c->st, r);
+	flush_items(c, r == 0);
+	if (r == 0) {
+		c->meta_applied = true;
+		c->o->snapshots += c->npend;
+		c->state_saved = false;
+	}
+	c->last_group_txg = c->group_txg;
+	pend_clear(c);
+	return r;
+}
+
+static int read_groupend(rctx_t *c)
+{
+	uint64_t txg = sr_u64(&c->rd);
+	uint32_t n = sr_u32(&c->rd);
+	const uint8_t *sum = sr_bytes(&c->rd, DIGEST_LEN);
+	if (sr_done(&c->rd) || c->in_snap || txg != c->group_txg ||
+	    n != c->npend + c->nskipped_in_group || !n)
+		return bad(c, "GROUPEND does not close the open group");
+	if (memcmp(sum, c->rd.prior, DIGEST_LEN))
+		return bad(c, "stream checksum mismatch at the end of a group");
+	c->ready = true;
+	return 0;
+}
+
+/* ---- the stream ---- */
+
+static int read_end(rctx_t *c)
+{
+	if (c->in_snap || (c->npend && !c->ready) || (c->nskipped_in_group && !c->ready))
+		return bad(c, "stream ends inside a group");
+	if (sr_check_end(&c->rd) < 0)
+		return bad(c, "stream checksum mismatch");
+	int e = sr_at_eof(&c->rd);
+	if (e < 0)
+		return store_err(c->st, e, "reading the stream: %s", strerror(-e));
+	if (!e)
+		return store_err(c->st, CAIRN_ECORRUPT,
+				 "bytes follow the end of the stream at byte %llu (several streams "
+				 "concatenated? receive each one separately)",
+				 (unsigned long long)c->rd.offset);
+	if (c->ready || !c->meta_applied)
+		return commit_group(c);
+	return 0;
 }
 
 static int run(rctx_t *c)
@@ -791,6 +1232,13 @@ static int run(rctx_t *c)
 	int r = read_begin(c);
 	while (r == 0) {
 		int t = sr_next(&c->rd);
+		/* A verified group is committed before anything after it acts,
+		 * and also when the stream breaks right after it. */
+		if (c->ready && t != REC_END) {
+			r = commit_group(c);
+			if (r < 0)
+				return r;
+		}
 		if (t < 0)
 			return t == -EPIPE ? truncated(c)
 					   : t == CAIRN_ECORRUPT ? bad(c, "damaged record") : t;
@@ -804,9 +1252,9 @@ static int run(rctx_t *c)
 		case REC_SNAP:
 			if (c->in_snap)
 				return bad(c, "snapshot inside a snapshot");
-			r = reconcile(c);
-			if (r == 0)
-				r = read_snap(c);
+			if (!c->nds)
+				return bad(c, "snapshot before any DATASET record");
+			r = read_snap(c);
 			break;
 		case REC_CHUNK:
 			r = read_chunk(c);
@@ -814,12 +1262,11 @@ static int run(rctx_t *c)
 		case REC_SNAPEND:
 			r = read_snapend(c);
 			break;
+		case REC_GROUPEND:
+			r = read_groupend(c);
+			break;
 		case REC_END:
-			if (c->in_snap)
-				return bad(c, "stream ends inside a snapshot");
-			if (sr_check_end(&c->rd) < 0)
-				return bad(c, "stream checksum mismatch");
-			return reconcile(c);
+			return read_end(c);
 		default:
 			return bad(c, "unexpected record");
 		}
@@ -827,19 +1274,25 @@ static int run(rctx_t *c)
 	return r;
 }
 
-/* A failed receive leaves no empty dataset it created itself, unless the
- * partial state lives on it (recv -s). */
-static void undo_created(rctx_t *c)
+static void ctx_free(rctx_t *c)
 {
-	char saved[sizeof(c->st->errdetail)];
-	memcpy(saved, c->st->errdetail, sizeof(saved));
-	for (size_t i = c->ncreated; i-- > 0;) {
-		if (c->state_saved && !strcmp(c->created[i], c->target))
-			continue;
-		cairn_destroy_opts d = {0};
-		cairn_destroy(c->st, c->created[i], &d); /* refuses if it has snapshots or children */
+	sr_free(&c->rd);
+	refset_free(&c->got);
+	buf_free(&c->plain);
+	buf_free(&c->items);
+	pend_clear(c);
+	free(c->pend);
+	psnap_clear(&c->cur);
+	for (size_t i = 0; i < c->nds; i++) {
+		rds_t *d = &c->ds[i];
+		free(d->name);
+		props_free(d->props, d->nprops);
+		for (uint32_t k = 0; k < d->nsnaps; k++)
+			free(d->snapnames[k]);
+		free(d->snapnames);
+		free(d->snapguids);
 	}
-	memcpy(c->st->errdetail, saved, sizeof(saved));
+	free(c->ds);
 }
 
 int cairn_recv(cairn_store *st, cairn_recv_opts *o)
@@ -860,29 +1313,23 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 	r = writer_register(st);
 	if (r == 0) {
 		r = run(&c);
-		if (r < 0 && c.in_snap && o->resumable) {
+		/* A group in flight keeps its chunks and a token (-s). */
+		bool in_group = c.in_snap || c.npend || c.nskipped_in_group;
+		if (r < 0 && in_group && o->resumable && r != -EBUSY) {
 			char saved[sizeof(st->errdetail)];
 			memcpy(saved, st->errdetail, sizeof(saved));
 			c.state_saved = checkpoint(&c) == 0;
 			memcpy(st->errdetail, saved, sizeof(saved));
 		}
-		if (r < 0)
-			undo_created(&c);
 		writer_unregister(st);
 	}
 	o->bytes = c.rd.offset;
-	sr_free(&c.rd);
-	refset_free(&c.got);
-	buf_free(&c.tree);
-	buf_free(&c.idx);
-	buf_free(&c.plain);
-	free_sprops(&c);
-	free(c.dsnames);
-	free(c.dstypes);
-	free(c.dsguids);
+	ctx_free(&c);
 	return r;
 }
 
+/* Discards the partial state and, if that receive created the dataset and
+ * nothing else has been put in it, the dataset too. */
 int cairn_recv_abort(cairn_store *st, const char *dataset)
 {
 	st->errdetail[0] = 0;
@@ -890,9 +1337,21 @@ int cairn_recv_abort(cairn_store *st, const char *dataset)
 	int r = catalog_begin_write(st->cat, &txg);
 	if (r < 0)
 		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
-	r = drop_state(st, dataset);
-	if (r == 0 && !sqlite3_changes(catalog_db(st->cat)))
+	rstate_t s;
+	r = state_load(st, dataset, &s);
+	buf_free(&s.idx);
+	if (r == 0 && !s.exists)
 		r = store_err(st, -ENOENT, "%s: no partial receive", dataset);
+	if (r == 0)
+		r = drop_state(st, dataset);
+	if (r == 0 && s.created) {
+		cairn_destroy_opts d = {0};
+		char saved[sizeof(st->errdetail)];
+		memcpy(saved, st->errdetail, sizeof(saved));
+		/* Refused (and kept) if it has snapshots or children by now. */
+		if (cairn_destroy(st, dataset, &d) < 0)
+			memcpy(st->errdetail, saved, sizeof(saved));
+	}
 	return store_txn_end(st, r);
 }
 

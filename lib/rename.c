@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "encroot.h"
 #include "exclude.h"
 #include "dataset.h"
 #include "store.h"
@@ -85,6 +86,8 @@ static int rename_dataset(cairn_store *st, const char *from, const char *to, boo
 	if (r == 0 && parent_id && catalog_ds_by_id(st->cat, parent_id, &parent) == 0 &&
 	    parent.type != CAIRN_TYPE_FILESYSTEM)
 		r = store_err(st, -ENOTDIR, "%s: parent is a volume", parent.name);
+	if (r == 0)
+		r = encroot_rename_check(st, &ds, parent_id, to);
 	if (r == 0) {
 		/* The whole subtree moves: every descendant name gets the new prefix. */
 		sqlite3_stmt *s;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "encroot.h"
 #include "snapio.h"
 #include "store.h"
 
@@ -31,6 +32,7 @@ typedef struct dirmeta {
 typedef struct rctx {
 	cairn_store *st;
 	cairn_restore_opts *opts;
+	const crypt_keys_t *key; /* the encryption root's keys, or NULL */
 	int rootfd;
 	char *pdir_path; /* the cached parent directory */
 	int pdir_fd;
@@ -152,7 +154,7 @@ static int write_extents(rctx_t *c, int fd, const tree_entry_t *e, bool zero_hol
 			off += x->length;
 			continue;
 		}
-		int r = chunkstore_get(c->st->cs, &x->ref.digest, &c->chunk);
+		int r = chunkstore_get_key(c->st->cs, c->key, &x->ref.digest, &c->chunk);
 		if (r < 0)
 			return chunk_fail(c, e->path, &x->ref, r), r;
 		r = pwrite_full(fd, c->chunk.data, c->chunk.len, off);
@@ -171,7 +173,7 @@ static int write_bundle_part(rctx_t *c, int fd, const tree_entry_t *e)
 {
 	if (!c->have_bundle || digest_cmp(&c->bundle_d, &e->bundle.digest)) {
 		c->have_bundle = false;
-		int r = chunkstore_get(c->st->cs, &e->bundle.digest, &c->bundle);
+		int r = chunkstore_get_key(c->st->cs, c->key, &e->bundle.digest, &c->bundle);
 		if (r < 0)
 			return chunk_fail(c, e->path, &e->bundle, r), r;
 		c->bundle_d = e->bundle.digest;
@@ -449,16 +451,17 @@ static int open_target_dir(cairn_store *st, const char *target, bool force)
 	return fd;
 }
 
-static int restore_tree(cairn_store *st, const buf_t *roots, const char *target,
-			cairn_restore_opts *opts)
+static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
+			const char *target, cairn_restore_opts *opts)
 {
-	rctx_t c = {.st = st, .opts = opts, .pdir_fd = -1, .as_root = geteuid() == 0};
+	rctx_t c = {.st = st, .opts = opts, .pdir_fd = -1, .as_root = geteuid() == 0,
+		    .key = key};
 	c.rootfd = open_target_dir(st, target, opts->force);
 	if (c.rootfd < 0)
 		return c.rootfd;
 	c.found = calloc(opts->npaths + 1, sizeof(bool));
 	snaptree_t t;
-	int r = c.found ? snaptree_open(&t, st->cs, roots) : -ENOMEM;
+	int r = c.found ? snaptree_open_key(&t, st->cs, key, roots) : -ENOMEM;
 	tree_entry_t e = {0};
 	while (r >= 0 && (r = snaptree_next(&t, &e)) == 1) {
 		if (wanted(&c, e.path))
@@ -490,8 +493,8 @@ static int restore_tree(cairn_store *st, const buf_t *roots, const char *target,
 	return c.first_err;
 }
 
-static int restore_volume(cairn_store *st, const buf_t *roots, const char *target,
-			  cairn_restore_opts *opts)
+static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
+			  const char *target, cairn_restore_opts *opts)
 {
 	struct stat sb;
 	bool exists = stat(target, &sb) == 0;
@@ -504,10 +507,10 @@ static int restore_volume(cairn_store *st, const buf_t *roots, const char *targe
 	int fd = open(target, O_WRONLY | O_CLOEXEC | (blockdev ? 0 : O_CREAT | O_TRUNC), 0600);
 	if (fd < 0)
 		return store_err(st, -errno, "%s: %s", target, strerror(errno));
-	rctx_t c = {.st = st, .opts = opts, .rootfd = -1, .pdir_fd = -1};
+	rctx_t c = {.st = st, .opts = opts, .rootfd = -1, .pdir_fd = -1, .key = key};
 	snaptree_t t;
 	tree_entry_t e = {0};
-	int r = snaptree_open(&t, st->cs, roots);
+	int r = snaptree_open_key(&t, st->cs, key, roots);
 	if (r == 0 && (r = snaptree_next(&t, &e)) == 1) {
 		if (e.type != TREE_REG || *e.path) {
 			r = store_err(st, CAIRN_ECORRUPT, "volume tree has no image entry");
@@ -548,9 +551,14 @@ int cairn_restore(cairn_store *st, const char *snap, const char *target,
 	buf_t tree = {0}, idx = {0};
 	if (r == 0)
 		r = catalog_snap_roots(st->cat, row.id, &tree, &idx);
+	/* Before the target is touched: an encrypted snapshot needs its key. */
+	crypt_keys_t *key = NULL;
 	if (r == 0)
-		r = ds.type == CAIRN_TYPE_VOLUME ? restore_volume(st, &tree, target, opts)
-						 : restore_tree(st, &tree, target, opts);
+		r = encroot_keys(st, &ds, &key);
+	if (r == 0)
+		r = ds.type == CAIRN_TYPE_VOLUME ? restore_volume(st, key, &tree, target, opts)
+						 : restore_tree(st, key, &tree, target, opts);
+	crypt_keys_free(key);
 	buf_free(&tree);
 	buf_free(&idx);
 	snap_row_clear(&row);

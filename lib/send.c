@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "encroot.h"
 #include "snapio.h"
 #include "store.h"
 #include "stream.h"
@@ -27,6 +28,7 @@ typedef struct sendsnap {
 	int64_t from_snap, from_bm;
 	uint64_t from_guid;
 	char *from_name;
+	size_t order; /* position in the plan before sorting into groups */
 } sendsnap_t;
 
 typedef struct splan {
@@ -36,7 +38,9 @@ typedef struct splan {
 	int64_t *dsids;
 	size_t nds;
 	char *top;
-	uint64_t skip; /* resumed: chunks the receiver already has */
+	uint64_t skip; /* resumed: chunks of the first group the receiver has */
+	uint64_t resume_txg; /* resumed: the group in flight */
+	uint64_t toguid, fromguid; /* the top's last snapshot and its source */
 	uint32_t flags;
 } splan_t;
 
@@ -98,7 +102,8 @@ static int add_snap(splan_t *p, const ds_row_t *ds, const snap_row_t *row, int64
 /* Snapshots of ds with createtxg in (lo, hi], in order, each incremental
  * from its predecessor (the first from `first_from`). */
 static int add_run(cairn_store *st, splan_t *p, const ds_row_t *ds, uint64_t lo, uint64_t hi,
-		   const snap_row_t *first_from)
+		   const snap_row_t *first_from, int64_t first_bm, uint64_t bm_guid,
+		   const char *bm_name)
 {
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(catalog_db(st->cat),
@@ -111,10 +116,11 @@ static int add_run(cairn_store *st, splan_t *p, const ds_row_t *ds, uint64_t lo,
 	sqlite3_bind_int64(q, 2, (int64_t)lo);
 	sqlite3_bind_int64(q, 3, (int64_t)hi);
 	int r = 0;
-	int64_t from_id = first_from ? first_from->id : 0;
-	uint64_t from_guid = first_from ? first_from->guid : 0;
+	int64_t from_id = first_from ? first_from->id : 0, from_bm = first_bm;
+	uint64_t from_guid = first_from ? first_from->guid : first_bm ? bm_guid : 0;
 	char from_name[300];
-	snprintf(from_name, sizeof(from_name), "%s", first_from ? first_from->name : "");
+	snprintf(from_name, sizeof(from_name), "%s",
+		 first_from ? first_from->name : first_bm ? bm_name : "");
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
 		snap_row_t row = {.id = sqlite3_column_int64(q, 0),
 				  .name = (char *)sqlite3_column_text(q, 1),
@@ -123,8 +129,10 @@ static int add_run(cairn_store *st, splan_t *p, const ds_row_t *ds, uint64_t lo,
 				  .creation = sqlite3_column_int64(q, 4),
 				  .referenced = sqlite3_column_int64(q, 5),
 				  .logicalreferenced = sqlite3_column_int64(q, 6)};
-		r = add_snap(p, ds, &row, from_id, 0, from_guid, from_id ? from_name : NULL);
+		r = add_snap(p, ds, &row, from_id, from_bm, from_guid,
+			     from_id || from_bm ? from_name : NULL);
 		from_id = row.id;
+		from_bm = 0;
 		from_guid = row.guid;
 		snprintf(from_name, sizeof(from_name), "%s", row.name);
 	}
@@ -157,15 +165,74 @@ static int find_source(cairn_store *st, const ds_row_t *ds, const char *from, sn
 	return r;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static bool receiver_has(const cairn_send_opts *o, uint64_t guid)
+{
+	return bsearch(&guid, o->base_guids, o->nbase_guids, sizeof(uint64_t), cmp_u64) != NULL;
+}
+
+/* sync: this dataset's newest snapshot or bookmark (not newer than the
+ * target snapshot) that the receiver has, as "@name" / "#name" in from. */
+static int pick_base(cairn_store *st, const ds_row_t *ds, uint64_t to_txg,
+		     const cairn_send_opts *o, char *from, size_t fromlen)
+{
+	static const char *sql[] = {
+		"SELECT name, guid, createtxg FROM snapshot WHERE dataset=?1 AND createtxg<=?2"
+		" ORDER BY createtxg DESC",
+		"SELECT name, guid, createtxg FROM bookmark WHERE dataset=?1 AND createtxg<=?2"
+		" ORDER BY createtxg DESC"};
+	uint64_t best_txg = 0;
+	from[0] = 0;
+	for (int k = 0; k < 2; k++) {
+		sqlite3_stmt *q;
+		if (sqlite3_prepare_v2(catalog_db(st->cat), sql[k], -1, &q, NULL))
+			return -EIO;
+		sqlite3_bind_int64(q, 1, ds->id);
+		sqlite3_bind_int64(q, 2, (int64_t)to_txg);
+		while (sqlite3_step(q) == SQLITE_ROW) {
+			uint64_t txg = sqlite3_column_int64(q, 2);
+			if (!receiver_has(o, sqlite3_column_int64(q, 1)))
+				continue;
+			if (!from[0] || txg > best_txg) {
+				snprintf(from, fromlen, "%c%s", k ? '#' : '@', sqlite3_column_text(q, 0));
+				best_txg = txg;
+			}
+			break;
+		}
+		sqlite3_finalize(q);
+	}
+	return 0;
+}
+
 static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const char *to,
 			const char *from, const cairn_send_opts *o, bool top)
 {
 	snap_row_t tos = {0}, froms = {0};
-	int r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
+	int r = encroot_refuse_plain_send(st, ds);
+	if (r < 0)
+		return r;
+	r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
 	if (r == -ENOENT && !top)
 		return 0; /* a descendant created after the snapshot */
 	if (r == -ENOENT)
 		return store_err(st, r, "%s@%s: snapshot does not exist", ds->name, to);
+	char base[300];
+	if (r == 0 && o->base_guids) {
+		/* sync: each dataset from its own newest common snapshot. */
+		if (receiver_has(o, tos.guid)) {
+			if (top)
+				p->toguid = tos.guid;
+			snap_row_clear(&tos);
+			return 0; /* up to date */
+		}
+		r = pick_base(st, ds, tos.createtxg, o, base, sizeof(base));
+		from = base[0] ? base : NULL;
+	}
 	int64_t bm = 0;
 	uint64_t bm_guid = 0, bm_txg = 0;
 	if (r == 0 && from) {
@@ -181,16 +248,22 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 	if (r == 0 && from && from_txg >= tos.createtxg)
 		r = store_err(st, -EINVAL, "%s%s: incremental source is not older than %s@%s",
 			      ds->name, from, ds->name, to);
-	if (r == 0 && from && bm && o->intermediates)
+	if (r == 0 && from && bm && o->intermediates && !o->base_guids)
 		r = store_err(st, -EINVAL, "%s%s: -I needs a snapshot, not a bookmark", ds->name,
 			      from);
+	if (r == 0 && top) {
+		p->toguid = tos.guid;
+		p->fromguid = !from ? 0 : bm ? bm_guid : froms.guid;
+	}
 	if (r == 0) {
 		if (!from && (o->recursive || o->intermediates))
-			r = add_run(st, p, ds, 0, tos.createtxg, NULL);
+			r = add_run(st, p, ds, 0, tos.createtxg, NULL, 0, 0, NULL);
 		else if (!from)
 			r = add_snap(p, ds, &tos, 0, 0, 0, NULL);
+		else if (o->intermediates && bm)
+			r = add_run(st, p, ds, bm_txg, tos.createtxg, NULL, bm, bm_guid, from + 1);
 		else if (o->intermediates)
-			r = add_run(st, p, ds, froms.createtxg, tos.createtxg, &froms);
+			r = add_run(st, p, ds, froms.createtxg, tos.createtxg, &froms, 0, 0, NULL);
 		else
 			r = add_snap(p, ds, &tos, bm ? 0 : froms.id, bm, bm ? bm_guid : froms.guid,
 				     from + 1);
@@ -212,6 +285,23 @@ static int ds_push(splan_t *p, const ds_row_t *ds)
 	p->dsnames[p->nds] = strdup(ds->name);
 	p->dsids[p->nds++] = ds->id;
 	return 0;
+}
+
+static int by_group(const void *a, const void *b)
+{
+	const sendsnap_t *x = a, *y = b;
+	if (x->createtxg != y->createtxg)
+		return x->createtxg < y->createtxg ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Groups: the snapshots of one createtxg (one `snapshot -r`) go together,
+ * oldest group first, datasets in plan order (parents first) inside. */
+static void sort_groups(splan_t *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		p->v[i].order = i;
+	qsort(p->v, p->n, sizeof(*p->v), by_group);
 }
 
 static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o, splan_t *p)
@@ -256,10 +346,17 @@ static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o
 	}
 	free(ids);
 	ds_row_clear(&ds);
+	if (o->intermediates || (o->recursive && !o->from))
+		p->flags |= STREAM_F_INTERMEDIATES;
+	if (r == 0)
+		sort_groups(p);
 	return r;
 }
 
-/* Resumed: exactly one snapshot, found by guid, from a source by guid. */
+/* Resumed: the token names the stream (its top's last snapshot and source,
+ * recursive or not, -I or not) and the group in flight.  The same stream
+ * is planned again and starts at that group; chunks the receiver already
+ * has of it are skipped by position. */
 static int plan_resume(cairn_store *st, const char *token, splan_t *p)
 {
 	resume_token_t t;
@@ -267,60 +364,73 @@ static int plan_resume(cairn_store *st, const char *token, splan_t *p)
 		return store_err(st, CAIRN_ECORRUPT, "resume token is not valid (damaged or forged)");
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(catalog_db(st->cat),
-			       "SELECT s.id, s.name, s.guid, s.createtxg, s.creation, s.referenced,"
-			       " s.logicalreferenced, s.dataset FROM snapshot s WHERE s.guid=?",
+			       "SELECT d.name, s.name, d.id FROM snapshot s JOIN dataset d ON"
+			       " d.id = s.dataset WHERE s.guid=?",
 			       -1, &q, NULL))
 		return -EIO;
 	sqlite3_bind_int64(q, 1, (int64_t)t.toguid);
+	char *snap = NULL, from[300] = "";
+	int64_t dsid = 0;
 	int r = 0;
-	ds_row_t ds = {0};
-	snap_row_t row = {0};
 	if (sqlite3_step(q) == SQLITE_ROW) {
-		row.id = sqlite3_column_int64(q, 0);
-		row.name = strdup((const char *)sqlite3_column_text(q, 1));
-		row.guid = sqlite3_column_int64(q, 2);
-		row.createtxg = sqlite3_column_int64(q, 3);
-		row.creation = sqlite3_column_int64(q, 4);
-		row.referenced = sqlite3_column_int64(q, 5);
-		row.logicalreferenced = sqlite3_column_int64(q, 6);
-		r = catalog_ds_by_id(st->cat, sqlite3_column_int64(q, 7), &ds);
+		if (asprintf(&snap, "%s@%s", sqlite3_column_text(q, 0), sqlite3_column_text(q, 1)) < 0)
+			r = -ENOMEM;
+		dsid = sqlite3_column_int64(q, 2);
 	} else {
 		r = store_err(st, -ENOENT,
 			      "resume token names a snapshot (guid %llu) this store does not have",
 			      (unsigned long long)t.toguid);
 	}
 	sqlite3_finalize(q);
-	int64_t from_snap = 0, from_bm = 0;
-	char from_name[300] = "";
 	if (r == 0 && t.fromguid) {
 		/* The source may be a snapshot or a bookmark of the same dataset. */
-		const char *sqls[] = {"SELECT id, name FROM snapshot WHERE dataset=? AND guid=?",
-				      "SELECT id, name FROM bookmark WHERE dataset=? AND guid=?"};
-		for (int k = 0; k < 2 && !from_snap && !from_bm; k++) {
-			if (sqlite3_prepare_v2(catalog_db(st->cat), sqls[k], -1, &q, NULL))
+		const char *sqls[] = {"SELECT name FROM snapshot WHERE dataset=? AND guid=?",
+				      "SELECT name FROM bookmark WHERE dataset=? AND guid=?"};
+		for (int k = 0; k < 2 && !from[0]; k++) {
+			if (sqlite3_prepare_v2(catalog_db(st->cat), sqls[k], -1, &q, NULL)) {
+				free(snap);
 				return -EIO;
-			sqlite3_bind_int64(q, 1, ds.id);
-			sqlite3_bind_int64(q, 2, (int64_t)t.fromguid);
-			if (sqlite3_step(q) == SQLITE_ROW) {
-				*(k ? &from_bm : &from_snap) = sqlite3_column_int64(q, 0);
-				snprintf(from_name, sizeof(from_name), "%s", sqlite3_column_text(q, 1));
 			}
+			sqlite3_bind_int64(q, 1, dsid);
+			sqlite3_bind_int64(q, 2, (int64_t)t.fromguid);
+			if (sqlite3_step(q) == SQLITE_ROW)
+				snprintf(from, sizeof(from), "%c%s", k ? '#' : '@',
+					 sqlite3_column_text(q, 0));
 			sqlite3_finalize(q);
 		}
-		if (!from_snap && !from_bm)
+		if (!from[0])
 			r = store_err(st, -ENOENT, "resume token's incremental source is gone");
 	}
-	if (r == 0) {
-		p->top = strdup(ds.name);
-		p->skip = t.skip;
-		p->flags = STREAM_F_RESUMED | (t.flags & STREAM_F_RECURSIVE);
-		r = add_snap(p, &ds, &row, from_snap, from_bm, t.fromguid,
-			     t.fromguid ? from_name : NULL);
-		if (r == 0)
-			r = ds_push(p, &ds);
+	cairn_send_opts again = {.from = from[0] ? from : NULL,
+				 .recursive = t.flags & STREAM_F_RECURSIVE,
+				 .intermediates = t.flags & STREAM_F_INTERMEDIATES};
+	if (r == 0)
+		r = plan_send(st, snap, &again, p);
+	free(snap);
+	/* Whole groups before the one in flight are on the receiver. */
+	size_t keep = 0;
+	for (size_t i = 0; r == 0 && i < p->n; i++) {
+		if (p->v[i].createtxg < t.group) {
+			free(p->v[i].dsname);
+			free(p->v[i].name);
+			free(p->v[i].from_name);
+		} else {
+			p->v[keep++] = p->v[i];
+		}
 	}
-	snap_row_clear(&row);
-	ds_row_clear(&ds);
+	if (r == 0) {
+		p->n = keep;
+		if (!keep || p->v[0].createtxg != t.group)
+			r = store_err(st, -ENOENT,
+				      "the group the resume token continues is no longer on this store");
+	}
+	if (r == 0) {
+		p->skip = t.skip;
+		p->resume_txg = t.group;
+		p->flags |= STREAM_F_RESUMED;
+		if (p->flags != (t.flags | STREAM_F_RESUMED))
+			r = store_err(st, -EINVAL, "resume token does not match the stream it names");
+	}
 	return r;
 }
 
@@ -594,6 +704,7 @@ static int send_snapshot(sctx_t *c, const sendsnap_t *s, bool recursive)
 	sw_put_str(w, s->name);
 	buf_put_u64(&w->rec, s->guid);
 	buf_put_u64(&w->rec, s->from_guid);
+	buf_put_u64(&w->rec, s->createtxg);
 	buf_put_u64(&w->rec, (uint64_t)s->creation);
 	buf_put_u64(&w->rec, s->referenced);
 	buf_put_u64(&w->rec, s->logical);
@@ -602,17 +713,14 @@ static int send_snapshot(sctx_t *c, const sendsnap_t *s, bool recursive)
 	buf_append(&w->rec, tree.data, tree.len);
 	buf_put_u32(&w->rec, idx.len / CHUNK_REF_WIRE);
 	buf_append(&w->rec, idx.data, idx.len);
-	buf_put_u64(&w->rec, c->skip);
 	r = sw_end(w);
 	char obj[600];
 	snprintf(obj, sizeof(obj), "%s@%s", s->dsname, s->name);
 	c->object = obj;
-	c->pos = 0;
 	if (r == 0)
 		r = each_new_chunk(c->st, &idx, &fidx, send_chunk, c);
 	if (r == 0)
 		r = have_flush(c);
-	c->skip = 0;
 	if (r == 0) {
 		sw_begin(w, REC_SNAPEND);
 		buf_put_u64(&w->rec, s->guid);
@@ -623,6 +731,21 @@ static int send_snapshot(sctx_t *c, const sendsnap_t *s, bool recursive)
 	buf_free(&idx);
 	buf_free(&fidx);
 	return r;
+}
+
+/* The commit point of a group: it carries the digest of every byte
+ * before it, so the receiver commits only verified bytes. */
+static int group_end(sctx_t *c, uint64_t txg, size_t n)
+{
+	uint8_t md[DIGEST_LEN];
+	int r = sw_digest(&c->w, md);
+	if (r < 0)
+		return r;
+	sw_begin(&c->w, REC_GROUPEND);
+	buf_put_u64(&c->w.rec, txg);
+	buf_put_u32(&c->w.rec, n);
+	buf_append(&c->w.rec, md, DIGEST_LEN);
+	return sw_end(&c->w);
 }
 
 static int write_stream(sctx_t *c, splan_t *p)
@@ -636,6 +759,9 @@ static int write_stream(sctx_t *c, splan_t *p)
 		buf_put_u64(&w->rec, p->skip);
 		sw_put_str(w, p->top);
 		buf_put_u64(&w->rec, p->n);
+		buf_put_u64(&w->rec, p->toguid);
+		buf_put_u64(&w->rec, p->fromguid);
+		buf_put_u64(&w->rec, p->resume_txg);
 		r = sw_end(w);
 	}
 	for (size_t i = 0; r == 0 && i < p->nds; i++) {
@@ -652,10 +778,22 @@ static int write_stream(sctx_t *c, splan_t *p)
 		if (r == 0 && (p->flags & STREAM_F_RECURSIVE))
 			r = put_snaplist(c, p->dsids[i], p->dsnames[i]);
 	}
+	/* Chunk positions count across a group; a resumed stream skips the
+	 * first p->skip of its first group. */
 	c->skip = p->skip;
+	size_t ingroup = 0;
 	for (size_t i = 0; r == 0 && i < p->n; i++) {
+		if (i && p->v[i].createtxg != p->v[i - 1].createtxg) {
+			c->skip = 0;
+			c->pos = 0;
+		}
 		r = send_snapshot(c, &p->v[i], p->flags & STREAM_F_RECURSIVE);
 		c->o->snapshots += r == 0;
+		ingroup++;
+		if (r == 0 && (i + 1 == p->n || p->v[i + 1].createtxg != p->v[i].createtxg)) {
+			r = group_end(c, p->v[i].createtxg, ingroup);
+			ingroup = 0;
+		}
 	}
 	if (r == 0)
 		r = sw_finish(w);
@@ -675,8 +813,10 @@ static int estimate(sctx_t *c, splan_t *p)
 		buf_t tree = {0}, idx = {0}, fidx = {0};
 		c->est = 0;
 		c->counting = true;
-		c->pos = 0;
-		c->skip = i == 0 ? p->skip : 0;
+		if (i == 0 || s->createtxg != p->v[i - 1].createtxg) {
+			c->pos = 0;
+			c->skip = i == 0 ? p->skip : 0;
+		}
 		r = roots_of(c->st, s, &tree, &idx, &fidx);
 		if (r == 0)
 			r = each_new_chunk(c->st, &idx, &fidx, send_chunk, c);

@@ -28,6 +28,9 @@ static const cairn_config_info config_table[] = {
 	 1 << 20, "entries"},
 	{"sync_batch_chunks", "new chunks written between two syncs", 1, 1 << 20, 4096,
 	 "chunks"},
+	{"s3_parallel", "parallel S3 connections per batch", 1, 64, 8, "connections"},
+	{"s3_retry_seconds", "how long S3 requests are retried before failing", 1, 3600, 60,
+	 "seconds"},
 	{NULL, NULL, 0, 0, 0, NULL},
 };
 
@@ -93,7 +96,9 @@ int store_txn_end(cairn_store *st, int r)
 		return r;
 	}
 	r = catalog_commit(st->cat);
-	return r < 0 ? store_err(st, r, "catalog commit: %s", catalog_errmsg(st->cat)) : 0;
+	if (r < 0)
+		return store_err(st, r, "catalog commit: %s", catalog_errmsg(st->cat));
+	return store_remote_publish(st, false);
 }
 
 const char *cairn_store_errdetail(const cairn_store *st)
@@ -264,6 +269,8 @@ int cairn_store_init(const char *path, const cairn_init_opts *opts)
 	cairn_init_opts def = {0};
 	if (!opts)
 		opts = &def;
+	if (opts->import)
+		return cairn_store_import(path, opts);
 	uint32_t chunk = opts->chunk_size ? opts->chunk_size : 1 << 20;
 	if (chunk < (64u << 10) || chunk > (8u << 20) || (chunk & (chunk - 1)))
 		return CAIRN_EBADPROP;
@@ -282,6 +289,8 @@ int cairn_store_init(const char *path, const cairn_init_opts *opts)
 		return -errno;
 	char why[256];
 	int r = opts->skip_atime_check ? 0 : store_check_atime(dfd, why, sizeof(why));
+	if (r == 0 && opts->chunks)
+		r = store_remote_init(dfd, opts);
 	char sub[4096];
 	if (r == 0) {
 		snprintf(sub, sizeof(sub), "%s/.chunks", path);
@@ -326,6 +335,7 @@ int cairn_store_open(const char *path, cairn_store **out)
 	cairn_store *st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
+	st->writer_fd = -1;
 	st->dirfd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	int r = st->dirfd < 0 ? -errno : 0;
 	if (r == 0 && faccessat(st->dirfd, STORE_MARKER, F_OK, 0) < 0)
@@ -340,6 +350,8 @@ int cairn_store_open(const char *path, cairn_store **out)
 		snprintf(sub, sizeof(sub), "%s/.chunks", path);
 		r = chunkstore_open(sub, &st->cs);
 	}
+	if (r == 0)
+		r = store_remote_attach(st);
 	if (r < 0) {
 		cairn_store_close(st);
 		return r;
@@ -355,6 +367,9 @@ void cairn_store_close(cairn_store *st)
 {
 	if (!st)
 		return;
+	/* Commits made outside store_txn_end (GC status, verify) too. */
+	if (st->cat)
+		store_remote_publish(st, false);
 	chunkstore_close(st->cs);
 	catalog_close(st->cat);
 	if (st->dirfd >= 0)

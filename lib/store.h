@@ -14,7 +14,19 @@ struct cairn_store {
 	chunkstore_t *cs;
 	char errdetail[1024];
 	int writer_refs; /* writer.h registrations held by this handle */
+	int writer_fd;   /* the locked registry file while writer_refs > 0 */
+	char writer_name[80];
+	int64_t published_changes; /* catalog changes already copied to the bucket */
 };
+
+/* Remote chunks (backend_store.c).  store_remote_init checks the bucket and
+ * writes backend.conf into the new store directory dfd; attach opens the
+ * backend of an existing store (no-op for a local one); publish copies the
+ * catalog to the bucket when it changed (force: even if not). */
+int store_remote_init(int dfd, const cairn_init_opts *o);
+int store_remote_attach(cairn_store *st);
+int store_remote_publish(cairn_store *st, bool force);
+int cairn_store_import(const char *path, const cairn_init_opts *o);
 
 /* Records the failing object and reason for cairn_store_errdetail() and
  * returns err, so callers can `return store_err(st, r, "...", ...)`. */

@@ -19,6 +19,8 @@ size_t stream_rec_limit(int type)
 		return DIGEST_LEN;
 	case REC_SNAPEND:
 		return 8;
+	case REC_GROUPEND:
+		return 12 + DIGEST_LEN;
 	default:
 		return 16u << 20;
 	}
@@ -100,16 +102,25 @@ int sw_end(swriter_t *w)
 	return r;
 }
 
+static int digest_so_far(void *sha, uint8_t out[DIGEST_LEN])
+{
+	unsigned mdlen = 0;
+	EVP_MD_CTX *copy = EVP_MD_CTX_new();
+	int ok = copy && EVP_MD_CTX_copy_ex(copy, sha) && EVP_DigestFinal_ex(copy, out, &mdlen);
+	EVP_MD_CTX_free(copy);
+	return ok ? 0 : -ENOMEM;
+}
+
+int sw_digest(swriter_t *w, uint8_t out[DIGEST_LEN])
+{
+	return digest_so_far(w->sha, out);
+}
+
 int sw_finish(swriter_t *w)
 {
 	uint8_t md[DIGEST_LEN];
-	unsigned mdlen = 0;
-	EVP_MD_CTX *copy = EVP_MD_CTX_new();
-	if (!copy || !EVP_MD_CTX_copy_ex(copy, w->sha) || !EVP_DigestFinal_ex(copy, md, &mdlen)) {
-		EVP_MD_CTX_free(copy);
+	if (digest_so_far(w->sha, md) < 0)
 		return -ENOMEM;
-	}
-	EVP_MD_CTX_free(copy);
 	sw_begin(w, REC_END);
 	buf_append(&w->rec, md, DIGEST_LEN);
 	return sw_end(w);
@@ -192,41 +203,51 @@ int sr_next(sreader_t *r)
 	h = r->in.data + r->inpos;
 	if (XXH3_64bits(h, 5 + (size_t)len) != get_u64(h + 5 + len))
 		return CAIRN_ECORRUPT;
-	if (type == REC_END) {
-		/* Compare against the hash of everything before this record. */
-		uint8_t md[DIGEST_LEN];
-		unsigned mdlen;
-		EVP_MD_CTX *copy = EVP_MD_CTX_new();
-		int ok = copy && EVP_MD_CTX_copy_ex(copy, r->sha) &&
-			 EVP_DigestFinal_ex(copy, md, &mdlen);
-		EVP_MD_CTX_free(copy);
-		if (!ok)
-			return -ENOMEM;
-		r->rec.len = 0;
-		buf_append(&r->rec, md, DIGEST_LEN); /* expected, for sr_check_end */
-	}
+	/* END and GROUPEND carry the hash of everything before them. */
+	if ((type == REC_END || type == REC_GROUPEND) && digest_so_far(r->sha, r->prior) < 0)
+		return -ENOMEM;
 	take(r, 5);
 	const uint8_t *p = take(r, len);
-	if (type != REC_END) {
-		r->rec.len = 0;
-		if (buf_append(&r->rec, p, len) < 0)
-			return -ENOMEM;
-	} else {
-		if (buf_append(&r->rec, p, len) < 0)
-			return -ENOMEM;
-	}
+	r->rec.len = 0;
+	if (buf_append(&r->rec, p, len) < 0)
+		return -ENOMEM;
 	take(r, 8);
 	r->type = type;
-	r->pos = type == REC_END ? DIGEST_LEN : 0;
+	r->pos = 0;
 	r->bad = false;
 	return type;
 }
 
 int sr_check_end(sreader_t *r)
 {
-	if (r->type != REC_END || r->rec.len != 2 * DIGEST_LEN)
+	if (r->type != REC_END || r->rec.len != DIGEST_LEN)
 		return CAIRN_ECORRUPT;
-	return memcmp(r->rec.data, r->rec.data + DIGEST_LEN, DIGEST_LEN) ? CAIRN_ECORRUPT : 0;
+	return memcmp(r->rec.data, r->prior, DIGEST_LEN) ? CAIRN_ECORRUPT : 0;
+}
+
+int sr_at_eof(sreader_t *r)
+{
+	int e = fill(r, 1);
+	return e == -EPIPE ? 1 : e < 0 ? e : 0;
+}
+
+char *sr_strdup(sreader_t *r, size_t maxlen)
+{
+	const uint8_t *lp = sr_bytes(r, 2);
+	size_t n = lp ? get_u16(lp) : 0;
+	const uint8_t *s = lp ? sr_bytes(r, n) : NULL;
+	if (!s || n > maxlen || memchr(s, 0, n)) {
+		r->bad = true;
+		return NULL;
+	}
+	char *out = malloc(n + 1);
+	if (!out) {
+		r->bad = true;
+		return NULL;
+	}
+	memcpy(out, s, n);
+	out[n] = 0;
+	return out;
 }
 
 const uint8_t *sr_bytes(sreader_t *r, size_t n)

@@ -1,10 +1,12 @@
 /* stream.h - the framing of send streams (untrusted bytes on receive).
  *
- *   header:  "CAIRNSND" u32 version (1)
+ *   header:  "CAIRNSND" u32 version (2)
  *   record:  u8 type, u32 payload length, payload, u64 XXH3-64 of
  *            (type, length, payload)
  *   the last record is REC_END whose payload is the SHA-256 of every byte
- *   before it (header included).
+ *   before it (header included); each REC_GROUPEND carries the same kind
+ *   of digest, so a group is committed only once every byte before it,
+ *   metadata included, has been verified.
  * Integers are little-endian; strings are u16 length + bytes (no NUL).
  * The reader bounds every length by the record type before allocating,
  * and checks each record's checksum before anything acts on it.
@@ -15,24 +17,31 @@
 #include "util.h"
 
 #define STREAM_MAGIC "CAIRNSND"
-#define STREAM_VERSION 1
+#define STREAM_VERSION 2
 #define STREAM_HEADER_LEN 12
 
 enum rec_type {
-	REC_BEGIN = 1,    /* u32 flags, u64 resume_skip, str top, u64 nsnaps */
+	REC_BEGIN = 1,    /* u32 flags, u64 resume_skip, str top, u64 nsnaps,
+			   * u64 toguid (the top's last snapshot), u64 fromguid (the
+			   * top's incremental source, 0 = full), u64 resume_txg */
 	REC_DATASET = 2,  /* str name, u8 type, u64 guid, u32 nprops, (str, str)... */
 	REC_SNAPLIST = 3, /* str dataset, u32 n, (str name, u64 guid)... */
-	REC_SNAP = 4,     /* str ds, str snap, u64 guid, u64 fromguid, i64 creation,
+	REC_SNAP = 4,     /* str ds, str snap, u64 guid, u64 fromguid, u64 createtxg
+			   * (the sender's: names the group), i64 creation,
 			   * u64 referenced, u64 logical, u32 nprops, (str,str)...,
-			   * u32 ntree, refs, u32 nidx, refs, u64 nchunks, u64 skip */
+			   * u32 ntree, refs, u32 nidx, refs */
 	REC_CHUNK = 5,    /* digest[32], blob bytes */
 	REC_SNAPEND = 6,  /* u64 guid */
 	REC_END = 7,      /* sha256[32] */
-	REC_MAX_TYPE = 7,
+	REC_GROUPEND = 8, /* u64 createtxg, u32 nsnaps, sha256[32] of every byte
+			   * before this record: the commit point of a group */
+	REC_MAX_TYPE = 8,
 };
 
 #define STREAM_F_RECURSIVE 0x1
 #define STREAM_F_RESUMED 0x2
+#define STREAM_F_INTERMEDIATES 0x4 /* planned as -I (every snapshot in the range) */
+#define STREAM_F_ALL (STREAM_F_RECURSIVE | STREAM_F_RESUMED | STREAM_F_INTERMEDIATES)
 
 /* Largest payload per type; anything bigger is refused before reading it. */
 size_t stream_rec_limit(int type);
@@ -55,6 +64,8 @@ void sw_begin(swriter_t *w, uint8_t type);
 int sw_put_str(swriter_t *w, const char *s);
 /* Frames and writes the record. */
 int sw_end(swriter_t *w);
+/* The SHA-256 of every byte written so far. */
+int sw_digest(swriter_t *w, uint8_t out[32]);
 /* Writes REC_END. */
 int sw_finish(swriter_t *w);
 void sw_free(swriter_t *w);
@@ -70,6 +81,9 @@ typedef struct sreader {
 	bool bad;   /* a parse went past the payload */
 	uint64_t offset; /* stream bytes consumed */
 	bool eof;
+	/* For REC_END and REC_GROUPEND: the SHA-256 of every byte before the
+	 * current record, to compare with the digest it carries. */
+	uint8_t prior[32];
 } sreader_t;
 
 /* Reads and checks the header. */
@@ -79,6 +93,11 @@ int sr_init(sreader_t *r, int fd);
 int sr_next(sreader_t *r);
 /* For REC_END: 0 if the stream checksum matches. */
 int sr_check_end(sreader_t *r);
+/* 1 when the input has no byte left, 0 when it has, <0 on a read error. */
+int sr_at_eof(sreader_t *r);
+/* A string of at most maxlen bytes, malloc'ed (exactly its size + 1);
+ * NULL with r->bad set on overrun, NUL bytes or excess length. */
+char *sr_strdup(sreader_t *r, size_t maxlen);
 /* Field readers: on overrun they set r->bad and return zero/NULL. */
 uint8_t sr_u8(sreader_t *r);
 uint32_t sr_u32(sreader_t *r);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -264,4 +265,30 @@ uint64_t fnv1a64(const void *data, size_t len)
 		h *= 0x100000001b3ull;
 	}
 	return h;
+}
+
+int open_regular(int dirfd, const char *path, int flags)
+{
+	int fd = openat(dirfd, path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno == ELOOP ? CAIRN_ECORRUPT : -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return CAIRN_ECORRUPT;
+	}
+	return fd;
+}
+
+int lock_try(int fd, short type)
+{
+	struct flock fl = {.l_type = type, .l_whence = SEEK_SET};
+	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+		return 0;
+	return errno == EACCES ? -EAGAIN : -errno;
 }

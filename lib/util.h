@@ -120,3 +120,18 @@ uint64_t process_start_time(int pid);
 uint64_t fnv1a64(const void *data, size_t len);
 
 #endif
+
+/* ---- store files ---- */
+/* Opens dirfd/path, which must be a regular file: O_NOFOLLOW and O_NONBLOCK
+ * keep a symlink, FIFO or device planted in the store from redirecting or
+ * hanging the caller, and fstat refuses anything else.  flags are added
+ * (O_RDONLY, O_RDWR...).  Returns the fd, -errno (-ENOENT...), or
+ * CAIRN_ECORRUPT when the path is a symlink or not a regular file. */
+int open_regular(int dirfd, const char *path, int flags);
+
+/* Tries to take an open-file-description lock (F_OFD_SETLK) of type
+ * F_RDLCK or F_WRLCK on the whole of fd, without waiting.  The kernel drops
+ * it when the last descriptor of that open file goes, including at death.
+ * Returns 0, -EAGAIN when another open file holds a conflicting lock, or
+ * -errno. */
+int lock_try(int fd, short type);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "encroot.h"
 #include "snapio.h"
 
 #define PROGRESS_NS 200000000LL
@@ -82,6 +83,7 @@ typedef struct vctx {
 	atomic_uint_fast64_t chunks, bytes;
 	uint64_t total_bytes;
 	int64_t t0, last;
+	encroot_keyset_t keys; /* encryption roots' keys that are available */
 } vctx_t;
 
 static int push_id(int64_t **v, size_t *n, size_t *cap, int64_t id)
@@ -309,7 +311,7 @@ static void record_bad(vctx_t *c, const digest_t *d, int err)
 
 static int read_one(vctx_t *c, const vitem_t *it, buf_t *out)
 {
-	int r = chunkstore_get(c->st->cs, &it->d, out);
+	int r = encroot_verify_chunk(c->st->cs, &c->keys, &it->d, out);
 	if (r != -ENOENT)
 		return r;
 	/* A sweep killed mid-removal may have left it as "<hex>.gc". */
@@ -321,7 +323,7 @@ static int read_one(vctx_t *c, const vitem_t *it, buf_t *out)
 		return r;
 	int q = gc_quarantine_restore(fd, hex);
 	close(fd);
-	return q == 1 ? chunkstore_get(c->st->cs, &it->d, out) : r;
+	return q == 1 ? encroot_verify_chunk(c->st->cs, &c->keys, &it->d, out) : r;
 }
 
 typedef struct vrun {
@@ -502,8 +504,13 @@ static void map_files(usectx_t *u)
 {
 	vctx_t *c = u->c;
 	snaptree_t t;
-	if (snaptree_open(&t, c->st->cs, &c->src->tree) < 0)
+	crypt_keys_t *key = NULL;
+	/* Files of an encrypted snapshot can be named only with its key. */
+	if (encroot_keys_for_snapshot(c->st, c->src->owner, &key) < 0 ||
+	    snaptree_open_key(&t, c->st->cs, key, &c->src->tree) < 0) {
+		crypt_keys_free(key);
 		return;
+	}
 	tree_entry_t e = {0};
 	while (snaptree_next(&t, &e) == 1) {
 		for (size_t i = u->first_of_snap; i < u->nuses; i++) {
@@ -522,6 +529,7 @@ static void map_files(usectx_t *u)
 		tree_entry_clear(&e);
 	}
 	snaptree_close(&t);
+	crypt_keys_free(key);
 }
 
 static void report(vctx_t *c)
@@ -659,11 +667,14 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 	c.chunkfd = openat(st->dirfd, ".chunks", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c.chunkfd < 0)
 		r = store_err(st, -errno, ".chunks: %s", strerror(errno));
+	if (r == 0)
+		r = encroot_keyset_load(st, &c.keys);
 	if (r == 0 && opts->ntargets) {
 		r = resolve_targets(&c);
 		if (r == 0 && !c.nids) {
 			/* Datasets without snapshots: nothing to do. */
 			close(c.chunkfd);
+			encroot_keyset_free(&c.keys);
 			pthread_mutex_destroy(&c.lock);
 			free(c.ids);
 			return 0;
@@ -723,6 +734,7 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 	if (c.chunkfd >= 0)
 		close(c.chunkfd);
 	pthread_mutex_destroy(&c.lock);
+	encroot_keyset_free(&c.keys);
 	free(c.ids);
 	free(c.seen);
 	free(c.broken);

@@ -16,6 +16,8 @@ want attr strace python3 sqlite3 bc clang libclang-rt-14-dev zstd acl fuse3 e2fs
 want libcurl4-openssl-dev libxml2-dev curl ceph-mon ceph-osd radosgw ceph-common
 # encryption: the kernel key retention service
 want libkeyutils-dev keyutils
+# cairn mount (FUSE), man pages, completion tests
+want libfuse3-dev scdoc man-db groff-base
 # zfs compatibility: the real clients (sanoid, syncoid) and faketime for sanoid's policy
 want sanoid faketime pv mbuffer lzop
 [ -z "$need" ] && exit 0

@@ -3,7 +3,7 @@
 #
 # Each fuzz_<name>.c is built with clang -fsanitize=fuzzer,address,undefined
 # (build-fuzz/), seeded from tests/fuzz/corpus/<name>, and run for
-# FUZZ_SECONDS (default 50) with a per-input timeout.  A crash, leak,
+# FUZZ_SECONDS (default 45) with a per-input timeout.  A crash, leak,
 # sanitizer report or per-input timeout fails the run; the input that did it
 # is kept under build-fuzz/artifacts/ and its path printed.
 #
@@ -16,7 +16,7 @@
 # limits the run to some targets (space separated names, e.g. "blob token").
 set -u
 cd "$(dirname "$0")/.."
-SECS=${FUZZ_SECONDS:-50}
+SECS=${FUZZ_SECONDS:-45}
 MERGE=${FUZZ_MERGE:-1}
 B=build-fuzz
 SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
@@ -35,7 +35,7 @@ fi
 bins=()
 for t in "${targets[@]}"; do bins+=("$B/libfuzzer/$t"); done
 make -s B="$B" CC="$CC" STATIC=0 OPT="-O1 -g $SAN" \
-	LDLIBS="$(pkg-config --libs libzstd libxxhash sqlite3 libcrypto) -pthread -fsanitize=address,undefined" \
+	LDLIBS='$(PKG_LIBS) -pthread -fsanitize=address,undefined' \
 	"${bins[@]}" || { echo "fuzz: build failed" >&2; exit 1; }
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"

@@ -57,6 +57,12 @@ run() {
 	secs=$(printf '%.1f' "$(echo "$end - $start" | bc 2>/dev/null || echo 0)")
 	local reports
 	reports=$(find "$dir" -type f 2>/dev/null | head -3)
+	# A report printed on stderr (UBSan's, when it ignores log_path) that
+	# the test swallowed still fails it.
+	if [ -z "$reports" ] && [ "${CAIRN_ASAN:-}" = 1 ] &&
+		grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error: ' "$log"; then
+		reports=$log
+	fi
 	if [ -n "$reports" ]; then
 		fail=$((fail + 1))
 		failed+=("$name")

@@ -46,7 +46,10 @@ sqlite3 "$DB" "
 	INSERT INTO hold(snapshot, tag, time) SELECT id, 'keep', 1700000000 FROM snapshot
 	 WHERE name IN ('s2', 'a1', 'v1');
 	INSERT INTO hold(snapshot, tag, time) SELECT id, 'also', 1700000001 FROM snapshot
-	 WHERE name = 's2';" 2>/dev/null
+	 WHERE name = 's2';" || fail "sqlite3 hold rows"
+n=$(sqlite3 "$DB" "SELECT count(*) FROM hold")
+# s2 is in 5 datasets: 5 + 1 + 1 keep, 5 also
+[ "$n" = 12 ] || fail "hold rows: $n inserted, want 12"
 
 # ---- 255-byte names (the longest a name may be) ----
 L250=$(printf 'x%.0s' $(seq 250))

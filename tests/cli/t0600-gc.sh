@@ -104,6 +104,7 @@ wrongdir=$(head -2 "$TESTDIR/ref" | tail -1)
 wd=ffff
 [ "${wrongdir:0:4}" = ffff ] && wd=0000
 wrongpath="$CAIRN_STORE/.chunks/$wd/$wrongdir"
+mkdir -p "${wrongpath%/*}" # chunk directories appear on first use
 cp "$CAIRN_STORE/.chunks/${wrongdir:0:4}/$wrongdir" "$wrongpath"
 touch -a -d '2001-01-01' "$wrongpath"
 chunkfiles >"$TESTDIR/before2"

@@ -3,7 +3,9 @@
 # after N bytes, or kill -9 after N bytes) and resumed with send -t until
 # the snapshot is complete; it must then restore byte-identically.  While
 # partial: inconsistent=on, a receive_resume_token, no snapshot visible.
-# Completed chunks are not sent again.  recv -A discards partial state.
+# Completed chunks are not sent again.  recv -A discards partial state and
+# the dataset the partial receive created.  kill -9 hits the receiver only
+# once it has consumed every byte written to it (it sleeps in read(0)).
 # SEED=n reproduces a run.
 . "$(dirname "$0")/lib.sh"
 # a private copy of the binary: a concurrent rebuild must not hit this test
@@ -29,6 +31,17 @@ ca send ds@1 >"$TESTDIR/full"
 FULL=$(stat -c %s "$TESTDIR/full")
 
 token() { cb get -H -o value receive_resume_token "$1" 2>/dev/null; }
+KILLS=0
+# wait_reading PID: until PID is blocked in read(0, ...) (or gone)
+wait_reading() {
+	local i s
+	for i in $(seq 1 1200); do
+		s=$(cat "/proc/$1/syscall" 2>/dev/null) || return 0
+		case "$s" in "0 0x0 "*) return 0 ;; esac
+		sleep 0.05
+	done
+	fail "receiver $1 never waited for input"
+}
 rnd() { echo $(((RANDOM * 32768 + RANDOM) % $1)); } # 0..$1-1
 
 # interrupt MODE N TARGET CMD...: feeds the first N bytes of CMD's output
@@ -44,17 +57,28 @@ interrupt() {
 		grep -q "truncated\|invalid\|not a cairn send stream\|Broken pipe" "$TESTDIR/err" ||
 			fail "interrupted recv at $n: $(cat "$TESTDIR/err")"
 	else
-		rm -f "$TESTDIR/fifo"
+		# The receiver is the cairn process itself (not a shell function's
+		# subshell), so kill -9 hits it.  It is killed once the writer has
+		# put all N bytes into the fifo and the receiver sleeps in read(0):
+		# everything sent has been consumed.
+		rm -f "$TESTDIR/fifo" "$TESTDIR/wdone"
 		mkfifo "$TESTDIR/fifo"
-		cb recv -s "$target" <"$TESTDIR/fifo" >/dev/null 2>&1 &
+		"$CAIRN" -s "$B" recv -s "$target" <"$TESTDIR/fifo" >/dev/null 2>&1 &
 		local rp=$!
-		{ "$@" 2>/dev/null | head -c "$n"; sleep 5; } >"$TESTDIR/fifo" &
+		( "$@" 2>/dev/null | head -c "$n"; : >"$TESTDIR/wdone"; exec sleep 60 ) >"$TESTDIR/fifo" &
 		local fp=$!
-		sleep 0.7
-		kill -9 $rp 2>/dev/null
-		wait $rp 2>/dev/null
-		kill $fp 2>/dev/null
-		wait $fp 2>/dev/null
+		local i=0
+		while [ ! -e "$TESTDIR/wdone" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+		[ -e "$TESTDIR/wdone" ] || fail "writer of $n bytes never finished"
+		wait_reading "$rp"
+		if kill -9 "$rp" 2>/dev/null; then
+			KILLS=$((KILLS + 1))
+		else
+			fail "receiver gone before the kill at $n (it should wait for more input)"
+		fi
+		wait "$rp" 2>/dev/null
+		kill "$fp" 2>/dev/null
+		wait "$fp" 2>/dev/null
 	fi
 }
 
@@ -128,6 +152,7 @@ out=$(ca send -t "$t" | cb recv -v -s half 2>&1) || fail "resume half: $out"
 cb restore half@1 "$TESTDIR/rh" && cmp -s "$SRC/big" "$TESTDIR/rh/big" || fail "half@1 differs"
 
 # ---- an incremental stream, interrupted and resumed ----
+KILLS_FULL=$KILLS
 head -c 3000000 /dev/urandom >"$SRC/big2"
 echo changed >>"$SRC/d/f3"
 ok ca snapshot ds@2
@@ -145,10 +170,17 @@ head -c $((FULL / 2)) "$TESTDIR/full" | cb recv -s gone >/dev/null 2>&1
 t=$(token gone)
 [ -n "$t" ] && [ "$t" != - ] || fail "no partial state to abort"
 ok cb recv -A gone
-[ "$(token gone)" = - ] || fail "token after recv -A: $(token gone)"
-[ "$(cb get -H -o value inconsistent gone)" = off ] || fail "inconsistent after recv -A"
+# the dataset the partial receive created goes with it (no empty dataset left)
+cb list -H -o name gone >/dev/null 2>&1 && fail "recv -A left the dataset the partial receive created"
 fails_with 1 "no partial receive\|does not" cb recv -s gone < <(ca send -t "$t")
-[ "$(token gone)" = - ] || fail "BUG: a refused resume stream created partial state on gone (token $(token gone))"
+cb list -H -o name gone >/dev/null 2>&1 && fail "BUG: a refused resume stream created gone (token $(token gone))"
+# on a dataset that existed before, recv -A keeps the dataset
+ok cb create pre
+head -c $((FULL / 2)) "$TESTDIR/full" | cb recv -s pre >/dev/null 2>&1
+[ "$(cb get -H -o value inconsistent pre)" = on ] || fail "no partial state on pre"
+ok cb recv -A pre
+[ "$(token pre)" = - ] || fail "token after recv -A: $(token pre)"
+[ "$(cb get -H -o value inconsistent pre)" = off ] || fail "inconsistent after recv -A"
 cb recv -A gone >/dev/null 2>&1
 fails_with 1 "no partial receive" cb recv -A gone
 fails_with 1 "no partial receive\|not exist" cb recv -A nosuch
@@ -167,4 +199,20 @@ ok cb list -t all >/dev/null
 ca send ds@1 | cb recv other || fail "another receive"
 [ "$(token keep)" = "$t" ] || fail "another receive changed keep's token"
 ca send -t "$t" | cb recv -s keep || fail "resume keep"
+
+# a kill -9 in the middle of a receive certainly happens once here: the
+# receiver keeps nothing half-done and the same stream then completes
+k0=$KILLS
+interrupt kill $((FULL / 2)) killed ca send ds@1
+[ "$KILLS" -gt "$k0" ] || fail "the receiver was not killed"
+partial_ok killed 1
+t=$(token killed)
+if [ -n "$t" ] && [ "$t" != - ]; then
+	ca send -t "$t" | cb recv -s killed || fail "resume after kill -9"
+else
+	ca send ds@1 | cb recv -s killed || fail "receive again after kill -9"
+fi
+cb restore killed@1 "$TESTDIR/rk" || fail "restore killed@1"
+cmp -s "$SRC/big" "$TESTDIR/rk/big" || fail "killed@1 differs"
+echo "kill -9 of recv: $KILLS in all"
 done_test

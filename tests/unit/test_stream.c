@@ -245,13 +245,8 @@ static int read_all(const buf_t *s, const buf_t *orig, const size_t *at, int *er
 			const uint8_t *o = orig->data + at[n];
 			size_t olen = get_u32(o + 1);
 			CHECK_EQ(t, o[0]);
-			if (t == REC_END) {
-				CHECK_EQ(r.rec.len, DIGEST_LEN + olen);
-				CHECK(!memcmp(r.rec.data + DIGEST_LEN, o + 5, olen));
-			} else {
-				CHECK_EQ(r.rec.len, olen);
-				CHECK(!memcmp(r.rec.data, o + 5, olen));
-			}
+			CHECK_EQ(r.rec.len, olen);
+			CHECK(!memcmp(r.rec.data, o + 5, olen));
 		}
 		n++;
 		if (t == REC_END) {

@@ -1,0 +1,33 @@
+# lib-s3.sh - sourced by tests/s3/t14*.sh after tests/cli/lib.sh: stores
+# whose chunks live in the Ceph that tests/s3/run.sh started.
+: "${CAIRN_S3_ENDPOINT:?run under make check-s3 (tests/s3/run.sh)}"
+: "${S3TOOL:?}" "${CEPH_DIR:?}"
+BUCKET=${CAIRN_S3_TEST_BUCKET:-cairn-tests}
+PFX="t$$-$RANDOM"
+export CAIRN_BACKEND_STATS="$TESTDIR/stats"
+
+# s3_new_store [STORE [PREFIX]]: an empty store on s3://$BUCKET/PREFIX.
+s3_new_store() {
+	local st=${1:-$CAIRN_STORE} p=${2:-$PFX}
+	rm -rf "$st"
+	"$CAIRN" -s "$st" init --chunks "s3://$BUCKET/$p" >/dev/null || fail "init --chunks s3://$BUCKET/$p"
+}
+# objects [PREFIX]: how many chunk objects the bucket holds under PREFIX.
+objects() { "$S3TOOL" count "$BUCKET" "${1:-$PFX}/chunks/"; }
+# markers [STORE]: how many chunk markers the store has.
+markers() {
+	find "${1:-$CAIRN_STORE}/.chunks" -type f -regextype egrep -regex '.*/[0-9a-f]{64}' | wc -l
+}
+# stat_of KEY: the value of KEY on the last stats line (requests of the
+# last command).
+stat_of() { tail -n 1 "$CAIRN_BACKEND_STATS" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+# corpus DIR: files of several sizes, a hardlink, a symlink, xattrs.
+corpus() {
+	mkdir -p "$1/sub"
+	cp -a "$CAIRN_SRC/lib" "$1/"
+	head -c 3000000 /dev/urandom >"$1/big.bin"
+	for i in $(seq 20); do head -c $((RANDOM * 2)) /dev/urandom >"$1/sub/f$i"; done
+	ln "$1/sub/f1" "$1/sub/hard"
+	ln -s f2 "$1/sub/link"
+	setfattr -n user.k -v v "$1/sub/f3" 2>/dev/null || true
+}
