@@ -23,6 +23,8 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 .PHONY: all deps demo check check-long unit asan install clean fuzz check-s3
+.PHONY: check-zfs
+
 all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
 
 deps:
@@ -70,6 +72,11 @@ unit: $(UNIT_BIN)
 check: deps
 	$(MAKE) all unit $(FUZZ_BIN)
 	tests/run.sh
+
+# The real zfs clients (sanoid, syncoid) against cairn: minutes, so apart.
+check-zfs: deps
+	$(MAKE) all
+	CAIRN=$(CURDIR)/$(B)/cairn CAIRN_SRC=$(CURDIR) bash tests/cli/zfs-sanoid-syncoid.sh
 
 check-long: deps
 	$(MAKE) all unit $(FUZZ_BIN)
@@ -154,3 +161,8 @@ install-extras: man
 		sed 's|@BINDIR@|$(PREFIX)/bin|g' $$u > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$(basename $$u) && \
 		chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$(basename $$u) || exit 1; \
 	done
+# `cairn help VERB` finds the pages next to the binary: build them with it
+# when scdoc is there (scripts/deps.sh installs it).
+ifneq ($(shell command -v scdoc 2>/dev/null),)
+all: man
+endif

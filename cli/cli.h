@@ -17,6 +17,9 @@ typedef struct cli {
 	bool progress; /* stderr is a terminal */
 	bool zfs;       /* invoked as zfs: zfs's texts (cli/zfs_compat.c) */
 	bool no_header; /* a later store of a multi-pool zfs listing */
+	bool help;      /* VERB -h/--help: cli_usage prints to stdout, returns 0 */
+	bool defer_empty;       /* zfs mode over several stores: the caller says "no datasets" */
+	unsigned long rows_out; /* rows a listing printed */
 } cli_t;
 
 extern cli_t g_cli;
@@ -71,6 +74,7 @@ int cmd_have(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_rollback(int argc, char **argv);
+int cmd_help(int argc, char **argv);
 int cmd_load_key(int argc, char **argv);
 int cmd_unload_key(int argc, char **argv);
 int cmd_change_key(int argc, char **argv);

@@ -43,6 +43,7 @@ static const struct verb {
 	{"diff", cmd_diff, "show what changed between snapshots (zfs diff format)"},
 	{"mount", cmd_mount, "browse snapshots through a read-only FUSE file system"},
 	{"rollback", cmd_rollback, "destroy the snapshots after a snapshot"},
+	{"help", cmd_help, "show a verb's manual page (else its usage)"},
 	{"load-key", cmd_load_key, "load encryption keys into the kernel keyring"},
 	{"unload-key", cmd_unload_key, "remove encryption keys from the kernel keyring"},
 	{"change-key", cmd_change_key, "rewrap an encryption root's key (new passphrase)"},
@@ -55,6 +56,13 @@ static void usage(FILE *f)
 		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
 	fprintf(f, "\nThe store is -s STORE, else $CAIRN_STORE, else /var/lib/cairn (root) or\n"
 		   "$XDG_DATA_HOME/cairn (others).\n");
+}
+
+/* `cairn help` without a verb. */
+int cairn_main_usage(void)
+{
+	usage(stdout);
+	return 0;
 }
 
 static const char *default_store(void)
@@ -153,6 +161,11 @@ static void print_usage_text(FILE *f, const char *u)
 int cli_usage(const char *u, const char *fmt, ...)
 {
 	va_list ap;
+	if (g_cli.help) {
+		/* VERB -h / --help: the usage on stdout, success. */
+		print_usage_text(stdout, u);
+		return 0;
+	}
 	if (fmt) {
 		if (!g_cli.zfs)
 			fprintf(stderr, "cairn: %s: ", g_cli.verb);
@@ -255,7 +268,15 @@ int cli_run_verb(int argc, char **argv)
 		if (!strcmp(verbs[k].name, argv[0])) {
 			g_cli.verb = verbs[k].name;
 			optind = 0; /* full getopt reset: zfs mode runs verbs more than once */
+			/* -h/--help: the verb's option parsing refuses it and asks for
+			 * its usage, which cli_usage then prints to stdout (zfs send -h
+			 * means --holds, so zfs mode leaves send's -h alone). */
+			g_cli.help = argc > 1 && (!strcmp(argv[1], "--help") ||
+						  (!strcmp(argv[1], "-h") &&
+						   !(g_cli.zfs && !strcmp(argv[0], "send"))));
+			opterr = !g_cli.help;
 			int rc = verbs[k].fn(argc, argv);
+			opterr = 1;
 			cli_progress_done();
 			if (fflush(stdout) != 0 || ferror(stdout)) {
 				if (errno != EPIPE)

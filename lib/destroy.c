@@ -149,11 +149,21 @@ static int plan_snapshots(cairn_store *st, plan_t *p, const char *target, bool r
 		char *list = r == 0 ? strdup(at + 1) : NULL, *save;
 		if (r == 0 && !list)
 			r = -ENOMEM;
+		/* As zfs: names in a list that do not exist are skipped (so are
+		 * descendants without the name under -r); a range's ends must
+		 * exist in the named dataset. */
 		for (char *e = list ? strtok_r(list, ",", &save) : NULL; r == 0 && e;
 		     e = strtok_r(NULL, ",", &save))
-			r = add_spec(st, p, d, e, d->id == ds.id);
+			r = add_spec(st, p, d, e, d->id == ds.id && strchr(e, '%'));
 		free(list);
 		ds_row_clear(&cur);
+	}
+	if (r == 0 && !p->n) {
+		bool single = !recursive && !strpbrk(at + 1, ",%");
+		r = single ? store_err(st, -ENOENT, "%s: snapshot does not exist", target)
+			   : store_err(st, -ENOENT,
+				       "%s: could not find any snapshots to destroy; check snapshot "
+				       "names", target);
 	}
 	free(ids);
 	ds_row_clear(&ds);
@@ -546,7 +556,8 @@ int destroy_snapshots_in_txn(cairn_store *st, const int64_t *ids, size_t n, uint
 		ds_row_t ds = {0};
 		sqlite3_stmt *q;
 		if (sqlite3_prepare_v2(catalog_db(st->cat),
-				       "SELECT dataset, name, createtxg FROM snapshot WHERE id=?", -1, &q,
+				       "SELECT dataset, name, createtxg, userrefs FROM snapshot WHERE id=?",
+				       -1, &q,
 				       NULL)) {
 			r = -EIO;
 			break;
@@ -557,6 +568,8 @@ int destroy_snapshots_in_txn(cairn_store *st, const int64_t *ids, size_t n, uint
 			s.dataset = sqlite3_column_int64(q, 0);
 			s.name = strdup((const char *)sqlite3_column_text(q, 1));
 			s.createtxg = sqlite3_column_int64(q, 2);
+			/* A held snapshot refuses (apply), as for cairn_destroy. */
+			s.userrefs = sqlite3_column_int64(q, 3);
 			r = catalog_ds_by_id(st->cat, s.dataset, &ds);
 			if (r == 0)
 				r = victim_add(&p, &s, ds.name);

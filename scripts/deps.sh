@@ -18,6 +18,8 @@ want libcurl4-openssl-dev libxml2-dev curl ceph-mon ceph-osd radosgw ceph-common
 want libkeyutils-dev keyutils
 # cairn mount (FUSE), man pages, completion tests
 want libfuse3-dev scdoc man-db groff-base
+# zfs compatibility: the real clients (sanoid, syncoid) and faketime for sanoid's policy
+want sanoid faketime pv mbuffer lzop
 [ -z "$need" ] && exit 0
 echo "deps: installing$need"
 SUDO=""
