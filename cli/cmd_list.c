@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parse.h"
 #include "props.h"
 
 #define MAX_SZ(a, b) ((a) > (b) ? (a) : (b))
@@ -437,10 +438,9 @@ int cmd_list(int argc, char **argv)
 		case 'I': o.json_int = true; break;
 		case 'r': recursive = true; break; /* -d wins, whatever the order */
 		case 'd': {
-			char *end;
-			long d = strtol(optarg, &end, 10);
-			if (*end || end == optarg || d < 0 || d > 1000000)
-				return cli_usage(u, "invalid depth '%s'", optarg);
+			uint64_t d;
+			if (parse_uint(optarg, 0, 1000000, &d) < 0)
+				return cli_usage(u, "invalid depth '%s' (0..1000000)", optarg);
 			spec.depth = d;
 			break;
 		}

@@ -115,6 +115,9 @@ const char *cairn_store_errdetail(const cairn_store *st)
 /* Parses "123", "64K", "1M", "2G" into *v. */
 static int parse_scaled(const char *s, int64_t *v)
 {
+	/* strtoll would skip leading spaces and take a sign: refuse both. */
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
 	char *end;
 	errno = 0;
 	/* Digits first: strtoll would also take " +5". */
