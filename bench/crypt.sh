@@ -28,6 +28,7 @@ WORK=$BASE/work
 say() { printf '== %s\n' "$*" >&2; }
 die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
 [ -x "$CAIRN" ] || die "$CAIRN: not built (make build/cairn)"
+[ -x /usr/bin/time ] || die "/usr/bin/time missing (apt-get install time)"
 command -v keyctl >/dev/null || die "keyctl missing (apt-get install keyutils)"
 
 # The encrypted dataset's key is loaded into a session keyring of this run.
@@ -52,27 +53,35 @@ trap 'rm -rf "$WORK"' EXIT
 now_ns() { date +%s%N; }
 declare -A T
 
-# timed NAME CMD...: best wall time of ROUNDS runs; PREP_<NAME> (a function)
-# runs untimed before each.
+# timed NAME CMD...: best wall time of ROUNDS runs, and the CPU time
+# (user + system, children included) of that run: on a shared machine the
+# CPU time is the steadier measure of what encryption costs.  PREP_<NAME>
+# (a function) runs untimed before each.
+declare -A CPU
 timed() {
-	local name=$1 best="" t0 t1 i
+	local name=$1 best="" bestcpu="" t0 t1 i
 	shift
 	for i in $(seq 1 "$ROUNDS"); do
 		if declare -F "prep_$name" >/dev/null; then "prep_$name"; fi
 		sync
 		t0=$(now_ns)
-		"$@" >"$WORK/$name.out" 2>"$WORK/$name.err" || {
+		/usr/bin/time -f '%U %S' -o "$WORK/$name.cpu" "$@" >"$WORK/$name.out" \
+			2>"$WORK/$name.err" || {
 			cat "$WORK/$name.err" >&2
 			die "$name failed"
 		}
 		t1=$(now_ns)
 		local s=$(((t1 - t0) / 1000000))
-		[ -z "$best" ] || [ "$s" -lt "$best" ] && best=$s
+		local c=$(awk 'END {printf "%d", ($1 + $2) * 1000}' "$WORK/$name.cpu")
+		if [ -z "$best" ] || [ "$s" -lt "$best" ]; then
+			best=$s
+			bestcpu=$c
+		fi
 	done
 	T[$name]=$best
-	say "$name: $best ms"
+	CPU[$name]=$bestcpu
+	say "$name: $best ms wall, $bestcpu ms CPU"
 }
-
 # ---- cairn, plain and encrypted ----
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$WORK/key.hex"
 prep_cairn_plain_backup() {
@@ -115,16 +124,19 @@ fi
 # ---- report ----
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 mbs() { awk -v n="$BYTES" -v ms="$1" 'BEGIN {printf "%.1f", n / (ms / 1000) / 1e6}'; }
-printf '\n%-10s %-8s %10s %8s %14s\n' tool step ms MB/s "vs plain cairn"
+printf '\n%-11s %-8s %9s %8s %9s %9s %9s\n' tool step wall_ms MB/s "wall/pl" cpu_ms "cpu/pl"
 for tool in cairn_plain cairn_enc restic borg; do
 	for step in backup restore; do
 		k=${tool}_$step
 		[ -n "${T[$k]:-}" ] || continue
-		printf '%-10s %-8s %10s %8s %14s\n' "${tool/cairn_/cairn-}" "$step" "${T[$k]}" \
-			"$(mbs "${T[$k]}")" "$(ratio "${T[$k]}" "${T[cairn_plain_$step]}")"
+		printf '%-11s %-8s %9s %8s %9s %9s %9s\n' "${tool/cairn_/cairn-}" "$step" "${T[$k]}" \
+			"$(mbs "${T[$k]}")" "$(ratio "${T[$k]}" "${T[cairn_plain_$step]}")" \
+			"${CPU[$k]}" "$(ratio "${CPU[$k]}" "${CPU[cairn_plain_$step]}")"
 	done
 done
-printf '\nencrypted/plain: backup %s, restore %s (target <= 1.10)\n' \
+printf '\nencrypted/plain wall: backup %s, restore %s; CPU: backup %s, restore %s (target <= 1.10)\n' \
 	"$(ratio "${T[cairn_enc_backup]}" "${T[cairn_plain_backup]}")" \
-	"$(ratio "${T[cairn_enc_restore]}" "${T[cairn_plain_restore]}")"
+	"$(ratio "${T[cairn_enc_restore]}" "${T[cairn_plain_restore]}")" \
+	"$(ratio "${CPU[cairn_enc_backup]}" "${CPU[cairn_plain_backup]}")" \
+	"$(ratio "${CPU[cairn_enc_restore]}" "${CPU[cairn_plain_restore]}")"
 printf 'load: %s\n' "$(uptime)"
