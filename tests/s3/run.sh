@@ -18,7 +18,7 @@ set -u
 cd "$(dirname "$0")/../.."
 B=${CAIRN_BUILD:-build}
 export CAIRN_SRC="$PWD"
-CEPH_DIR=$(mktemp -d /tmp/cairn-ceph.XXXXXX)
+CEPH_DIR=$(mktemp -d /tmp/ceph-dev.XXXXXX)
 export CEPH_DIR
 rmdir "$CEPH_DIR"
 cleanup() { scripts/ceph-dev.sh stop "$CEPH_DIR" >/dev/null 2>&1 || true; }
