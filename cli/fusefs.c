@@ -133,8 +133,9 @@ static int view_get(const char *ds, const char *name, const view_ent_t **out)
 	snapview_t *v = NULL;
 	chunk_ref_t failed = {0};
 	crypt_keys_t *key = NULL;
-	if (r == 0)
-		r = encroot_keys(g.st, &d, &key); /* CAIRN_ENOKEY: not loaded */
+	bool keyless = false;
+	if (r == 0 && (r = encroot_keys(g.st, &d, &key)) < 0)
+		keyless = true; /* encrypted, and its key is not loaded */
 	if (r == 0)
 		r = snapview_load(g.st->cs, key, &tree, &v, &failed);
 	buf_free(&tree);
@@ -146,7 +147,7 @@ static int view_get(const char *ds, const char *name, const view_ent_t **out)
 			*cairn_store_errdetail(g.st) ? cairn_store_errdetail(g.st) : cairn_strerror(r));
 		cairn_release(g.st, &it, 1);
 		crypt_keys_free(key);
-		return r == -ENOMEM ? r : r == CAIRN_ENOKEY ? -EACCES : -EIO;
+		return r == -ENOMEM ? r : keyless ? -EACCES : -EIO;
 	}
 	view_ent_t *e = &g.views[g.nviews];
 	e->snap = strdup(snap);

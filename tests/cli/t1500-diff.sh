@@ -143,4 +143,20 @@ ok cairn snapshot empty@1
 fails_with 1 "empty: has no source" cairn diff empty@1
 cairn diff --help | grep -q 'usage: cairn diff' || fail "diff --help"
 
+# An encrypted dataset: diff reads its trees with the loaded key, and
+# refuses, naming the key, without it.
+E=$TESTDIR/esrc
+mkdir -p "$E"
+echo one >"$E/a"
+printf 'correct horse battery staple\n' >"$TESTDIR/key"
+ok cairn create -o encryption=aes-256-gcm -o keyformat=passphrase -o keylocation="file://$TESTDIR/key" -o source="$E" enc
+ok cairn snapshot enc@1
+echo two >"$E/b"
+ok cairn snapshot enc@2
+out=$(cairn diff enc@1 enc@2) || fail "diff of an encrypted dataset"
+[ "$out" = "$(printf 'M\t%s/\n+\t%s/b' "$E" "$E")" ] || fail "encrypted diff: $out"
+ok cairn unload-key enc
+mv "$TESTDIR/key" "$TESTDIR/key.away"
+fails_with 1 "enc: keylocation" cairn diff enc@1 enc@2
+
 done_test

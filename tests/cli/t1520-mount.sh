@@ -121,6 +121,22 @@ for _ in $(seq 50); do cairn holds ds@two | grep -q "mount\." || break; sleep 0.
 cairn holds ds@two | grep -q "mount\." && fail "hold left after unmount"
 ok cairn destroy ds@two
 
+# An encrypted dataset reads with its key loaded, and is refused without it.
+mkdir -p "$TESTDIR/esrc"
+echo secret >"$TESTDIR/esrc/a"
+printf 'correct horse battery staple\n' >"$TESTDIR/key"
+ok cairn create -o encryption=aes-256-gcm -o keyformat=passphrase -o keylocation="file://$TESTDIR/key" -o source="$TESTDIR/esrc" enc
+ok cairn snapshot enc@1
+ok cairn mount "$M" enc
+[ "$(cat "$M/.zfs/snapshot/1/a")" = secret ] || fail "encrypted snapshot content through mount"
+fusermount3 -u "$M" || fail "unmount enc"
+ok cairn unload-key enc
+mv "$TESTDIR/key" "$TESTDIR/key.away"
+ok cairn mount "$M" enc
+err=$(cat "$M/.zfs/snapshot/1/a" 2>&1) && fail "read an encrypted snapshot without its key"
+echo "$err" | grep -q 'Permission denied' || fail "no key: expected permission denied, got: $err"
+fusermount3 -u "$M" || fail "unmount enc 2"
+
 # Errors.
 fails_with 1 "nosuch: dataset does not exist" cairn mount "$M" nosuch
 truncate -s 1M "$TESTDIR/vol.img"
