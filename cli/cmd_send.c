@@ -6,8 +6,14 @@
 
 #include "cli.h"
 
-static const char *u = "send [-R] [-i SNAPSHOT|BOOKMARK | -I SNAPSHOT] [-n] [-v] [-P] SNAPSHOT\n"
-		       "       cairn send [-n] [-v] [-P] -t RECEIVE_RESUME_TOKEN";
+static const char *u =
+	"send [-R] [-i SNAPSHOT|BOOKMARK | -I SNAPSHOT] [-n] [-v] [-P] SNAPSHOT\n"
+	"       cairn send [-n] [-v] [-P] -t RECEIVE_RESUME_TOKEN\n"
+	"  Long forms: --replicate (-R), --dryrun (-n), --verbose (-v), --parsable (-P),\n"
+	"  --resume (-t).  Accepted and ignored, for zfs scripts: -L/--large-block,\n"
+	"  -c/--compressed, -e/--embed, -h/--holds, -b/--backup, -p/--props, -D/--dedup\n"
+	"  (cairn streams carry their own chunking and compression; -R streams carry\n"
+	"  properties).  -w/--raw is refused: it would promise a raw stream.";
 
 typedef struct eopts {
 	bool parsable;
@@ -37,10 +43,24 @@ int cmd_send(int argc, char **argv)
 	cairn_send_opts o = {.fd = 1, .progress = cli_progress};
 	bool verbose = false;
 	eopts_t e = {0};
+	static const struct option lo[] = {
+		{"replicate", no_argument, 0, 'R'},  {"dryrun", no_argument, 0, 'n'},
+		{"verbose", no_argument, 0, 'v'},    {"parsable", no_argument, 0, 'P'},
+		{"resume", required_argument, 0, 't'}, {"large-block", no_argument, 0, 'L'},
+		{"compressed", no_argument, 0, 'c'}, {"embed", no_argument, 0, 'e'},
+		{"holds", no_argument, 0, 'h'},      {"backup", no_argument, 0, 'b'},
+		{"props", no_argument, 0, 'p'},      {"dedup", no_argument, 0, 'D'},
+		{"help", no_argument, 0, '?'},       {0}};
 	int ch;
-	while ((ch = getopt(argc, argv, "Ri:I:nvPt:")) != -1) {
+	while ((ch = getopt_long(argc, argv, "Ri:I:nvPt:LcehbpD", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'R': o.recursive = true; break;
+		case 'h':
+			if (g_cli.help)
+				return cli_usage(u, NULL); /* cairn send -h: help */
+			break;
+		case 'L': case 'c': case 'e': case 'b': case 'p': case 'D':
+			break; /* meaningless for cairn streams; see the usage */
 		case 'i':
 		case 'I':
 			if (o.from)
