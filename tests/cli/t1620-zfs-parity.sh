@@ -105,6 +105,15 @@ out=$(MANPAGER=cat PAGER=cat cairn help rollback 2>&1) || fail "help rollback ex
 echo "$out" | grep -qi 'rollback' || fail "help rollback: $out"
 fails_with 2 "unknown verb" cairn help nosuch
 
+# rename ds@a @b; inherit of a bogus property is a usage error; user
+# property names are lower case.
+ok cairn rename tank@s1 @s1b
+[ "$(names -t snapshot tank)" = "tank@s1b " ] || fail "rename ds@a @b: $(names -t snapshot tank)"
+ok cairn rename tank@s1b s1
+fails_with 2 "invalid property 'BOGUS'" cairn inherit BOGUS tank
+fails_with 1 "lower case" cairn set user:Upper=1 tank
+[ "$(cairn get -H -o value user:upper tank)" = - ] || fail "refused property set anyway"
+
 # send accepts zfs's meaningless flags and long options; refuses -w.
 out=$(cairn send -L -c -e -b -p -D --props --large-block --dryrun --verbose --parsable tank@s1) ||
 	fail "send with ignored flags"
