@@ -7,13 +7,13 @@
 #include "cli.h"
 
 static const char *u =
-	"send [-R] [-i SNAPSHOT|BOOKMARK | -I SNAPSHOT] [-n] [-v] [-P] SNAPSHOT\n"
+	"send [-R] [-w] [-i SNAPSHOT|BOOKMARK | -I SNAPSHOT] [-n] [-v] [-P] SNAPSHOT\n"
 	"       cairn send [-n] [-v] [-P] -t RECEIVE_RESUME_TOKEN\n"
-	"  Long forms: --replicate (-R), --dryrun (-n), --verbose (-v), --parsable (-P),\n"
-	"  --resume (-t).  Accepted and ignored, for zfs scripts: -L/--large-block,\n"
-	"  -c/--compressed, -e/--embed, -h/--holds, -b/--backup, -p/--props, -D/--dedup\n"
-	"  (cairn streams carry their own chunking and compression; -R streams carry\n"
-	"  properties).  -w/--raw is refused: it would promise a raw stream.";
+	"  Long forms: --replicate (-R), --raw (-w), --dryrun (-n), --verbose (-v),\n"
+	"  --parsable (-P), --resume (-t).  Accepted and ignored, for zfs scripts:\n"
+	"  -L/--large-block, -c/--compressed, -e/--embed, -h/--holds, -b/--backup,\n"
+	"  -p/--props, -D/--dedup (cairn streams carry their own chunking and\n"
+	"  compression; -R streams carry properties).";
 
 typedef struct eopts {
 	bool parsable;
@@ -50,9 +50,10 @@ int cmd_send(int argc, char **argv)
 		{"compressed", no_argument, 0, 'c'}, {"embed", no_argument, 0, 'e'},
 		{"holds", no_argument, 0, 'h'},      {"backup", no_argument, 0, 'b'},
 		{"props", no_argument, 0, 'p'},      {"dedup", no_argument, 0, 'D'},
-		{"help", no_argument, 0, '?'},       {0}};
+		{"raw", no_argument, 0, 'w'},        {"help", no_argument, 0, '?'},
+		{0}};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "Ri:I:nvPt:LcehbpD", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "Ri:I:nvPt:wLcehbpD", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'R': o.recursive = true; break;
 		case 'h':
@@ -72,6 +73,7 @@ int cmd_send(int argc, char **argv)
 		case 'v': verbose = true; break;
 		case 'P': e.parsable = true; verbose = true; break;
 		case 't': o.resume_token = optarg; break;
+		case 'w': o.raw = true; break;
 		default: return cli_usage(u, NULL);
 		}
 	}
