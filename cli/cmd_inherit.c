@@ -22,7 +22,9 @@ int cmd_inherit(int argc, char **argv)
 	int rc = 0;
 	for (int i = optind + 1; i < argc && !rc; i++) {
 		int r = cairn_dataset_inherit(st, argv[i], argv[optind], recursive);
-		if (r < 0)
+		if (r == CAIRN_EBADPROP) /* as zfs: a bad property name is a usage error */
+			rc = cli_usage(u, "invalid property '%s'", argv[optind]);
+		else if (r < 0)
 			rc = cli_fail(st, argv[i], r);
 	}
 	cairn_store_close(st);

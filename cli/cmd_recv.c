@@ -70,7 +70,8 @@ int cmd_recv(int argc, char **argv)
 		char *tok = NULL;
 		if (cairn_dataset_get(st, o.target, "receive_resume_token", &tok, NULL) == 0 &&
 		    strcmp(tok, "-"))
-			cli_err(o.target, "partial state kept; resume with: cairn send -t %s", tok);
+			cli_err(o.target, "partial state kept; resume with: %s send -t %s",
+				g_cli.zfs ? "zfs" : "cairn", tok);
 		free(tok);
 	}
 	if (r == 0 && verbose && !abort_partial) {

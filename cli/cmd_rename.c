@@ -21,10 +21,14 @@ int cmd_rename(int argc, char **argv)
 	}
 	if (optind + 2 != argc)
 		return cli_usage(u, "expected a name and a new name");
+	/* zfs rename ds@a @b: the new snapshot name alone, '@' first. */
+	const char *to = argv[optind + 1];
+	if (to[0] == '@' && strchr(argv[optind], '@'))
+		to++;
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;
-	int r = cairn_rename(st, argv[optind], argv[optind + 1], recursive, parents);
+	int r = cairn_rename(st, argv[optind], to, recursive, parents);
 	int rc = r < 0 ? cli_fail(st, argv[optind], r) : 0;
 	cairn_store_close(st);
 	return rc;

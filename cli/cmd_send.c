@@ -6,8 +6,14 @@
 
 #include "cli.h"
 
-static const char *u = "send [-R] [-w] [-i SNAPSHOT|BOOKMARK | -I SNAPSHOT] [-n] [-v] [-P] SNAPSHOT\n"
-		       "       cairn send [-n] [-v] [-P] -t RECEIVE_RESUME_TOKEN";
+static const char *u =
+	"send [-R] [-w] [-i SNAPSHOT|BOOKMARK | -I SNAPSHOT] [-n] [-v] [-P] SNAPSHOT\n"
+	"       cairn send [-n] [-v] [-P] -t RECEIVE_RESUME_TOKEN\n"
+	"  Long forms: --replicate (-R), --raw (-w), --dryrun (-n), --verbose (-v),\n"
+	"  --parsable (-P), --resume (-t).  Accepted and ignored, for zfs scripts:\n"
+	"  -L/--large-block, -c/--compressed, -e/--embed, -h/--holds, -b/--backup,\n"
+	"  -p/--props, -D/--dedup (cairn streams carry their own chunking and\n"
+	"  compression; -R streams carry properties).";
 
 typedef struct eopts {
 	bool parsable;
@@ -37,10 +43,25 @@ int cmd_send(int argc, char **argv)
 	cairn_send_opts o = {.fd = 1, .progress = cli_progress};
 	bool verbose = false;
 	eopts_t e = {0};
+	static const struct option lo[] = {
+		{"replicate", no_argument, 0, 'R'},  {"dryrun", no_argument, 0, 'n'},
+		{"verbose", no_argument, 0, 'v'},    {"parsable", no_argument, 0, 'P'},
+		{"resume", required_argument, 0, 't'}, {"large-block", no_argument, 0, 'L'},
+		{"compressed", no_argument, 0, 'c'}, {"embed", no_argument, 0, 'e'},
+		{"holds", no_argument, 0, 'h'},      {"backup", no_argument, 0, 'b'},
+		{"props", no_argument, 0, 'p'},      {"dedup", no_argument, 0, 'D'},
+		{"raw", no_argument, 0, 'w'},        {"help", no_argument, 0, '?'},
+		{0}};
 	int ch;
-	while ((ch = getopt(argc, argv, "Ri:I:nvPt:w")) != -1) {
+	while ((ch = getopt_long(argc, argv, "Ri:I:nvPt:wLcehbpD", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'R': o.recursive = true; break;
+		case 'h':
+			if (g_cli.help)
+				return cli_usage(u, NULL); /* cairn send -h: help */
+			break;
+		case 'L': case 'c': case 'e': case 'b': case 'p': case 'D':
+			break; /* meaningless for cairn streams; see the usage */
 		case 'i':
 		case 'I':
 			if (o.from)

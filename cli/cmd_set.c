@@ -18,6 +18,13 @@ int cmd_set(int argc, char **argv)
 	}
 	if (!np || i == argc)
 		return cli_usage(u, "expected PROP=VALUE and a dataset");
+	/* zfs: user property names are lower case (and carry a colon). */
+	for (size_t k = 0; k < np; k++)
+		if (strchr(props[k].name, ':') && strpbrk(props[k].name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")) {
+			cli_err(props[k].name, "invalid property name: user property names are "
+					       "lower case");
+			return 1;
+		}
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;
