@@ -1435,7 +1435,10 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 		r = run(&c);
 		/* A group in flight keeps its chunks and a token (-s). */
 		bool in_group = c.in_snap || c.npend || c.nskipped_in_group;
-		if (r < 0 && in_group && o->resumable && r != -EBUSY) {
+		/* Only an interrupted or damaged stream leaves partial state,
+		 * not a refusal (another guid, no source, a busy target...). */
+		bool cut = r == -EPIPE || r == -EINTR || r == -EIO || r == CAIRN_ECORRUPT;
+		if (r < 0 && in_group && o->resumable && cut) {
 			char saved[sizeof(st->errdetail)];
 			memcpy(saved, st->errdetail, sizeof(saved));
 			c.state_saved = checkpoint(&c) == 0;

@@ -2,6 +2,7 @@
 # sync: only chunks the destination lacks cross, whatever dataset they are
 # in there; works between local stores and over (a stand-in for) ssh.
 . "$(dirname "$0")/lib.sh"
+cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin # a rebuild must not hit this test
 A="$TESTDIR/A" B="$TESTDIR/B"
 mkdir -p "$TESTDIR/src" "$TESTDIR/src2"
 cp -a /usr/include/linux "$TESTDIR/src/"
