@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "parse.h"
 
 static const char *u =
 	"gc [-n] [-v] [-j] [--cache-capacity N] [--batch N] [--order inode|digest|none]\n"
@@ -100,17 +101,10 @@ static void print_json(const cairn_gc_status *s)
 
 static int parse_count(const char *s, int64_t max, int64_t *out)
 {
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	int shift = 0;
-	if (*end == 'K' || *end == 'k')
-		shift = 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20, end++;
-	if (errno || end == s || *end || v < 0 || v > (max >> shift))
+	uint64_t v;
+	if (parse_scaled_uint(s, 0, (uint64_t)max, &v) < 0)
 		return -1;
-	*out = v << shift;
+	*out = (int64_t)v;
 	return 0;
 }
 

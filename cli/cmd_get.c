@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parse.h"
 #include "props.h"
 
 static const char *u =
@@ -167,10 +168,9 @@ int cmd_get(int argc, char **argv)
 		case 'h': printf("usage: cairn %s\n", u); return 0;
 		case 'r': recursive = true; break;
 		case 'd': {
-			char *end;
-			long d = strtol(optarg, &end, 10);
-			if (*end || end == optarg || d < 0 || d > 1000000)
-				return cli_usage(u, "invalid depth '%s'", optarg);
+			uint64_t d;
+			if (parse_uint(optarg, 0, 1000000, &d) < 0)
+				return cli_usage(u, "invalid depth '%s' (0..1000000)", optarg);
 			spec.depth = d;
 			depth_set = true;
 			break;

@@ -1,9 +1,11 @@
 /* cmd_prune.c - cairn prune: keep rules over each dataset's snapshots. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "parse.h"
 
 static const char *u =
 	"prune [-n] [-v] [-r] [--keep-last N] [--keep-hourly N] [--keep-daily N]\n"
@@ -17,40 +19,6 @@ static void item(const char *snap, bool keep, const char *reason, void *arg)
 		printf("keep    %s (%s)\n", snap, !strcmp(reason, "held") ? "kept because held" : reason);
 	else
 		printf("%s  %s\n", dry ? "remove" : "removed", snap);
-}
-
-/* "30d", "12h", "2w", "1y6m", "90m" (minutes are 'min' or 'M'? months are 'm'). */
-static int parse_duration(const char *s, int64_t *out)
-{
-	int64_t total = 0;
-	const char *p = s;
-	if (!*p)
-		return -1;
-	while (*p) {
-		char *end;
-		long long n = strtoll(p, &end, 10);
-		if (end == p || n < 0)
-			return -1;
-		int64_t unit;
-		if (!strncmp(end, "min", 3))
-			unit = 60, end += 3;
-		else {
-			switch (*end) {
-			case 's': unit = 1; break;
-			case 'h': unit = 3600; break;
-			case 'd': unit = 86400; break;
-			case 'w': unit = 7 * 86400; break;
-			case 'm': unit = 30 * 86400; break;
-			case 'y': unit = 365 * 86400; break;
-			default: return -1;
-			}
-			end++;
-		}
-		total += n * unit;
-		p = end;
-	}
-	*out = total;
-	return total > 0 ? 0 : -1;
 }
 
 int cmd_prune(int argc, char **argv)
@@ -80,16 +48,22 @@ int cmd_prune(int argc, char **argv)
 			if (seen & (1u << 7))
 				return cli_usage(u, "--keep-within is given twice");
 			seen |= 1u << 7;
-			if (parse_duration(optarg, &o.keep_within) < 0)
-				return cli_usage(u, "invalid duration '%s' (e.g. 30d, 12h, 2w1d)", optarg);
+			switch (parse_duration(optarg, PARSE_DURATION_MAX, &o.keep_within)) {
+			case 0: break;
+			case -ERANGE:
+				return cli_usage(u, "--keep-within '%s': out of range (1s to 1000y)",
+						 optarg);
+			default:
+				return cli_usage(u, "invalid duration '%s' (units s, min, h, d, w, m, y; "
+						    "e.g. 30d, 12h, 2w1d)", optarg);
+			}
 			continue;
 		default:
 			return cli_usage(u, NULL);
 		}
-		char *end;
-		long v = strtol(optarg, &end, 10);
-		if (*end || end == optarg || v < 0 || v > 1000000)
-			return cli_usage(u, "invalid count '%s' for a keep option", optarg);
+		uint64_t v;
+		if (parse_uint(optarg, 0, 1000000, &v) < 0)
+			return cli_usage(u, "invalid count '%s' for a keep option (0..1000000)", optarg);
 		unsigned bit = 1u << (slot - &o.keep_last);
 		if (seen & bit)
 			return cli_usage(u, "a keep option is given twice");

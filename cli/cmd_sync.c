@@ -24,7 +24,7 @@
 
 extern char **environ;
 
-static const char *u = "sync [-R] [-F] [-v] [--dry-run] SOURCE DESTINATION\n"
+static const char *u = "sync [-R] [-F] [-v] [-p] [--dry-run] SOURCE DESTINATION\n"
 		       "       endpoints: DATASET | /STORE:DATASET | HOST:/STORE:DATASET";
 
 typedef struct endpoint {
@@ -359,10 +359,21 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, bool verbose)
 	return 0;
 }
 
+static bool g_exact;
+
+/* A size for people (1.2M), or with -p the exact byte count. */
+static void size_str(char *b, size_t n, uint64_t bytes)
+{
+	if (g_exact)
+		snprintf(b, n, "%llu bytes", (unsigned long long)bytes);
+	else
+		cli_size(b, n, bytes, false);
+}
+
 static void est(const char *kind, const char *from, const char *to, uint64_t bytes, void *arg)
 {
 	char b[32];
-	cli_size(b, sizeof(b), bytes, false);
+	size_str(b, sizeof(b), bytes);
 	printf("would send %s%s%s: %s\n", to, from ? " from " : "", from ? from : "", b);
 }
 
@@ -433,7 +444,7 @@ static int send_to(cairn_store *st, const endpoint_t *src, const endpoint_t *dst
 	}
 	if (!rc && (verbose || dry)) {
 		char b[32];
-		cli_size(b, sizeof(b), o.bytes, false);
+		size_str(b, sizeof(b), o.bytes);
 		printf("%s %s %s -> %s: %s in %llu snapshots, %llu chunks already there\n",
 		       dry ? "would sync" : "synced", newest, common ? common : "(full)", dst->dataset,
 		       b, (unsigned long long)o.snapshots, (unsigned long long)o.chunks_skipped);
@@ -446,11 +457,12 @@ int cmd_sync(int argc, char **argv)
 	static const struct option lo[] = {{"dry-run", no_argument, 0, 'n'}, {0}};
 	bool recursive = false, force = false, dry = false, verbose = false;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "RFvn", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "RFvnp", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'R': recursive = true; break;
 		case 'F': force = true; break;
 		case 'v': verbose = true; break;
+		case 'p': g_exact = true; break; /* byte counts, not 1.2M */
 		case 'n': dry = true; break;
 		default: return cli_usage(u, NULL);
 		}

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "parse.h"
 
 static const char *u =
 	"verify [-r] [-v] [--order inode|digest] [--threads N] [SNAPSHOT|DATASET]...";
@@ -39,9 +40,8 @@ int cmd_verify(int argc, char **argv)
 				return cli_usage(u, "invalid order '%s' (inode or digest)", optarg);
 			break;
 		case 't': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 1 || v > 64)
+			uint64_t v;
+			if (parse_uint(optarg, 1, 64, &v) < 0)
 				return cli_usage(u, "invalid thread count '%s' (1..64)", optarg);
 			o.threads = v;
 			break;

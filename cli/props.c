@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "props.h"
+#include "util.h"
 
 #define DS (CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME)
 #define SNAP CAIRN_TYPE_SNAPSHOT
@@ -266,16 +267,36 @@ int column_source(const rowref_t *r, const column_t *c, char *out, size_t len)
 	return 0;
 }
 
+/* JSON is UTF-8: set refuses values that are not, but a value stored by
+ * an older version may still be; its bad bytes print as U+FFFD so the
+ * document stays valid JSON. */
 void json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
+		if (*p == '"' || *p == '\\') {
 			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
+		} else if (*p < 0x20) {
 			fprintf(f, "\\u%04x", *p);
-		else
+		} else if (*p < 0x80) {
 			fputc(*p, f);
+		} else {
+			char one[5] = {0};
+			size_t n = 0;
+			while (n < 4 && p[n] && (n == 0 || (p[n] & 0xc0) == 0x80)) {
+				one[n] = p[n];
+				n++;
+			}
+			/* The longest valid sequence starting here, else one bad byte. */
+			while (n > 1 && !utf8_valid(one, NULL))
+				one[--n] = 0;
+			if (n == 1 && !utf8_valid(one, NULL)) {
+				fputs("\\ufffd", f);
+			} else {
+				fwrite(p, 1, n, f);
+				p += n - 1;
+			}
+		}
 	}
 	fputc('"', f);
 }

@@ -134,6 +134,11 @@ int dataset_prop_normalize(cairn_store *st, const char *prop, const char *value,
 		if (strlen(value) > 8192)
 			return store_err(st, CAIRN_EBADPROP, "%s: value longer than 8192 bytes",
 					 prop);
+		/* Listings print values as JSON, which is UTF-8 (docs/ROBUSTNESS.md). */
+		size_t bad_at;
+		if (!utf8_valid(value, &bad_at))
+			return store_err(st, CAIRN_EBADPROP,
+					 "%s: value is not valid UTF-8 (byte %zu)", prop, bad_at);
 		*norm = strdup(value);
 	} else {
 		return store_err(st, CAIRN_EBADPROP, "%s: unknown or read-only property", prop);

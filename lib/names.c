@@ -68,6 +68,13 @@ int cairn_name_check(const char *name, bool with_snap, char *why, size_t whylen)
 			break;
 		s = slash + 1;
 	}
+	/* As zfs requires of pool names: a leading letter or digit.  Besides,
+	 * a name like "-rf" or "-o" would read as an option on a command line
+	 * (ours, ssh's, a script's). */
+	unsigned char c0 = name[0];
+	if (c0 && c0 != '@' && c0 != '#' && c0 != '/' && !((c0 >= 'a' && c0 <= 'z') ||
+	    (c0 >= 'A' && c0 <= 'Z') || (c0 >= '0' && c0 <= '9')))
+		return why_set(why, whylen, "name must begin with a letter or digit%.0s%.0d", "", 0);
 	if (sep) {
 		const char *what = *sep == '@' ? "snapshot" : "bookmark";
 		if (strchr(sep + 1, '/'))
@@ -75,4 +82,52 @@ int cairn_name_check(const char *name, bool with_snap, char *why, size_t whylen)
 		return component_check(sep + 1, name + len - sep - 1, what, why, whylen);
 	}
 	return 0;
+}
+
+/* Length of the well-formed UTF-8 sequence at p, or 0 (RFC 3629 table). */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned char c = p[0];
+	if (c < 0x80)
+		return 1;
+	size_t n;
+	unsigned char lo = 0x80, hi = 0xbf;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		if (c == 0xe0)
+			lo = 0xa0; /* no overlong forms */
+		else if (c == 0xed)
+			hi = 0x9f; /* no surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f; /* nothing above U+10FFFF */
+	} else {
+		return 0;
+	}
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+bool utf8_valid(const char *s, size_t *bad_at)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		size_t n = utf8_seq(p);
+		if (!n) {
+			if (bad_at)
+				*bad_at = (size_t)(p - (const unsigned char *)s);
+			return false;
+		}
+		p += n;
+	}
+	return true;
 }

@@ -22,8 +22,10 @@ static void fmt_local(int64_t t, const char *fmt, char *out, size_t len)
 {
 	time_t tt = t;
 	struct tm tm;
-	localtime_r(&tt, &tm);
-	strftime(out, len, fmt, &tm);
+	/* A time no calendar can show (year beyond int) gets a bucket of its
+	 * own instead of an uninitialized struct tm. */
+	if (!localtime_r(&tt, &tm) || !strftime(out, len, fmt, &tm))
+		snprintf(out, len, "?%lld", (long long)t);
 }
 
 static void b_last(int64_t t, char *out, size_t len) { snprintf(out, len, "%p", (void *)out); (void)t; }
@@ -121,6 +123,9 @@ int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *o)
 	    !o->keep_monthly && !o->keep_yearly && !o->keep_within)
 		return store_err(st, -EINVAL,
 				 "no keep rule given: refusing to remove every snapshot");
+	if (o->keep_within < 0)
+		return store_err(st, -EINVAL, "keep_within is negative (%lld s)",
+				 (long long)o->keep_within);
 	uint64_t txg;
 	int r = catalog_begin_write(st->cat, &txg);
 	if (r < 0)
@@ -149,8 +154,13 @@ int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *o)
 		r = mark_rule(v, n, o->keep_monthly, b_monthly, "monthly");
 	if (r == 0)
 		r = mark_rule(v, n, o->keep_yearly, b_yearly, "yearly");
+	/* Saturating: the newest creation may be anything a catalog holds,
+	 * INT64_MIN included. */
+	int64_t since;
+	if (n && __builtin_sub_overflow(v[0].creation, o->keep_within, &since))
+		since = INT64_MIN;
 	for (size_t i = 0; r == 0 && o->keep_within && i < n; i++)
-		if (v[i].mark != 1 && v[i].creation >= v[0].creation - o->keep_within) {
+		if (v[i].mark != 1 && v[i].creation >= since) {
 			v[i].mark = 1;
 			snprintf(v[i].reason, sizeof(v[i].reason), "within");
 		}

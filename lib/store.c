@@ -86,6 +86,12 @@ int store_err(cairn_store *st, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(st->errdetail, sizeof(st->errdetail), fmt, ap);
 	va_end(ap);
+	/* A failed request to the chunk backend says more than its errno. */
+	char remote[512];
+	if (st->cs && chunkstore_remote_error(st->cs, remote, sizeof(remote))) {
+		size_t n = strlen(st->errdetail);
+		snprintf(st->errdetail + n, sizeof(st->errdetail) - n, " (bucket: %s)", remote);
+	}
 	return err;
 }
 
@@ -109,6 +115,9 @@ const char *cairn_store_errdetail(const cairn_store *st)
 /* Parses "123", "64K", "1M", "2G" into *v. */
 static int parse_scaled(const char *s, int64_t *v)
 {
+	/* strtoll would skip leading spaces and take a sign: refuse both. */
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
 	char *end;
 	errno = 0;
 	/* Digits first: strtoll would also take " +5". */

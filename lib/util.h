@@ -121,6 +121,11 @@ uint64_t fnv1a64(const void *data, size_t len);
 
 #endif
 
+/* Whether s is well-formed UTF-8 (no overlong forms, surrogates or code
+ * points above U+10FFFF); if not, *bad_at is the offset of the first bad
+ * byte. */
+bool utf8_valid(const char *s, size_t *bad_at);
+
 /* ---- store files ---- */
 /* Opens dirfd/path, which must be a regular file: O_NOFOLLOW and O_NONBLOCK
  * keep a symlink, FIFO or device planted in the store from redirecting or

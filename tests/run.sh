@@ -2,7 +2,7 @@
 # Runs every test: the unit binaries, the fuzz targets over their stored
 # corpus, and the numbered CLI scripts.  Ends with "N passed, N failed".
 #
-# Every test runs under a timeout (CAIRN_TEST_TIMEOUT seconds, default 300,
+# Every test runs under a timeout (CAIRN_TEST_TIMEOUT seconds, default 600,
 # three times that in a sanitizer build): a hang fails that test, names it,
 # and the run goes on.  A test that exits 77 is skipped; under CI=true a skip
 # counts as a failure, since CI installs everything tests need
@@ -19,11 +19,11 @@ cd "$(dirname "$0")/.."
 B=${CAIRN_BUILD:-build}
 export CAIRN="$PWD/$B/cairn"
 export CAIRN_SRC="$PWD"
-limit=${CAIRN_TEST_TIMEOUT:-300}
+limit=${CAIRN_TEST_TIMEOUT:-600}
 case $B in
 *asan*)
 	export CAIRN_ASAN=1
-	[ -n "${CAIRN_TEST_TIMEOUT:-}" ] || limit=900
+	[ -n "${CAIRN_TEST_TIMEOUT:-}" ] || limit=1800
 	;;
 esac
 strict=0

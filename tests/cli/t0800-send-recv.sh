@@ -119,7 +119,8 @@ cb recv dst <"$TESTDIR/bm" || fail "recv from a bookmark"
 [ "$(ca list -H -p -o guid tank@5)" = "$(cb list -H -p -o guid dst@5)" ] || fail "bookmark: guid"
 [ "$(ca list -H -p -o guid tank#b4)" = "$(cb list -H -p -o guid dst@4)" ] || fail "bookmark guid != snapshot guid"
 restore_both tank@5 dst@5 "$TESTDIR/ref-5"
-ca send -i '#b4' tank@5 | wc -c | grep -q . || fail "send -i '#bm' short form"
+ca send -i '#b4' tank@5 >"$TESTDIR/bm.stream" || fail "send -i '#bm' short form"
+[ -s "$TESTDIR/bm.stream" ] || fail "send -i '#bm' short form wrote nothing"
 fails_with 1 "bookmark" ca send -I tank#b4 tank@5
 ok cb destroy dst@4 # the sender has it only as a bookmark now
 
@@ -141,10 +142,11 @@ restore_both tank@6 dst@6 "$TESTDIR/ref-6"
 # ---- holds: during a send, after it, after SIGTERM, SIGPIPE and kill -9 ----
 FIFO=$TESTDIR/fifo
 mkfifo "$FIFO"
-# slow_send ARGS...: starts `cairn send ARGS` into a reader that waits 3 s
-# before reading; sets SEND_PID (the cairn process itself).
+# slow_send ARGS...: starts `cairn send ARGS` into a reader that reads only
+# once $TESTDIR/go exists; sets SEND_PID (the cairn process itself).
 slow_send() {
-	(exec 3<"$FIFO"; sleep 3; cat <&3 >/dev/null) &
+	rm -f "$TESTDIR/go"
+	(exec 3<"$FIFO"; while [ ! -e "$TESTDIR/go" ]; do sleep 0.05; done; cat <&3 >/dev/null) &
 	READER_PID=$!
 	"$CAIRN" send "$@" >"$FIFO" 2>"$TESTDIR/send.err" &
 	SEND_PID=$!
@@ -155,11 +157,22 @@ hold_rows() { sqlite3 "$CAIRN_STORE/catalog.db" "SELECT COUNT(*) FROM hold" 2>/d
 wait_held() {
 	local i
 	for i in $(seq 1 50); do
-		command -v sqlite3 >/dev/null || { sleep 1; return; }
-		[ "$(hold_rows)" != 0 ] && return
+		[ "$(hold_rows)" != 0 ] && [ "$(hold_rows)" != "?" ] && return
 		sleep 0.1
 	done
+	fail "the send never took its holds"
 }
+# wait_writing PID: until PID sleeps in write(2) (a full pipe)
+wait_writing() {
+	local i s
+	for i in $(seq 1 600); do
+		s=$(cat "/proc/$1/syscall" 2>/dev/null) || return 0
+		case "$s" in "1 "*) return 0 ;; esac
+		sleep 0.05
+	done
+	fail "send $1 never blocked in write"
+}
+command -v sqlite3 >/dev/null || fail "sqlite3 missing (scripts/deps.sh installs it)"
 
 slow_send -R tank@3 # tank@1..3, big enough to block on the pipe
 h=$(ca holds -H tank@1 tank@2 tank@3)
@@ -168,6 +181,7 @@ for s in 1 2 3; do
 		fail "no temporary hold on tank@$s during send (holds: $h)"
 done
 fails_with 1 "held\|hold" ca destroy tank@2
+: >"$TESTDIR/go"
 wait $SEND_PID || fail "slow send failed: $(cat "$TESTDIR/send.err")"
 wait $READER_PID
 [ -z "$(ca holds -H tank@1 tank@2 tank@3)" ] || fail "holds left after send"
@@ -182,35 +196,38 @@ for sig in TERM INT; do
 	"$CAIRN" send tank@6 >"$FIFO" 2>"$TESTDIR/send.err" &
 	SEND_PID=$!
 	wait_held
-	sleep 0.3 # blocked in write by now
+	wait_writing $SEND_PID
 	kill -$sig $SEND_PID
-	for _ in 1 2 3 4 5 6 7 8; do kill -0 $SEND_PID 2>/dev/null || break; sleep 0.5; done
+	# (a hang guard, not a timing assertion: the pipe is never read)
+	for _ in $(seq 1 600); do kill -0 $SEND_PID 2>/dev/null || break; sleep 0.1; done
 	if kill -0 $SEND_PID 2>/dev/null; then
-		fail "BUG: send blocked on a full pipe ignores SIG$sig (still running 4 s later)"
+		fail "BUG: send blocked on a full pipe ignores SIG$sig"
+		kill -9 $SEND_PID
 	fi
 	kill $READER_PID 2>/dev/null; wait $READER_PID 2>/dev/null
 	wait $SEND_PID && fail "send exited 0 after SIG$sig"
 	grep -q "interrupted\|Broken pipe" "$TESTDIR/send.err" || fail "SIG$sig: message: $(cat "$TESTDIR/send.err")"
-	command -v sqlite3 >/dev/null && { [ "$(hold_rows)" = 0 ] || fail "SIG$sig: send left $(hold_rows) holds in the catalog"; }
+	[ "$(hold_rows)" = 0 ] || fail "SIG$sig: send left $(hold_rows) holds in the catalog"
 done
 # SIGTERM while the consumer reads slowly: stops at the next chunk
 slow_send tank@6
 kill -TERM $SEND_PID
+: >"$TESTDIR/go"
 wait $SEND_PID && fail "send survived SIGTERM with exit 0"
 wait $READER_PID 2>/dev/null
 grep -q "interrupted" "$TESTDIR/send.err" || fail "SIGTERM: no 'interrupted' message: $(cat "$TESTDIR/send.err")"
-command -v sqlite3 >/dev/null && { [ "$(hold_rows)" = 0 ] || fail "SIGTERM: send left $(hold_rows) holds in the catalog"; }
+[ "$(hold_rows)" = 0 ] || fail "SIGTERM: send left $(hold_rows) holds in the catalog"
 
 # SIGPIPE: the consumer goes away
 ca send tank@6 | head -c 1000 >/dev/null
-command -v sqlite3 >/dev/null && { [ "$(hold_rows)" = 0 ] || fail "SIGPIPE: send left $(hold_rows) holds"; }
+[ "$(hold_rows)" = 0 ] || fail "SIGPIPE: send left $(hold_rows) holds"
 
 # kill -9: the holds stay in the catalog until the next cairn command reaps them
 slow_send -i @5 tank@6
 kill -9 $SEND_PID
 wait $SEND_PID 2>/dev/null
 kill $READER_PID 2>/dev/null; wait $READER_PID 2>/dev/null
-command -v sqlite3 >/dev/null && { [ "$(hold_rows)" = 2 ] || echo "note: $(hold_rows) hold rows after kill -9 (expected 2)"; }
+[ "$(hold_rows)" = 2 ] || fail "$(hold_rows) hold rows after kill -9 (expected 2: the killed send's, until reaped)"
 [ -z "$(ca holds -H tank@5 tank@6)" ] || fail "holds of a killed send are still listed"
 ok ca list >/dev/null
 command -v sqlite3 >/dev/null && { [ "$(hold_rows)" = 0 ] || fail "kill -9: holds not reaped"; }

@@ -162,7 +162,8 @@ resume_loop dst ds@2 -i @1
 [ "$(cb list -H -p -o guid dst@2)" = "$(ca list -H -p -o guid ds@2)" ] || fail "guid of @2"
 cb restore dst@2 "$TESTDIR/r2" || fail "restore dst@2"
 same_tree "$TESTDIR/ref2" "$TESTDIR/r2"
-cb restore dst@1 "$TESTDIR/r1b" && same_tree "$TESTDIR/ref1" "$TESTDIR/r1b"
+cb restore dst@1 "$TESTDIR/r1b" || fail "restore dst@1 after the incremental"
+same_tree "$TESTDIR/ref1" "$TESTDIR/r1b"
 [ "$(token dst)" = - ] || fail "token after the incremental completed"
 
 # ---- recv -A discards partial state ----

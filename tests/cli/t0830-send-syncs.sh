@@ -13,6 +13,15 @@
 # send -n (no holds) must not sync at all.
 . "$(dirname "$0")/lib.sh"
 command -v strace >/dev/null || { echo "strace missing"; exit 77; }
+# An ASan build is not traced (its shadow memory and interceptors change
+# the syscalls): the counting legs are skipped there, visibly; the
+# holds-during-send leg still runs.
+ASAN=
+if [ "${CAIRN_ASAN:-}" = 1 ] || nm "$CAIRN" 2>/dev/null | grep -q __asan_init ||
+	nm -D "$CAIRN" 2>/dev/null | grep -q __asan_init; then
+	ASAN=1
+	echo "SKIP (ASan build): sync counting under strace"
+fi
 strace -f -o /dev/null true 2>/dev/null || { echo "strace cannot trace here"; exit 77; }
 new_store
 
@@ -57,36 +66,50 @@ echo "built 11x8 and 101x100 in $((SECONDS - t0)) s"
 [ "$(cairn list -H -t snapshot -r -o name test | wc -l)" = 88 ] || fail "not 88 snapshots"
 [ "$(cairn list -H -t snapshot -r -o name big | wc -l)" = 10100 ] || fail "not 10100 snapshots"
 
-read -r small_total small_commits <<<"$(syncs send -R test@s8)"
-read -r big_total big_commits <<<"$(syncs send -R big@s100)"
-read -r dry_total dry_commits <<<"$(syncs send -n -R big@s100)"
-read -r inc_total inc_commits <<<"$(syncs send -R -I @s1 big@s100)"
-echo "send -R  11x8:    $small_total syncs, $small_commits commit syncs"
-echo "send -R  101x100: $big_total syncs, $big_commits commit syncs"
-echo "send -R -I 101x100: $inc_total syncs, $inc_commits commit syncs"
-echo "send -n -R 101x100: $dry_total syncs"
-[ "$small_commits" = 2 ] || fail "send -R of 88 snapshots: $small_commits commit syncs, expected 2 (one hold, one release)"
-[ "$big_commits" = 2 ] || fail "send -R of 10100 snapshots: $big_commits commit syncs, expected 2"
-[ "$inc_commits" = 2 ] || fail "send -R -I of 10100 snapshots: $inc_commits commit syncs, expected 2"
-for n in "$small_total 88" "$big_total 10100" "$inc_total 10100"; do
-	set -- $n
-	[ "$1" -le 6 ] || fail "send -R of $2 snapshots makes $1 syncs (2 commits + at most 4 of WAL housekeeping)"
-done
-[ "$dry_total" = 0 ] || fail "send -n made $dry_total syncs"
+if [ -z "$ASAN" ]; then
+	read -r small_total small_commits <<<"$(syncs send -R test@s8)"
+	read -r big_total big_commits <<<"$(syncs send -R big@s100)"
+	read -r dry_total dry_commits <<<"$(syncs send -n -R big@s100)"
+	read -r inc_total inc_commits <<<"$(syncs send -R -I @s1 big@s100)"
+	echo "send -R  11x8:    $small_total syncs, $small_commits commit syncs"
+	echo "send -R  101x100: $big_total syncs, $big_commits commit syncs"
+	echo "send -R -I 101x100: $inc_total syncs, $inc_commits commit syncs"
+	echo "send -n -R 101x100: $dry_total syncs"
+	[ "$small_commits" = 2 ] || fail "send -R of 88 snapshots: $small_commits commit syncs, expected 2 (one hold, one release)"
+	[ "$big_commits" = 2 ] || fail "send -R of 10100 snapshots: $big_commits commit syncs, expected 2"
+	[ "$inc_commits" = 2 ] || fail "send -R -I of 10100 snapshots: $inc_commits commit syncs, expected 2"
+	for n in "$small_total 88" "$big_total 10100" "$inc_total 10100"; do
+		set -- $n
+		[ "$1" -le 6 ] || fail "send -R of $2 snapshots makes $1 syncs (2 commits + at most 4 of WAL housekeeping)"
+	done
+	[ "$dry_total" = 0 ] || fail "send -n made $dry_total syncs"
+fi
 
 # the holds were all there during the send, and are all gone
-t=$(date +%s%N)
-cairn send -R big@s100 | { sleep 1; cat >/dev/null; } &
-sleep 0.5
-held=$(sqlite3 "$CAIRN_STORE/catalog.db" "SELECT COUNT(*) FROM hold" 2>/dev/null || echo skip)
+# (the reader reads only once the holds were counted)
+command -v sqlite3 >/dev/null || fail "sqlite3 missing (scripts/deps.sh installs it)"
+rm -f "$TESTDIR/go"
+cairn send -R big@s100 | { while [ ! -e "$TESTDIR/go" ]; do sleep 0.05; done; cat >/dev/null; } &
+held=0
+for _ in $(seq 1 600); do
+	held=$(sqlite3 "$CAIRN_STORE/catalog.db" "SELECT COUNT(*) FROM hold" 2>/dev/null || echo 0)
+	[ "$held" = 10100 ] && break
+	sleep 0.1
+done
+: >"$TESTDIR/go"
 wait
-[ "$held" = skip ] || [ "$held" = 10100 ] || echo "note: $held holds seen during the send (expected 10100 unless it had finished)"
+[ "$held" = 10100 ] || fail "$held holds seen during the send of 10100 snapshots (expected all 10100)"
 [ -z "$(cairn holds -r -H big@s1)" ] || fail "holds left after send"
 
 # for comparison: the same holds through `cairn hold -r` and `release -r`:
 # one command each, so one commit each, whatever the count
-read -r h_total h_commits <<<"$(syncs hold -r keep big@s1 big@s50 big@s100)"
-read -r r_total r_commits <<<"$(syncs release -r keep big@s1 big@s50 big@s100)"
-echo "hold -r (303 holds): $h_total syncs, $h_commits commits; release -r: $r_total syncs, $r_commits commits"
-[ "$h_commits" = 1 ] && [ "$r_commits" = 1 ] || fail "hold/release -r are not one commit each"
+if [ -z "$ASAN" ]; then
+	read -r h_total h_commits <<<"$(syncs hold -r keep big@s1 big@s50 big@s100)"
+	read -r r_total r_commits <<<"$(syncs release -r keep big@s1 big@s50 big@s100)"
+	echo "hold -r (303 holds): $h_total syncs, $h_commits commits; release -r: $r_total syncs, $r_commits commits"
+	[ "$h_commits" = 1 ] || fail "hold -r of 303 snapshots: $h_commits commits, expected 1"
+	[ "$r_commits" = 1 ] || fail "release -r of 303 snapshots: $r_commits commits, expected 1"
+	[ "$h_total" -le 5 ] || fail "hold -r makes $h_total syncs (1 commit + at most 4 of WAL housekeeping)"
+	[ "$r_total" -le 5 ] || fail "release -r makes $r_total syncs (1 commit + at most 4 of WAL housekeeping)"
+fi
 done_test

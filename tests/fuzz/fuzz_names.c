@@ -37,6 +37,10 @@ static bool components_ok(const char *s)
 
 static void check_accepted(const char *name, size_t len, bool with_snap)
 {
+	/* A leading letter or digit: "-rf" must never pass for a name. */
+	unsigned char c0 = name[0];
+	if (!((c0 >= 'a' && c0 <= 'z') || (c0 >= 'A' && c0 <= 'Z') || (c0 >= '0' && c0 <= '9')))
+		abort();
 	if (len > 255)
 		abort();
 	int seps = 0;

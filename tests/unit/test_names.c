@@ -25,6 +25,15 @@ static const name_case cases[] = {
 	{"pool/x..", false, true, NULL},
 	{"1/2/3/4/5/6/7/8/9", false, true, NULL},
 	{"tank", true, true, NULL},
+	/* a leading letter or digit, as zfs wants of pool names (issue 10) */
+	{"-", false, false, "letter or digit"},
+	{"-o", false, false, "letter or digit"},
+	{"-rf", false, false, "letter or digit"},
+	{"-rf@s", true, false, "letter or digit"},
+	{"_x", false, false, "letter or digit"},
+	{":x/y", false, false, "letter or digit"},
+	{"9lives", false, true, NULL},
+	{"a/-x", false, true, NULL},
 	/* snapshots and bookmarks, only with with_snap */
 	{"tank@snap", true, true, NULL},
 	{"tank/www@2026-11-30_12:00", true, true, NULL},
