@@ -1313,9 +1313,10 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 	r = writer_register(st);
 	if (r == 0) {
 		r = run(&c);
-		/* A group in flight keeps its chunks and a token (-s). */
+		/* A group in flight keeps its chunks and a token (-s); a group
+		 * refused by the target (-EEXIST) can never commit: no token. */
 		bool in_group = c.in_snap || c.npend || c.nskipped_in_group;
-		if (r < 0 && in_group && o->resumable && r != -EBUSY) {
+		if (r < 0 && in_group && o->resumable && r != -EBUSY && r != -EEXIST) {
 			char saved[sizeof(st->errdetail)];
 			memcpy(saved, st->errdetail, sizeof(saved));
 			c.state_saved = checkpoint(&c) == 0;
