@@ -859,9 +859,10 @@ static int read_chunk(rctx_t *c)
 	const uint8_t *blob = sr_bytes(&c->rd, len);
 	if (!d || !blob)
 		return bad(c, "malformed CHUNK record");
-	c->group_pos++;
-	if (c->skipping)
+	if (c->skipping) {
+		c->group_pos++;
 		return 0; /* the target has this snapshot already */
+	}
 	digest_t dg;
 	memcpy(dg.b, d, DIGEST_LEN);
 	int r = blob_decode(blob, len, &dg, &c->plain);
@@ -881,6 +882,8 @@ static int read_chunk(rctx_t *c)
 		c->o->chunks_new++;
 	if (refset_add(&c->got, &ref) < 0)
 		return -ENOMEM;
+	/* Counted once stored: a resume token never skips a chunk we lack. */
+	c->group_pos++;
 	c->since_checkpoint_chunks++;
 	c->since_checkpoint_bytes += len;
 	if (c->o->resumable && (c->since_checkpoint_chunks >= CHECKPOINT_CHUNKS ||
