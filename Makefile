@@ -161,3 +161,8 @@ install-extras: man
 		sed 's|@BINDIR@|$(PREFIX)/bin|g' $$u > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$(basename $$u) && \
 		chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$(basename $$u) || exit 1; \
 	done
+# `cairn help VERB` finds the pages next to the binary: build them with it
+# when scdoc is there (scripts/deps.sh installs it).
+ifneq ($(shell command -v scdoc 2>/dev/null),)
+all: man
+endif

@@ -273,7 +273,11 @@ ratio_of() { sed -n 's/.*dedup+compression \([0-9.]*x\).*/\1/p' "$LOG/$1.err" | 
 summary_of() { grep 'dedup+compression' "$LOG/$1.err" | tail -n 1; }
 
 # ---- report ----
-verdict() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo MISS; fi; }
+# verdict EXPR: PASS or MISS; a miss is also kept, with its figures, for the
+# plain list of misses printed last.
+MISSES=$LOG/misses
+: >"$MISSES"
+verdict() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo MISS; echo "MISS: $1" >>"$MISSES"; fi; }
 val() { cat "$LOG/$1.$2"; }
 cpu_s() { awk '{printf "%.2f", $1 + $2}' "$LOG/$1.cpu"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? (a / b) : 0}'; }
@@ -317,3 +321,7 @@ echo "  ds@2: $(summary_of unchanged)"
 echo "  ds@3: $(summary_of changed)"
 echo "  restore: $(grep 'restored in' "$LOG/restore.err" | tail -n 1)"
 echo "changed files: $NCHANGED; restored: $RFILES files, $RBYTES bytes"
+if [ -s "$MISSES" ]; then
+	echo "targets missed (measured vs target):"
+	cat "$MISSES"
+fi

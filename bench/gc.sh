@@ -202,6 +202,10 @@ print("| target | measured | verdict |")
 print("|---|---|---|")
 for name, meas, ok in t:
     print("| %s | %s | %s |" % (name, meas, verdict(ok)))
+# Misses again, one per line, outside the table.
+for name, meas, ok in t:
+    if not ok:
+        print("MISS: %s: measured %s" % (name.strip(), meas))
 EOF
 dry=$(cat "$LOG/dry.time")
 cat "$REPORT"

@@ -53,7 +53,10 @@ T_MILLION_MIB=64
 
 say() { printf '== %s\n' "$*" >&2; }
 die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
-verdict() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo MISS; fi; }
+# verdict EXPR: PASS or MISS; a miss is also kept, with its figures, for the
+# plain list of misses printed last.
+MISSES=$(mktemp)
+verdict() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo MISS; echo "MISS: $1" >>"$MISSES"; fi; }
 now_ns() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b - a) / 1e9}'; }
 
@@ -224,7 +227,7 @@ if [ "$MILLION" -gt 0 ]; then
 		[ "${f:-0}" -gt "$M_FILE" ] && M_FILE=$f
 		sleep 0.005
 	done
-	wait "$mpid" || true
+	wait "$mpid" || { echo "list.sh: the listing of a million snapshots failed" >&2; exit 1; }
 	M_ANON=$(awk -v k="$M_ANON" 'BEGIN {printf "%.1f", k / 1024}')
 	M_FILE=$(awk -v k="$M_FILE" 'BEGIN {printf "%.1f", k / 1024}')
 	say "million: sampled peak RssAnon $M_ANON MiB, RssFile $M_FILE MiB"
@@ -265,4 +268,14 @@ if [ "$MILLION" -gt 0 ]; then
 		"$([ "$M_ROWS" = "$MILLION" ] || echo '(INVALID row count)')"
 	echo "        peak RSS split (sampled): anonymous $M_ANON MiB, file-backed (mapped catalog, libraries) $M_FILE MiB"
 	echo "        with CAIRN_LIST_BATCH_SIZE=1: $(echo "$M_B1" | awk '{printf "%s s, peak RSS %.1f MiB", $1, $2 / 1024}')"
+fi
+if [ -s "$MISSES" ]; then
+	echo "targets missed (measured vs target):"
+	cat "$MISSES"
+fi
+rm -f "$MISSES"
+# A listing that returned the wrong number of rows is a failed step.
+if [ "$MILLION" -gt 0 ] && [ "$M_ROWS" != "$MILLION" ]; then
+	echo "list.sh: listed $M_ROWS rows of $MILLION snapshots" >&2
+	exit 1
 fi

@@ -19,6 +19,11 @@
 #  (c) when the destination already holds most chunks through another
 #      dataset: send | recv moves every chunk again; `cairn sync` (if the
 #      verb exists) moves only the missing ones.  Bytes moved and time.
+#  (d) convergence after a cut: a ~1 GB `send -R` stream (4 datasets of
+#      random data, 2 recursive snapshots) cut at 50% into `recv -s`, then
+#      finished (1) by `send -t TOKEN | recv -s`, (2) by `cairn sync -R`
+#      (which resumes by token itself), against (3) a full re-send.  Time
+#      and bytes moved; target: the resume moves < 55% of the full stream.
 #
 # Environment:
 #   CAIRN_BENCH_DIR     base directory (default /var/tmp/cairn-bench)
@@ -28,7 +33,9 @@
 #                       stores are wiped at start, its corpus copy is kept
 #   CAIRN_BENCH_BIN     cairn binary to use; by default the tree is built with
 #                       make into $CAIRN_BENCH_DIR/send-build (out of tree)
-#   SKIP_B=1            only (a) and (c) on a small corpus (quick check)
+#   SKIP_B=1            only (a), (c) and (d), (c) on a small corpus
+#   CAIRN_BENCH_D_MB    size of the (d) stream in MB (default 1000)
+# Every step that fails stops the script with a non-zero exit.
 # MB = 10^6 bytes.
 set -euo pipefail
 export LC_ALL=C
@@ -52,7 +59,7 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b - a) / 1e9}'; }
 mbs() { awk -v n="$1" -v s="$2" 'BEGIN {printf "%.1f", (s > 0) ? (n / s / 1e6) : 0}'; }
 verdict() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo MISS; fi; }
 median() { sort -n | awk '{v[NR] = $1} END {printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-command -v strace >/dev/null || apt-get install -y strace >/dev/null 2>&1 || true
+command -v strace >/dev/null || die "strace missing (scripts/deps.sh installs it)"
 
 # ---- build ----
 if [ -n "${CAIRN_BENCH_BIN:-}" ]; then
@@ -68,7 +75,7 @@ A=$WORK/a B=$WORK/b
 ca() { "$CAIRN" -s "$A" "$@"; }
 cb() { "$CAIRN" -s "$B" "$@"; }
 HAVE_SYNC=
-case "$("$CAIRN" --help 2>&1 || true)" in *"
+case "$("$CAIRN" --help 2>&1)" in *"
   sync "*) HAVE_SYNC=1 ;; esac
 
 mkdir -p "$WORK"
@@ -78,7 +85,7 @@ restore_src() {
 		rm -f "$CHANGED"
 	fi
 }
-trap 'restore_src; rm -rf "$A" "$B" "$WORK/small"' EXIT
+trap 'restore_src; rm -rf "$A" "$B" "$WORK/small" "$WORK/d"' EXIT
 restore_src # an interrupted earlier run
 rm -rf "$A" "$B" "$WORK/small"
 
@@ -86,7 +93,7 @@ rm -rf "$A" "$B" "$WORK/small"
 commit_syncs() {
 	strace -f -y -o "$WORK/trace" \
 		-e trace=fsync,fdatasync,syncfs,sync,sync_file_range,msync,pwrite64,write \
-		"$CAIRN" "$@" >/dev/null 2>&1 || true
+		"$CAIRN" "$@" >/dev/null 2>&1 || die "cairn $* failed under strace"
 	awk '/pwrite64\([0-9]+<[^>]*-wal>/ && !/, 32, 0\) *=/ { dirty = 1 }
 		/ (fsync|fdatasync|syncfs|sync_file_range|msync)\(/ || / sync\(\)/ {
 			total++; if ($0 ~ /-wal>/) { if (dirty) commits++; dirty = 0 } }
@@ -167,13 +174,13 @@ if [ -z "${SKIP_B:-}" ]; then
 			say "building corpus $CORPUS (as bench/backup.sh does)"
 			mkdir -p "$CORPUS"
 			for d in /usr/share /usr/include /usr/lib/x86_64-linux-gnu; do
-				cp -a "$d" "$CORPUS/$(basename "$d")" 2>/dev/null || true
+				cp -a "$d" "$CORPUS/$(basename "$d")" || die "copying $d into the corpus"
 			done
 			touch "$CORPUS.complete"
 		fi
 		say "copying $CORPUS to $SRC (once; kept for later runs)"
 		rm -rf "$SRC"
-		cp -a "$CORPUS" "$SRC" 2>/dev/null || true
+		cp -a "$CORPUS" "$SRC" || die "copying the corpus"
 		touch "$SRC.complete"
 	fi
 	BYTES=$(find "$SRC" -type f -printf '%i %s\n' | sort -u -k1,1n | awk '{s+=$2} END {printf "%.0f", s}')
@@ -181,9 +188,9 @@ if [ -z "${SKIP_B:-}" ]; then
 	say "corpus copy: $BYTES bytes in $NFILES files"
 	ca create -o source="$SRC" ds
 	say "snapshot ds@1 (not timed)"
-	ca snapshot ds@1 >/dev/null 2>&1 || true
+	ca snapshot ds@1 >/dev/null
 	"$CAIRN" -s "$B" init >/dev/null
-	find "$SRC" -type f -print0 | xargs -0 cat >/dev/null 2>&1 || true # warm (restore reads none, but fair)
+	find "$SRC" -type f -print0 | xargs -0 cat >/dev/null # warm (restore reads none, but fair)
 	sync
 	STREAM_FULL=$(ca send ds@1 | wc -c)
 	T_SENDONLY=$(timed 1 "$CAIRN" -s "$A" send ds@1)
@@ -201,7 +208,7 @@ if [ -z "${SKIP_B:-}" ]; then
 	find "$SRC" -type f -printf '%s\t%p\n' | sort -t $'\t' -k2,2 | awk -F'\t' 'NR % 100 == 0' >"$CHANGED"
 	NCHANGED=$(wc -l <"$CHANGED")
 	while IFS=$'\t' read -r size path; do echo "cairn send bench change" >>"$path"; done <"$CHANGED"
-	ca snapshot ds@2 >/dev/null 2>&1 || true
+	ca snapshot ds@2 >/dev/null
 	STREAM_INC=$(ca send -i @1 ds@2 | wc -c)
 	sync
 	t0=$(now_ns)
@@ -227,7 +234,7 @@ fi
 # ds2 in A: the same files under another dataset (its chunks dedup in A,
 # and B has them all through "ds")
 ca create -o source="$CSRC" ds2
-ca snapshot ds2@1 >/dev/null 2>&1 || true
+ca snapshot ds2@1 >/dev/null
 C_STREAM=$(ca send ds2@1 | wc -c)
 sync
 t0=$(now_ns)
@@ -244,6 +251,72 @@ if [ -n "$HAVE_SYNC" ]; then
 	C_SYNC_LINE=$(grep -m1 'synced' "$WORK/c.sync" || tail -n 1 "$WORK/c.sync")
 	[ "$(ca list -H -p -o guid ds2@1)" = "$(cb list -H -p -o guid viasync@1)" ] || die "sync: guid differs"
 fi
+
+# ================= (d) convergence after a cut at 50% =================
+say "(d) a ~${CAIRN_BENCH_D_MB:-1000} MB -R stream cut at 50%"
+D=$WORK/d
+rm -rf "$D"
+mkdir -p "$D/src"
+cd_() { "$CAIRN" -s "$D/a" "$@"; }
+"$CAIRN" -s "$D/a" init >/dev/null
+D_MB=${CAIRN_BENCH_D_MB:-1000}
+per=$((D_MB * 1000000 / 8)) # 4 datasets x 2 snapshots, each adding 1/8 of the bytes
+cd_ config chunk_size=1M
+cd_ create -o source="$D/src/top" top
+for c in c1 c2 c3; do cd_ create -o source="$D/src/$c" "top/$c"; done
+for k in 1 2; do
+	for c in top c1 c2 c3; do
+		mkdir -p "$D/src/$c"
+		head -c "$per" /dev/urandom >"$D/src/$c/data$k"
+	done
+	cd_ snapshot -r "top@$k" >/dev/null
+done
+D_FULL=$(cd_ send -R top@2 | wc -c)
+# cut_into STORE: a fresh store that received the first half of the stream
+cut_into() {
+	"$CAIRN" -s "$1" init >/dev/null
+	if cd_ send -R top@2 | head -c $((D_FULL / 2)) | "$CAIRN" -s "$1" recv -s top 2>/dev/null; then
+		die "the stream cut at 50% was accepted"
+	fi
+	"$CAIRN" -s "$1" list -H -p -t snapshot -r -o name top | wc -l
+}
+# moved CMD...: runs CMD | recv, prints "seconds bytes"
+D_WANT=$(cd_ list -H -p -t snapshot -r -o name,guid top)
+check_d() {
+	[ "$("$CAIRN" -s "$1" list -H -p -t snapshot -r -o name,guid top)" = "$D_WANT" ] || die "(d) $2 did not converge"
+}
+D_CUT_SNAPS=$(cut_into "$D/b1")
+tok=$("$CAIRN" -s "$D/b1" get -H -o value receive_resume_token top)
+[ "$tok" != - ] || die "(d) no resume token after the cut"
+sync
+t0=$(now_ns)
+cd_ send -t "$tok" | tee >(wc -c >"$D/moved") | "$CAIRN" -s "$D/b1" recv -s top
+t1=$(now_ns)
+sleep 0.2
+D_RES_S=$(secs "$t0" "$t1")
+D_RES_B=$(cat "$D/moved")
+check_d "$D/b1" "resume"
+rm -rf "$D/b1"
+cut_into "$D/b2" >/dev/null
+sync
+t0=$(now_ns)
+"$CAIRN" -s "$D/a" sync -v -R top "$D/b2:top" >"$D/sync.out" 2>&1 || { cat "$D/sync.out" >&2; die "(d) sync failed"; }
+t1=$(now_ns)
+D_SYNC_S=$(secs "$t0" "$t1")
+D_SYNC_LINE=$(tr '\n' ' ' <"$D/sync.out")
+check_d "$D/b2" "sync"
+rm -rf "$D/b2"
+"$CAIRN" -s "$D/b3" init >/dev/null
+sync
+t0=$(now_ns)
+cd_ send -R top@2 | "$CAIRN" -s "$D/b3" recv top
+t1=$(now_ns)
+D_FULL_S=$(secs "$t0" "$t1")
+check_d "$D/b3" "full re-send"
+rm -rf "$D"
+D_PCT=$(awk -v a="$D_RES_B" -v b="$D_FULL" 'BEGIN {printf "%.1f", 100 * a / b}')
+say "(d) resume $D_RES_S s, $D_RES_B bytes ($D_PCT%); sync $D_SYNC_S s; full $D_FULL_S s, $D_FULL bytes"
+awk "BEGIN {exit !($D_RES_B < 0.55 * $D_FULL)}" || die "(d) the resume moved $D_PCT% of the full stream (target < 55%)"
 
 # ================= report =================
 CPU=$(lscpu | sed -n 's/^Model name: *//p')
@@ -292,3 +365,11 @@ if [ -n "$HAVE_SYNC" ]; then
 else
 	printf '| %-30s | %8s | %-60s |\n' "cairn sync" "-" "not a verb in this build: not measured"
 fi
+echo
+echo "(d) convergence after a cut at 50% of a $D_FULL-byte send -R stream (4 datasets x 2 groups; the cut left $D_CUT_SNAPS whole snapshots)"
+echo
+printf '| %-36s | %8s | %-58s |\n' method seconds "bytes moved"
+printf '|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..38})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..60})"
+printf '| %-36s | %8s | %-58s |\n' "send -t TOKEN | recv -s" "$D_RES_S" "$D_RES_B ($D_PCT% of full; target < 55% PASS)"
+printf '| %-36s | %8s | %-58s |\n' "sync -R (resumes by token)" "$D_SYNC_S" "$D_SYNC_LINE"
+printf '| %-36s | %8s | %-58s |\n' "full re-send: send -R | recv" "$D_FULL_S" "$D_FULL"

@@ -18,6 +18,8 @@ typedef struct cli {
 	bool zfs;       /* invoked as zfs: zfs's texts (cli/zfs_compat.c) */
 	bool no_header; /* a later store of a multi-pool zfs listing */
 	bool help;      /* VERB -h/--help: cli_usage prints to stdout, returns 0 */
+	bool defer_empty;       /* zfs mode over several stores: the caller says "no datasets" */
+	unsigned long rows_out; /* rows a listing printed */
 } cli_t;
 
 extern cli_t g_cli;

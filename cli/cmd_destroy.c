@@ -5,17 +5,27 @@
 
 #include "cli.h"
 
-static const char *u = "destroy [-r] [-d] [-n] [-v] [-p] DATASET|DATASET@SNAP[%SNAP][,...]|DATASET#BM";
+static const char *u =
+	"destroy [-r] [-d] [-n] [-v] [-p] DATASET|DATASET@SNAP[%SNAP][,...]|DATASET#BM\n"
+	"  -v  name what goes (\"will destroy\" / \"will reclaim\"; with -n \"would\")\n"
+	"  -p  the same, parsable: destroy<TAB>NAME, reclaim<TAB>BYTES (implies -v)\n"
+	"  Names in a list that do not exist are skipped; with -r, descendants\n"
+	"  that lack the snapshot are skipped.";
 
 static bool g_exact;
 
+/* zfs's words: "would" with -n, "will" otherwise, tab-separated with -p. */
 static void item(const char *name, const char *action, void *arg)
 {
 	bool dry = *(bool *)arg;
-	if (!strcmp(action, "defer"))
-		printf("%s %s (held: marked defer_destroy)\n", dry ? "would defer" : "defer", name);
+	bool defer = !strcmp(action, "defer");
+	if (g_exact)
+		printf("%s\t%s\n", defer ? "defer" : "destroy", name);
+	else if (defer)
+		printf("%s %s (held: marked defer_destroy)\n", dry ? "would defer" : "will defer",
+		       name);
 	else
-		printf("%s %s\n", dry ? "would destroy" : "destroy", name);
+		printf("%s %s\n", dry ? "would destroy" : "will destroy", name);
 }
 
 int cmd_destroy(int argc, char **argv)
@@ -29,7 +39,7 @@ int cmd_destroy(int argc, char **argv)
 		case 'd': o.defer = true; break;
 		case 'n': o.dry_run = true; break;
 		case 'v': verbose = true; break;
-		case 'p': g_exact = true; break;
+		case 'p': g_exact = verbose = true; break; /* -p implies -v, as in zfs */
 		default: return cli_usage(u, NULL);
 		}
 	}
@@ -48,7 +58,10 @@ int cmd_destroy(int argc, char **argv)
 	if (r == 0 && verbose) {
 		char b[32];
 		cli_size(b, sizeof(b), o.freed, g_exact);
-		printf("%s %s\n", dry ? "would reclaim" : "reclaimed", b);
+		if (g_exact)
+			printf("reclaim\t%s\n", b);
+		else
+			printf("%s %s\n", dry ? "would reclaim" : "will reclaim", b);
 	}
 	cairn_store_close(st);
 	return rc;

@@ -103,10 +103,14 @@ static void json_row(lopts_t *o, const row_t *r)
 		free(ds);
 	}
 	fputs(",\"properties\":{", f);
+	bool first = true;
 	for (size_t c = 0; c < o->ncols; c++) {
 		const column_t *col = &o->cols[c];
-		if (c)
+		if (col->def && !strcmp(col->def->name, "name"))
+			continue; /* the object's key and "name" say it, as in zfs */
+		if (!first)
 			fputc(',', f);
+		first = false;
 		json_str(f, col->def ? col->def->name : col->user);
 		fputs(":{\"value\":", f);
 		if (o->json_int && json_numeric(col) && strcmp(r->vals[c], "-") &&
@@ -129,6 +133,13 @@ static void json_row(lopts_t *o, const row_t *r)
 	fputs("}}", f);
 }
 
+/* Numbers align right, text and dates left, as zfs list does. */
+static bool col_right(const column_t *c)
+{
+	return c->def && c->def->kind != K_STR && c->def->kind != K_DATE &&
+	       strcmp(c->def->name, "name");
+}
+
 static void print_row(lopts_t *o, const row_t *r)
 {
 	if (o->json) {
@@ -142,8 +153,7 @@ static void print_row(lopts_t *o, const row_t *r)
 			putchar(c + 1 < o->ncols ? '\t' : '\n');
 			continue;
 		}
-		bool right = o->cols[c].def && o->cols[c].def->kind != K_STR &&
-			     o->cols[c].def->kind != K_DATE && strcmp(o->cols[c].def->name, "name");
+		bool right = col_right(&o->cols[c]);
 		if (c + 1 == o->ncols && !right)
 			printf("%s\n", v);
 		else
@@ -255,12 +265,14 @@ static void print_header(lopts_t *o)
 	row_t h = {.vals = calloc(o->ncols, sizeof(char *))};
 	for (size_t c = 0; c < o->ncols; c++)
 		h.vals[c] = o->cols[c].header;
-	/* Headers are left-aligned over right-aligned numbers, as in zfs. */
+	/* Headers align as their column's values do: right over numbers. */
 	for (size_t c = 0; c < o->ncols; c++) {
-		if (c + 1 < o->ncols)
-			printf("%-*s  ", (int)o->width[c], h.vals[c]);
-		else
+		bool right = col_right(&o->cols[c]);
+		if (c + 1 == o->ncols && !right)
 			printf("%s\n", h.vals[c]);
+		else
+			printf(right ? "%*s%s" : "%-*s%s", (int)o->width[c], h.vals[c],
+			       c + 1 < o->ncols ? "  " : "\n");
 	}
 	free(h.vals);
 }
@@ -276,7 +288,8 @@ static void flush_rows(lopts_t *o)
 		for (size_t i = 0; !o->scripted && i < o->nrows; i++)
 			o->width[c] = MAX_SZ(o->width[c], strlen(o->rows[i].vals[c]));
 	}
-	print_header(o);
+	if (o->nrows)
+		print_header(o); /* nothing listed: only "no datasets available" */
 	for (size_t i = 0; i < o->nrows; i++) {
 		print_row(o, &o->rows[i]);
 		row_free(o, &o->rows[i]);
@@ -356,6 +369,7 @@ static int run(cairn_store *st, cairn_list_spec *spec, lopts_t *o)
 	 * tests compare both formatters too. */
 	bool fast = fast_ok(o) && !spec->reference;
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0) {
+		g_cli.rows_out += b.n;
 		if (fast) {
 			fast_rows(o, &b);
 			continue;
@@ -385,17 +399,38 @@ static int run(cairn_store *st, cairn_list_spec *spec, lopts_t *o)
 	return r < 0 ? r : 0;
 }
 
+/* Whether a root names something; if not, says so as the verb's error. */
+static bool root_exists(cairn_store *st, const char *root)
+{
+	const char *one[] = {root};
+	cairn_list_spec s = {.roots = one, .nroots = 1, .depth = 0,
+			     .types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME |
+				      CAIRN_TYPE_SNAPSHOT | CAIRN_TYPE_BOOKMARK};
+	cairn_list *l;
+	int r = cairn_list_open(st, &s, &l);
+	cairn_list_close(l);
+	if (r == -ENOENT || r == CAIRN_EBADNAME) {
+		cli_fail(st, root, r);
+		return false;
+	}
+	return true; /* other errors: the listing itself reports them */
+}
+
 int cmd_list(int argc, char **argv)
 {
-	static const struct option lo[] = {{"json-int", no_argument, 0, 'I'}, {0}};
+	static const struct option lo[] = {{"json-int", no_argument, 0, 'I'},
+					   {"json", no_argument, 0, 'j'},
+					   {"help", no_argument, 0, 'h'},
+					   {0}};
 	lopts_t o = {.json_first = true};
 	cairn_list_spec spec = {.depth = -2};
 	const char *cols = "name,used,avail,refer,source";
 	bool recursive = false;
 	sortkey_t keys[32];
 	int ch;
-	while ((ch = getopt_long(argc, argv, "Hprd:t:o:s:S:j", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "Hprhd:t:o:s:S:j", lo, NULL)) != -1) {
 		switch (ch) {
+		case 'h': printf("usage: %s %s\n", g_cli.zfs ? "zfs" : "cairn", u); return 0;
 		case 'H': o.scripted = true; break;
 		case 'p': o.exact = true; break;
 		case 'j': o.json = true; break;
@@ -462,8 +497,26 @@ int cmd_list(int argc, char **argv)
 	cairn_store *st;
 	int rc = cli_open(&st);
 	if (!rc) {
-		int r = run(st, &spec, &o);
-		rc = r < 0 ? cli_fail(st, NULL, r) : 0;
+		/* zfs lists the roots that exist and exits 1 for the others. */
+		const char **roots = calloc(spec.nroots + 1, sizeof(char *));
+		size_t nroots = 0;
+		for (size_t i = 0; i < spec.nroots; i++) {
+			if (root_exists(st, spec.roots[i]))
+				roots[nroots++] = spec.roots[i];
+			else
+				rc = 1;
+		}
+		int r = 0;
+		if (nroots || !spec.nroots) {
+			spec.roots = roots;
+			spec.nroots = nroots;
+			r = run(st, &spec, &o);
+		}
+		if (r < 0)
+			rc = cli_fail(st, NULL, r);
+		else if (!g_cli.rows_out && !g_cli.defer_empty && !rc)
+			fprintf(stderr, "no datasets available\n");
+		free(roots);
 		cairn_store_close(st);
 	}
 	for (size_t c = 0; c < o.ncols; c++)

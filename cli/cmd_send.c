@@ -6,7 +6,7 @@
 
 #include "cli.h"
 
-static const char *u = "send [-R] [-i SNAPSHOT|BOOKMARK | -I SNAPSHOT] [-n] [-v] [-P] SNAPSHOT\n"
+static const char *u = "send [-R] [-w] [-i SNAPSHOT|BOOKMARK | -I SNAPSHOT] [-n] [-v] [-P] SNAPSHOT\n"
 		       "       cairn send [-n] [-v] [-P] -t RECEIVE_RESUME_TOKEN";
 
 typedef struct eopts {
@@ -38,7 +38,7 @@ int cmd_send(int argc, char **argv)
 	bool verbose = false;
 	eopts_t e = {0};
 	int ch;
-	while ((ch = getopt(argc, argv, "Ri:I:nvPt:")) != -1) {
+	while ((ch = getopt(argc, argv, "Ri:I:nvPt:w")) != -1) {
 		switch (ch) {
 		case 'R': o.recursive = true; break;
 		case 'i':
@@ -52,6 +52,7 @@ int cmd_send(int argc, char **argv)
 		case 'v': verbose = true; break;
 		case 'P': e.parsable = true; verbose = true; break;
 		case 't': o.resume_token = optarg; break;
+		case 'w': o.raw = true; break;
 		default: return cli_usage(u, NULL);
 		}
 	}

@@ -329,7 +329,8 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, bool verbose)
 		free(tok);
 		return 0;
 	}
-	cairn_send_opts o = {.resume_token = tok, .progress = cli_progress};
+	/* Encrypted datasets replicate raw: the far side never needs a key. */
+	cairn_send_opts o = {.resume_token = tok, .progress = cli_progress, .raw = true};
 	const char *rv[] = {"recv", "-s", dst->dataset, NULL};
 	char **av = dest_argv(dst, rv);
 	pid_t pid = spawn_piped(av, &o.fd, NULL, false);
@@ -377,8 +378,10 @@ static int send_to(cairn_store *st, const endpoint_t *src, const endpoint_t *dst
 		   const char *newest, const uint64_t *guids, size_t ng, bool recursive, bool force,
 		   bool dry, bool verbose, const char *common)
 {
+	/* raw: encrypted datasets replicate as stored (no key needed there) */
 	cairn_send_opts o = {.intermediates = true, .recursive = recursive, .dry_run = dry,
-			     .progress = cli_progress, .base_guids = guids, .nbase_guids = ng};
+			     .progress = cli_progress, .base_guids = guids, .nbase_guids = ng,
+			     .raw = true};
 	remote_have_t rh = {-1, -1, -1};
 	cairn_store *dstore = NULL;
 	int rc = 0, r = 0, child = 0;

@@ -414,7 +414,8 @@ static int fs_getxattr(const char *path, const char *name, char *value, size_t s
 				return e->xattrs[i].len;
 			if (size < e->xattrs[i].len)
 				return -ERANGE;
-			memcpy(value, e->xattrs[i].value, e->xattrs[i].len);
+			if (e->xattrs[i].len)
+				memcpy(value, e->xattrs[i].value, e->xattrs[i].len);
 			return e->xattrs[i].len;
 		}
 	return -ENODATA;

@@ -213,6 +213,8 @@ static int run_multi(int argc, char **argv, const scan_t *s)
 		}
 	}
 	size_t runs = 0;
+	g_cli.defer_empty = true;
+	g_cli.rows_out = 0;
 	for (size_t pi = 0; pi < g_npools; pi++) {
 		const pool_t *p = &g_pools[pi];
 		if (done[pi])
@@ -241,6 +243,9 @@ static int run_multi(int argc, char **argv, const scan_t *s)
 		if (r > rc)
 			rc = r;
 	}
+	/* list's "no datasets available" once, over every store. */
+	if (!strcmp(argv[0], "list") && !g_cli.rows_out && !rc)
+		fprintf(stderr, "no datasets available\n");
 	free(av);
 	free(done);
 	free(is_op);

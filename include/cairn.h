@@ -425,6 +425,11 @@ typedef struct cairn_send_opts {
 	 * there is none), with intermediates; from is ignored. */
 	const uint64_t *base_guids;
 	size_t nbase_guids;
+	/** -w: raw.  Encrypted datasets go as stored (encrypted blobs, keyed
+	 * ids) with their wrapped keys: the receiver holds them encrypted,
+	 * keystatus unavailable, and never needs the key.  Without it an
+	 * encrypted dataset is refused (-EINVAL). */
+	bool raw;
 } cairn_send_opts;
 
 /** Writes a send stream of snap ("ds@snap").  Before reading anything it

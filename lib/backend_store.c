@@ -279,6 +279,10 @@ int store_remote_publish(cairn_store *st, bool force)
 	int64_t changes = sqlite3_total_changes(db);
 	if (!force && changes == st->published_changes)
 		return 0;
+	/* Inside an outer transaction (a command committing in steps) the
+	 * copy waits: the store's close publishes it. */
+	if (!sqlite3_get_autocommit(db))
+		return 0;
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s/catalog.upload.%d", st->path, (int)getpid());
 	unlink(tmp);

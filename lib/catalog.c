@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -141,13 +142,25 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 	return SQLITE_OK;
 }
 
+/* An I/O-level failure as the OS errno behind it (ENOSPC while creating
+ * the -shm file on a full disk...), else sql_err(). */
+static int os_err(sqlite3 *db, int rc)
+{
+	int prim = rc & 0xff, e = db ? sqlite3_system_errno(db) : 0;
+	if ((prim == SQLITE_IOERR || prim == SQLITE_CANTOPEN || prim == SQLITE_FULL ||
+	     prim == SQLITE_READONLY) && e > 0)
+		return -e;
+	return sql_err(rc);
+}
+
 static int open_db(const char *path, int flags, sqlite3 **out)
 {
 	sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
+		int r = os_err(db, rc);
 		sqlite3_close(db);
-		return sql_err(rc);
+		return r;
 	}
 	/* Writers wait for each other instead of failing: concurrent
 	 * snapshot commands on one store are normal. */
@@ -161,8 +174,9 @@ static int open_db(const char *path, int flags, sqlite3 **out)
 			  "PRAGMA cache_size=-16384; PRAGMA journal_size_limit=4194304;",
 			  NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
+		int r = os_err(db, rc);
 		sqlite3_close(db);
-		return sql_err(rc);
+		return r;
 	}
 	*out = db;
 	return 0;
@@ -190,6 +204,57 @@ static int check_regular(const char *path)
 	return 0;
 }
 
+/* Reads the format; 0, or why the database is not a usable catalog. */
+static int read_format(sqlite3 *db)
+{
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='format'", -1, &s, NULL);
+	if (rc != SQLITE_OK) {
+		int prim = rc & 0xff;
+		return prim == SQLITE_ERROR || prim == SQLITE_NOTADB ? CAIRN_ENOTSTORE
+								     : os_err(db, rc);
+	}
+	rc = sqlite3_step(s);
+	int64_t fmt = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	int r = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : os_err(db, rc);
+	sqlite3_finalize(s);
+	if (r < 0)
+		return r;
+	return fmt == 1 ? 0 : fmt ? CAIRN_EVERSION : CAIRN_ENOTSTORE;
+}
+
+/* A store on a read-only filesystem whose WAL was checkpointed away (a
+ * clean last close, a copy) has no -shm file, and SQLite cannot create
+ * one.  With no WAL content to miss, the database file is all there is:
+ * open it immutable (read-only, no locks, no -shm). */
+static bool can_open_immutable(const char *path)
+{
+	struct statvfs vfs;
+	if (statvfs(path, &vfs) < 0 || !(vfs.f_flag & ST_RDONLY))
+		return false;
+	char wal[4200];
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	struct stat sb;
+	return stat(wal, &sb) < 0 ? errno == ENOENT : sb.st_size == 0;
+}
+
+static int open_immutable(const char *path, sqlite3 **db)
+{
+	/* URI form: percent-encode everything but unreserved characters. */
+	char uri[3 * 4096 + 32];
+	size_t k = (size_t)snprintf(uri, sizeof(uri), "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p && k + 4 < sizeof(uri) - 16;
+	     p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    strchr("/-._~", *p))
+			uri[k++] = *p;
+		else
+			k += snprintf(uri + k, 4, "%%%02X", *p);
+	}
+	snprintf(uri + k, sizeof(uri) - k, "?immutable=1");
+	return open_db(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, db);
+}
+
 int catalog_open(const char *path, catalog_t **out)
 {
 	*out = NULL;
@@ -200,25 +265,21 @@ int catalog_open(const char *path, catalog_t **out)
 	if (!c)
 		return -ENOMEM;
 	int r = open_db(path, SQLITE_OPEN_READWRITE, &c->db);
+	if (r == 0)
+		r = read_format(c->db);
+	if (r < 0 && r != CAIRN_EVERSION && can_open_immutable(path)) {
+		sqlite3_close_v2(c->db);
+		c->db = NULL;
+		r = open_immutable(path, &c->db);
+		if (r == 0)
+			r = read_format(c->db);
+	}
 	if (r < 0) {
+		sqlite3_close_v2(c->db);
 		free(c);
 		return r;
 	}
 	c->path = strdup(path);
-	int64_t fmt;
-	sqlite3_stmt *s;
-	int rc = sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key='format'", -1, &s, NULL);
-	if (rc != SQLITE_OK) {
-		catalog_close(c);
-		return CAIRN_ENOTSTORE;
-	}
-	rc = sqlite3_step(s);
-	fmt = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-	sqlite3_finalize(s);
-	if (fmt != 1) {
-		catalog_close(c);
-		return fmt ? CAIRN_EVERSION : CAIRN_ENOTSTORE;
-	}
 	*out = c;
 	return 0;
 }

@@ -46,6 +46,10 @@ void catalog_close(catalog_t *c);
 sqlite3 *catalog_db(catalog_t *c);
 /* The last SQLite error message of this connection. */
 const char *catalog_errmsg(catalog_t *c);
+/* The most recent SQLite failure on c as a negative errno (-ENOSPC, -EROFS
+ * for a read-only filesystem, -EIO...), its message kept for
+ * catalog_errmsg() until the next operation, even across a ROLLBACK. */
+int catalog_error(catalog_t *c);
 
 /* Write transaction: begin takes the write lock (waiting for other
  * writers) and allocates the next txg; commit makes it durable. */

@@ -78,6 +78,7 @@ struct chunkstore {
 	 * orders writers' intents against the remote sweep. */
 	backend_t *be;
 	chunkstore_rsweep last_sweep;
+	atomic_bool remote_failed; /* a backend call failed since last asked */
 	int intent_fd;
 	pthread_mutex_t intent_lock;
 	unsigned intent_holders;
@@ -487,6 +488,8 @@ static int upload_ready(chunkstore_t *cs)
 		}
 		if (n && (n == UPLOAD_GROUP || last)) {
 			err = backend_put_many(cs->be, n, items, NULL);
+			if (err < 0)
+				atomic_store(&cs->remote_failed, true);
 			for (size_t k = 0; k < n; k++)
 				close(items[k].fd);
 			n = 0;
@@ -831,7 +834,10 @@ static int read_remote(chunkstore_t *cs, const struct cpath *p, buf_t *out)
 		if (r || !blob_is_marker(out))
 			return r;
 	}
-	return backend_get(cs->be, &p->d, out);
+	int r = backend_get(cs->be, &p->d, out);
+	if (r < 0 && r != -ENOENT)
+		atomic_store(&cs->remote_failed, true);
+	return r;
 }
 
 /* Reads the raw blob of d: the temp file if d is pending in this batch,
@@ -987,6 +993,11 @@ static bool has_local_trace(chunkstore_t *cs, const digest_t *d)
 static int delete_candidates(chunkstore_t *cs, digest_t *cand, uint64_t *sizes, size_t n,
 			     chunkstore_rsweep *out)
 {
+	/* Tests only: widen the window between the listing and the delete,
+	 * in which writers may start uploading candidates. */
+	const char *delay = getenv("CAIRN_TEST_BUCKET_SWEEP_DELAY_US");
+	if (delay)
+		usleep((unsigned)strtoul(delay, NULL, 10) % 10000000);
 	while (flock(cs->intent_fd, LOCK_EX) < 0) {
 		if (errno != EINTR)
 			return -errno;
@@ -1060,6 +1071,8 @@ int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_r
 	out->list_requests = s1.list - s0.list;
 	out->delete_requests = s1.delete_req - s0.delete_req;
 	cs->last_sweep = *out;
+	if (r < 0)
+		atomic_store(&cs->remote_failed, true);
 	return r;
 }
 
@@ -1096,4 +1109,12 @@ int chunkstore_import_markers(chunkstore_t *cs, uint64_t *count)
 	} while (r == 0 && cursor);
 	free(cursor);
 	return r;
+}
+
+bool chunkstore_remote_error(chunkstore_t *cs, char *buf, size_t len)
+{
+	if (!cs || !cs->be || !atomic_exchange(&cs->remote_failed, false))
+		return false;
+	snprintf(buf, len, "%s", backend_errmsg(cs->be));
+	return true;
 }

@@ -112,6 +112,10 @@ typedef struct chunkstore_rsweep {
  * (backend detail in backend_errmsg). */
 int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_rsweep *out);
 
+/* If a backend call failed since the last call, copies the backend's
+ * message (object, server answer, retries) into buf and returns true. */
+bool chunkstore_remote_error(chunkstore_t *cs, char *buf, size_t len);
+
 /* Rebuilds the markers from the bucket listing (import): one marker per
  * object.  *count gets how many.  0 or an error. */
 int chunkstore_import_markers(chunkstore_t *cs, uint64_t *count);

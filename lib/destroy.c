@@ -149,11 +149,21 @@ static int plan_snapshots(cairn_store *st, plan_t *p, const char *target, bool r
 		char *list = r == 0 ? strdup(at + 1) : NULL, *save;
 		if (r == 0 && !list)
 			r = -ENOMEM;
+		/* As zfs: names in a list that do not exist are skipped (so are
+		 * descendants without the name under -r); a range's ends must
+		 * exist in the named dataset. */
 		for (char *e = list ? strtok_r(list, ",", &save) : NULL; r == 0 && e;
 		     e = strtok_r(NULL, ",", &save))
-			r = add_spec(st, p, d, e, d->id == ds.id);
+			r = add_spec(st, p, d, e, d->id == ds.id && strchr(e, '%'));
 		free(list);
 		ds_row_clear(&cur);
+	}
+	if (r == 0 && !p->n) {
+		bool single = !recursive && !strpbrk(at + 1, ",%");
+		r = single ? store_err(st, -ENOENT, "%s: snapshot does not exist", target)
+			   : store_err(st, -ENOENT,
+				       "%s: could not find any snapshots to destroy; check snapshot "
+				       "names", target);
 	}
 	free(ids);
 	ds_row_clear(&ds);

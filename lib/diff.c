@@ -288,7 +288,8 @@ static int side_decode(side_t *s, tree_entry_t *e)
 			tree_entry_clear(e);
 			return -ENOMEM;
 		}
-		memcpy(x + e->nextent, n.extents, n.nextent * sizeof(*x));
+		if (n.nextent)
+			memcpy(x + e->nextent, n.extents, n.nextent * sizeof(*x));
 		e->extents = x;
 		e->nextent += n.nextent;
 		tree_entry_clear(&n);
@@ -455,8 +456,10 @@ static bool follows_parent(const rename_t *v, size_t n, const rename_t *x)
 static int resolve_renames(dctx_t *c)
 {
 	/* Pair loose entries by inode: both lists sorted by (ino, path). */
-	qsort(c->la, c->nla, sizeof(*c->la), loose_ino_cmp);
-	qsort(c->lb, c->nlb, sizeof(*c->lb), loose_ino_cmp);
+	if (c->nla > 1)
+		qsort(c->la, c->nla, sizeof(*c->la), loose_ino_cmp);
+	if (c->nlb > 1)
+		qsort(c->lb, c->nlb, sizeof(*c->lb), loose_ino_cmp);
 	rename_t *rn = calloc(MIN(c->nla, c->nlb) + 1, sizeof(*rn));
 	if (!rn)
 		return -ENOMEM;
@@ -480,7 +483,8 @@ static int resolve_renames(dctx_t *c)
 			j++;
 		}
 	}
-	qsort(rn, nrn, sizeof(*rn), rename_from_cmp);
+	if (nrn > 1)
+		qsort(rn, nrn, sizeof(*rn), rename_from_cmp);
 	int r = 0;
 	for (size_t k = 0; r == 0 && k < nrn; k++) {
 		if (follows_parent(rn, nrn, &rn[k]))
@@ -685,7 +689,7 @@ static int live_walk(live_t *l, int dfd, const char *dirpath)
 			r = -ENOMEM;
 	}
 	closedir(d);
-	if (r == 0)
+	if (r == 0 && n > 1)
 		qsort(names, n, sizeof(*names), names_cmp);
 	unsigned bad_line;
 	char why[512];
@@ -888,7 +892,8 @@ static int run(dctx_t *c, endpoint_t *a, endpoint_t *b, const char *from, const 
 
 static int deliver(dctx_t *c, cairn_diff_opts *o)
 {
-	qsort(c->ch, c->nch, sizeof(*c->ch), change_cmp);
+	if (c->nch > 1) /* qsort must not see a NULL array, even empty */
+		qsort(c->ch, c->nch, sizeof(*c->ch), change_cmp);
 	for (size_t i = 0; i < c->nch; i++) {
 		const change_t *x = &c->ch[i];
 		cairn_diff_change d = {.kind = x->kind, .path = x->path, .new_path = x->new_path,

@@ -389,6 +389,18 @@ static const char *prop_in(const cairn_prop *props, size_t n, const char *name)
 	return v;
 }
 
+static __thread bool receiving;
+
+void encroot_receiving(bool on)
+{
+	receiving = on;
+}
+
+bool encroot_prop_is_key(const char *prop)
+{
+	return is_enc_prop(prop);
+}
+
 /* A child of an encrypted dataset: zfs wants the root's key loaded. */
 static int check_child(cairn_store *st, const char *name, int64_t parent, const char *enc,
 		       const char *fmt, const char *loc)
@@ -417,7 +429,7 @@ static int check_child(cairn_store *st, const char *name, int64_t parent, const 
 			r = store_err(st, CAIRN_EBADPROP,
 				      "%s: keyformat and keylocation belong to encryption root %s",
 				      name, root.name);
-		else
+		else if (!receiving)
 			r = encroot_keys(st, &p, &k);
 	}
 	crypt_keys_free(k);
@@ -682,5 +694,95 @@ int encroot_rename_check(cairn_store *st, const ds_row_t *ds, int64_t new_parent
 	ds_row_clear(&old);
 	ds_row_clear(&now);
 	ds_row_clear(&parent);
+	return r;
+}
+
+/* ---- raw send and receive ---- */
+
+int encroot_wrapped_get(cairn_store *st, const ds_row_t *ds, encroot_wrapped_t *w)
+{
+	memset(w, 0, sizeof(*w));
+	ds_row_t root = {0};
+	int r = encroot_find(st, ds, &root);
+	if (r <= 0)
+		return r;
+	r = keyblob_get(st, root.id, w->blob);
+	if (r < 0)
+		r = store_err(st, CAIRN_ECORRUPT, "%s: wrapped key missing or damaged in the catalog",
+			      root.name);
+	if (r == 0 && (catalog_prop_get(st->cat, root.id, "keyformat", &w->keyformat) < 0 ||
+		       catalog_prop_get(st->cat, root.id, "keylocation", &w->keylocation) < 0))
+		r = store_err(st, CAIRN_ECORRUPT, "%s: keyformat or keylocation missing",
+			      root.name);
+	if (r == 0) {
+		w->root = root.name;
+		root.name = NULL;
+	}
+	ds_row_clear(&root);
+	if (r < 0) {
+		encroot_wrapped_clear(w);
+		return r;
+	}
+	return 1;
+}
+
+void encroot_wrapped_clear(encroot_wrapped_t *w)
+{
+	free(w->root);
+	free(w->keyformat);
+	free(w->keylocation);
+	memset(w, 0, sizeof(*w));
+}
+
+int encroot_recv_root_in_txn(cairn_store *st, int64_t id, const char *name,
+			     const encroot_wrapped_t *w)
+{
+	int fmt = 0;
+	if (crypt_keyblob_check(w->blob, CRYPT_KEYBLOB_LEN, &fmt, NULL) < 0 ||
+	    crypt_keyformat_parse(w->keyformat) != fmt)
+		return store_err(st, CAIRN_ECORRUPT, "%s: received wrapped key is malformed", name);
+	char *loc = NULL;
+	int r = encroot_prop_normalize(st, "keylocation", w->keylocation, &loc);
+	free(loc);
+	if (r < 0)
+		return r;
+	r = encryption_schema_in_txn(st);
+	if (r == 0)
+		r = keyblob_put_in_txn(st, id, w->blob);
+	const char *props[][2] = {{"encryption", ENC_NAME},
+				  {"keyformat", w->keyformat},
+				  {"keylocation", w->keylocation}};
+	for (size_t i = 0; r == 0 && i < 3; i++)
+		if ((r = catalog_prop_set(st->cat, id, props[i][0], props[i][1])) < 0)
+			store_err(st, r, "%s: %s", name, catalog_errmsg(st->cat));
+	return r;
+}
+
+int encroot_recv_check(cairn_store *st, const ds_row_t *ds, const encroot_wrapped_t *want)
+{
+	ds_row_t root = {0};
+	int r = encroot_find(st, ds, &root);
+	if (r < 0)
+		return r;
+	uint8_t blob[CRYPT_KEYBLOB_LEN], have[CRYPT_KEYID_LEN], got[CRYPT_KEYID_LEN];
+	if (!want && r == 1)
+		r = store_err(st, -EINVAL,
+			      "%s: cannot receive unencrypted data below encryption root %s",
+			      ds->name, root.name);
+	else if (want && r == 0)
+		r = store_err(st, -EINVAL,
+			      "%s: exists unencrypted; an encrypted (raw) stream cannot go into it",
+			      ds->name);
+	else if (want && (keyblob_get(st, root.id, blob) < 0 ||
+			  crypt_keyblob_check(blob, sizeof(blob), NULL, have) < 0 ||
+			  crypt_keyblob_check(want->blob, CRYPT_KEYBLOB_LEN, NULL, got) < 0 ||
+			  memcmp(have, got, CRYPT_KEYID_LEN)))
+		r = store_err(st, -EINVAL,
+			      "%s: encrypted with other key material (encryption root %s) than "
+			      "the stream's",
+			      ds->name, root.name);
+	else
+		r = 0;
+	ds_row_clear(&root);
 	return r;
 }

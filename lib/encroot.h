@@ -94,6 +94,38 @@ int encroot_refuse_plain_send(cairn_store *st, const ds_row_t *ds);
  * An encryption root itself may move anywhere. */
 int encroot_rename_check(cairn_store *st, const ds_row_t *ds, int64_t new_parent, const char *to);
 
+/* Raw send: what a stream carries so the receiver can hold the dataset
+ * encrypted: the root's wrapped key blob and its keyformat/keylocation.
+ * Returns 1 and fills them for an encrypted ds (root, malloc'd strings),
+ * 0 for a plain one, or a negative error. */
+typedef struct encroot_wrapped {
+	char *root;
+	char *keyformat;
+	char *keylocation;
+	uint8_t blob[CRYPT_KEYBLOB_LEN];
+} encroot_wrapped_t;
+int encroot_wrapped_get(cairn_store *st, const ds_row_t *ds, encroot_wrapped_t *w);
+void encroot_wrapped_clear(encroot_wrapped_t *w);
+
+/* Raw receive, inside its write transaction: makes dataset id an
+ * encryption root holding the received wrapped key (checked for
+ * structure; it stays unavailable until load-key). */
+int encroot_recv_root_in_txn(cairn_store *st, int64_t id, const char *name,
+			     const encroot_wrapped_t *w);
+
+/* Raw receive: checks that ds is encrypted with the key material of want
+ * (same key id), or is plain when want is NULL.  -EINVAL naming the
+ * dataset and roots otherwise. */
+int encroot_recv_check(cairn_store *st, const ds_row_t *ds, const encroot_wrapped_t *want);
+
+/* While receiving, creating a dataset below an encryption root does not
+ * need that root's key (nothing is written with it).  Per thread. */
+void encroot_receiving(bool on);
+
+/* True for encryption, keyformat and keylocation: properties a stream
+ * carries only through its CRYPTKEY records. */
+bool encroot_prop_is_key(const char *prop);
+
 /* Internals shared with keys.c. */
 int encroot_desc(cairn_store *st, const ds_row_t *root, char desc[64]);
 int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const uint8_t *secret,

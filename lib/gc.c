@@ -1800,8 +1800,7 @@ static void sweep_remote(cairn_store *st, sweep_t *sw)
 	int r = chunkstore_sweep_remote(st->cs, sw->threshold, &rs);
 	if (r < 0) {
 		sw->err = r;
-		snprintf(sw->errobj, sizeof(sw->errobj), "bucket: %.110s",
-			 backend_errmsg(chunkstore_backend(st->cs)));
+		snprintf(sw->errobj, sizeof(sw->errobj), "bucket");
 	}
 }
 

@@ -238,6 +238,12 @@ int cairn_hold(cairn_store *st, cairn_hold_item *items, size_t n, bool temporary
 	uint64_t txg;
 	int64_t pstart = 0;
 	int r = temporary ? holder_id(st, &pstart) : 0;
+	if (r == -EROFS) {
+		/* A store on a read-only filesystem cannot change under us: a
+		 * send from it needs no holds (and could not take them). */
+		st->temp_holds_skipped = true;
+		return 0;
+	}
 	if (r < 0)
 		return store_err(st, r, "holders: %s", strerror(-r));
 	r = catalog_begin_write(st->cat, &txg);
@@ -305,6 +311,8 @@ int cairn_release(cairn_store *st, cairn_hold_item *items, size_t n)
 	holdctx_t h;
 	uint64_t txg;
 	int r = catalog_begin_write(st->cat, &txg);
+	if (r == -EROFS && st->temp_holds_skipped)
+		return 0; /* the temporary holds cairn_hold() did not take */
 	if (r < 0)
 		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
 	r = holdctx_init(&h, st);

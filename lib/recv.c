@@ -23,6 +23,7 @@
 
 #include "blob.h"
 #include "dataset.h"
+#include "encroot.h"
 #include "snapio.h"
 #include "snapshot.h"
 #include "store.h"
@@ -53,6 +54,7 @@ typedef struct rds {
 	uint64_t *snapguids;
 	uint32_t nsnaps;
 	bool has_list;
+	encroot_wrapped_t *key; /* CRYPTKEY (raw streams): it becomes a root */
 } rds_t;
 
 /* A verified snapshot waiting for its group's commit. */
@@ -234,6 +236,8 @@ static int drop_state(cairn_store *st, const char *dataset)
  * stream, so GC keeps them) and a token.  The target is created empty if
  * it does not exist yet (zfs does the same): the token is one of its
  * properties, and recv -A removes it again. */
+static int recv_crypt_apply(rctx_t *c, const rds_t *d, bool created);
+
 static int checkpoint(rctx_t *c)
 {
 	int r = chunkstore_flush(c->st->cs);
@@ -245,7 +249,8 @@ static int checkpoint(rctx_t *c)
 		r = chunkstore_flush(c->st->cs);
 	resume_token_t t = {.toguid = c->toguid, .fromguid = c->fromguid, .group = c->group_txg,
 			    .skip = c->group_pos,
-			    .flags = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES)};
+			    .flags = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES |
+						 STREAM_F_RAW)};
 	char tok[TOKEN_MAX];
 	token_encode(&t, tok);
 	uint64_t txg;
@@ -264,8 +269,13 @@ static int checkpoint(rctx_t *c)
 	buf_free(&old.idx);
 	if (r == 0 && catalog_ds_by_name(c->st->cat, c->o->target, &d) == -ENOENT) {
 		int type = c->o->naming || !c->nds ? CAIRN_TYPE_FILESYSTEM : c->ds[0].type;
+		encroot_receiving(true);
 		r = cairn_dataset_create(c->st, c->o->target, type, NULL, 0, false);
+		encroot_receiving(false);
 		created = r == 0;
+		/* A raw stream's top: encrypted from the start, as it will be. */
+		if (r == 0 && c->nds && !strcmp(c->ds[0].local, c->o->target))
+			r = recv_crypt_apply(c, &c->ds[0], true);
 	}
 	ds_row_clear(&d);
 	sqlite3_stmt *q;
@@ -297,7 +307,7 @@ static int check_state(rctx_t *c)
 	rstate_t s;
 	int r = state_load(c->st, c->o->target, &s);
 	const resume_token_t *t = &s.tok;
-	uint32_t plan = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES);
+	uint32_t plan = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES | STREAM_F_RAW);
 	bool same = s.exists && t->toguid == c->toguid && t->fromguid == c->fromguid &&
 		    t->flags == plan;
 	if (r == 0 && (c->flags & STREAM_F_RESUMED)) {
@@ -429,7 +439,8 @@ static int read_dataset(rctx_t *c)
 			free(k);
 			free(val);
 			r = bad(c, "malformed property in a DATASET record");
-		} else if (excluded(c, k, top)) {
+		} else if (excluded(c, k, top) || encroot_prop_is_key(k)) {
+			/* the key's properties come with its CRYPTKEY record */
 			free(k);
 			free(val);
 		} else {
@@ -642,6 +653,39 @@ static int apply_snaplist(rctx_t *c, const rds_t *d)
 	return r;
 }
 
+/* The key a stream dataset is encrypted with: its own CRYPTKEY, or that of
+ * the nearest declared ancestor that has one; NULL for plain data. */
+static const encroot_wrapped_t *stream_key(const rctx_t *c, const rds_t *d)
+{
+	const encroot_wrapped_t *best = d->key;
+	size_t bestlen = 0;
+	for (size_t i = 0; !d->key && i < c->nds; i++) {
+		size_t n = strlen(c->ds[i].name);
+		if (c->ds[i].key && n > bestlen && !strncmp(d->name, c->ds[i].name, n) &&
+		    d->name[n] == '/') {
+			best = c->ds[i].key;
+			bestlen = n;
+		}
+	}
+	return best;
+}
+
+/* A raw stream's encrypted dataset becomes (or already is) encrypted with
+ * the key it carries; plain data never lands below an encryption root. */
+static int recv_crypt_apply(rctx_t *c, const rds_t *d, bool created)
+{
+	ds_row_t row = {0};
+	int r = catalog_ds_by_name(c->st->cat, d->local, &row);
+	if (r < 0)
+		return store_err(c->st, r, "%s: %s", d->local, catalog_errmsg(c->st->cat));
+	if (created && d->key)
+		r = encroot_recv_root_in_txn(c->st, row.id, d->local, d->key);
+	if (r == 0)
+		r = encroot_recv_check(c->st, &row, stream_key(c, d));
+	ds_row_clear(&row);
+	return r;
+}
+
 /* Creates (or checks) the local dataset of a stream dataset and sets its
  * properties: the stream's with -R, and -o on the top dataset only (the
  * children inherit, as in zfs). */
@@ -663,6 +707,8 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 	if (top && c->o->nprops)
 		memcpy(props + d->nprops, c->o->props, c->o->nprops * sizeof(*props));
 	ds_row_t row = {0};
+	bool created = false;
+	encroot_receiving(true);
 	int k = r ? r : catalog_ds_by_name(c->st->cat, d->local, &row);
 	if (k == 0) {
 		if (row.type != d->type)
@@ -679,11 +725,15 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 				      d->local);
 		if (r == 0)
 			note(c, "created", d->local);
+		created = true;
 	} else {
 		r = k;
 	}
+	encroot_receiving(false);
 	ds_row_clear(&row);
 	free(props);
+	if (r == 0)
+		r = recv_crypt_apply(c, d, created);
 	return r;
 }
 
@@ -865,7 +915,16 @@ static int read_chunk(rctx_t *c)
 	}
 	digest_t dg;
 	memcpy(dg.b, d, DIGEST_LEN);
-	int r = blob_decode(blob, len, &dg, &c->plain);
+	uint32_t plain_len = 0;
+	int r;
+	if (blob_is_encrypted(blob, len)) {
+		/* Raw: structure and ciphertext checksum; the GCM tag and the
+		 * keyed name are checked by whoever has the key. */
+		r = (c->flags & STREAM_F_RAW) ? blob_check(blob, len, &plain_len) : CAIRN_ECORRUPT;
+	} else {
+		r = blob_decode(blob, len, &dg, &c->plain);
+		plain_len = c->plain.len;
+	}
 	if (r < 0) {
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&dg, hex);
@@ -873,7 +932,7 @@ static int read_chunk(rctx_t *c)
 				 "stream is invalid at byte %llu: chunk %s does not match its digest",
 				 (unsigned long long)c->rd.offset, hex);
 	}
-	chunk_ref_t ref = {.digest = dg, .plain_len = c->plain.len};
+	chunk_ref_t ref = {.digest = dg, .plain_len = plain_len};
 	bool isnew;
 	r = chunkstore_put_blob(c->st->cs, &dg, blob, len, &ref.stored_len, &isnew);
 	if (r < 0)
@@ -985,6 +1044,25 @@ static void treecheck_free(treecheck_t *t)
  * the target had it); touching it also tells GC it is used.  The tree must
  * parse, pass tree_entry_check and reference only chunks its index lists,
  * so a committed snapshot always restores. */
+/* 1 when the snapshot's tree chunks are encrypted (allowed only in a raw
+ * stream), 0 when plain. */
+static int tree_sealed(rctx_t *c, const psnap_t *s)
+{
+	if (s->tree.len < CHUNK_REF_WIRE)
+		return 0;
+	chunk_ref_t ref;
+	chunk_ref_unpack(s->tree.data, &ref);
+	buf_t raw = {0};
+	int r = chunkstore_get_raw(c->st->cs, &ref.digest, &raw);
+	bool sealed = r == 0 && blob_is_encrypted(raw.data, raw.len);
+	buf_free(&raw);
+	if (r < 0)
+		return bad(c, "tree chunk unreadable");
+	if (sealed && !(c->flags & STREAM_F_RAW))
+		return bad(c, "encrypted tree in a stream that is not raw");
+	return sealed;
+}
+
 static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 {
 	for (size_t i = 0; i < s->tree.len / CHUNK_REF_WIRE; i++) {
@@ -1016,6 +1094,13 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	tree_entry_t e = {0};
 	treecheck_t tc = {0};
 	bool opened = false;
+	/* An encrypted tree (raw stream) cannot be read here: its chunks were
+	 * checked for structure, its index for completeness. */
+	int sealed = r == 0 ? tree_sealed(c, s) : 0;
+	if (sealed < 0)
+		r = sealed;
+	if (r == 0 && sealed)
+		goto out;
 	if (r == 0) {
 		r = snaptree_open(&t, c->st->cs, &s->tree);
 		opened = true;
@@ -1036,6 +1121,7 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 		r = bad(c, "snapshot tree stream is not valid");
 	if (r == 0 && !tc.any)
 		r = bad(c, "snapshot tree is empty");
+out:
 	treecheck_free(&tc);
 	if (opened)
 		snaptree_close(&t);
@@ -1230,6 +1316,33 @@ static int read_end(rctx_t *c)
 	return 0;
 }
 
+/* A wrapped key for a declared dataset, before any snapshot. */
+static int read_cryptkey(rctx_t *c)
+{
+	char name[NAME_BUF];
+	encroot_wrapped_t *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	sr_str(&c->rd, name, sizeof(name));
+	w->keyformat = sr_strdup(&c->rd, 64);
+	w->keylocation = sr_strdup(&c->rd, 4096);
+	const uint8_t *b = sr_bytes(&c->rd, CRYPT_KEYBLOB_LEN);
+	rds_t *d = (rds_t *)find_ds(c, name);
+	int r = 0;
+	if (sr_done(&c->rd) || !b || !w->keyformat || !w->keylocation)
+		r = bad(c, "malformed CRYPTKEY record");
+	else if (!(c->flags & STREAM_F_RAW) || !d || d->key || c->any_snap)
+		r = bad(c, "unexpected CRYPTKEY record");
+	if (r == 0) {
+		memcpy(w->blob, b, CRYPT_KEYBLOB_LEN);
+		d->key = w;
+	} else {
+		encroot_wrapped_clear(w);
+		free(w);
+	}
+	return r;
+}
+
 static int run(rctx_t *c)
 {
 	int r = read_begin(c);
@@ -1268,6 +1381,9 @@ static int run(rctx_t *c)
 		case REC_GROUPEND:
 			r = read_groupend(c);
 			break;
+		case REC_CRYPTKEY:
+			r = read_cryptkey(c);
+			break;
 		case REC_END:
 			return read_end(c);
 		default:
@@ -1290,6 +1406,10 @@ static void ctx_free(rctx_t *c)
 		rds_t *d = &c->ds[i];
 		free(d->name);
 		props_free(d->props, d->nprops);
+		if (d->key) {
+			encroot_wrapped_clear(d->key);
+			free(d->key);
+		}
 		for (uint32_t k = 0; k < d->nsnaps; k++)
 			free(d->snapnames[k]);
 		free(d->snapnames);

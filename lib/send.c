@@ -213,7 +213,7 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 			const char *from, const cairn_send_opts *o, bool top)
 {
 	snap_row_t tos = {0}, froms = {0};
-	int r = encroot_refuse_plain_send(st, ds);
+	int r = o->raw ? 0 : encroot_refuse_plain_send(st, ds);
 	if (r < 0)
 		return r;
 	r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
@@ -348,6 +348,8 @@ static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o
 	ds_row_clear(&ds);
 	if (o->intermediates || (o->recursive && !o->from))
 		p->flags |= STREAM_F_INTERMEDIATES;
+	if (o->raw)
+		p->flags |= STREAM_F_RAW;
 	if (r == 0)
 		sort_groups(p);
 	return r;
@@ -403,7 +405,8 @@ static int plan_resume(cairn_store *st, const char *token, splan_t *p)
 	}
 	cairn_send_opts again = {.from = from[0] ? from : NULL,
 				 .recursive = t.flags & STREAM_F_RECURSIVE,
-				 .intermediates = t.flags & STREAM_F_INTERMEDIATES};
+				 .intermediates = t.flags & STREAM_F_INTERMEDIATES,
+				 .raw = t.flags & STREAM_F_RAW};
 	if (r == 0)
 		r = plan_send(st, snap, &again, p);
 	free(snap);
@@ -748,6 +751,45 @@ static int group_end(sctx_t *c, uint64_t txg, size_t n)
 	return sw_end(&c->w);
 }
 
+/* Raw streams: the wrapped key of each encryption root, carried by the
+ * topmost sent dataset of that root (which becomes a root on the
+ * receiver); the others inherit it there. */
+static int put_cryptkeys(sctx_t *c, const splan_t *p)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < p->nds; i++) {
+		ds_row_t ds = {0};
+		encroot_wrapped_t w;
+		r = catalog_ds_by_id(c->st->cat, p->dsids[i], &ds);
+		int k = r == 0 ? encroot_wrapped_get(c->st, &ds, &w) : 0;
+		ds_row_clear(&ds);
+		if (k <= 0) {
+			r = r ? r : k;
+			continue;
+		}
+		bool carrier = true;
+		for (size_t j = 0; carrier && j < p->nds; j++) {
+			size_t n = strlen(p->dsnames[j]);
+			/* a sent ancestor of the same root carries the key */
+			if (j != i && !strncmp(p->dsnames[i], p->dsnames[j], n) &&
+			    p->dsnames[i][n] == '/' &&
+			    (!strncmp(p->dsnames[j], w.root, strlen(w.root)) &&
+			     (p->dsnames[j][strlen(w.root)] == '/' || !p->dsnames[j][strlen(w.root)])))
+				carrier = false;
+		}
+		if (carrier) {
+			sw_begin(&c->w, REC_CRYPTKEY);
+			sw_put_str(&c->w, p->dsnames[i]);
+			sw_put_str(&c->w, w.keyformat);
+			sw_put_str(&c->w, w.keylocation);
+			buf_append(&c->w.rec, w.blob, sizeof(w.blob));
+			r = sw_end(&c->w);
+		}
+		encroot_wrapped_clear(&w);
+	}
+	return r;
+}
+
 static int write_stream(sctx_t *c, splan_t *p)
 {
 	int r = sw_init(&c->w, c->o->fd);
@@ -778,6 +820,8 @@ static int write_stream(sctx_t *c, splan_t *p)
 		if (r == 0 && (p->flags & STREAM_F_RECURSIVE))
 			r = put_snaplist(c, p->dsids[i], p->dsnames[i]);
 	}
+	if (r == 0 && (p->flags & STREAM_F_RAW))
+		r = put_cryptkeys(c, p);
 	/* Chunk positions count across a group; a resumed stream skips the
 	 * first p->skip of its first group. */
 	c->skip = p->skip;

@@ -410,7 +410,8 @@ static int copy_chunk(chunkcache_t *c, const crypt_keys_t *key, const chunk_ref_
 	if (r < 0)
 		return r;
 	size_t have = at < x->b.len ? MIN(len, x->b.len - at) : 0;
-	memcpy(dst, x->b.data + at, have);
+	if (have)
+		memcpy(dst, x->b.data + at, have);
 	memset(dst + have, 0, len - have);
 	cc_put(c, x);
 	return 0;

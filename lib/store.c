@@ -86,6 +86,12 @@ int store_err(cairn_store *st, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(st->errdetail, sizeof(st->errdetail), fmt, ap);
 	va_end(ap);
+	/* A failed request to the chunk backend says more than its errno. */
+	char remote[512];
+	if (st->cs && chunkstore_remote_error(st->cs, remote, sizeof(remote))) {
+		size_t n = strlen(st->errdetail);
+		snprintf(st->errdetail + n, sizeof(st->errdetail) - n, " (bucket: %s)", remote);
+	}
 	return err;
 }
 

@@ -16,6 +16,7 @@ struct cairn_store {
 	int writer_refs; /* writer.h registrations held by this handle */
 	int writer_fd;   /* the locked registry file while writer_refs > 0 */
 	char writer_name[80];
+	bool temp_holds_skipped; /* read-only filesystem: see cairn_hold() */
 	int64_t published_changes; /* catalog changes already copied to the bucket */
 };
 

@@ -21,6 +21,8 @@ size_t stream_rec_limit(int type)
 		return 8;
 	case REC_GROUPEND:
 		return 12 + DIGEST_LEN;
+	case REC_CRYPTKEY:
+		return 3 * 2 + 255 + 2 * 4096 + 172;
 	default:
 		return 16u << 20;
 	}

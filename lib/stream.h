@@ -35,13 +35,17 @@ enum rec_type {
 	REC_END = 7,      /* sha256[32] */
 	REC_GROUPEND = 8, /* u64 createtxg, u32 nsnaps, sha256[32] of every byte
 			   * before this record: the commit point of a group */
-	REC_MAX_TYPE = 8,
+	REC_CRYPTKEY = 9, /* raw streams: str dataset (it becomes an encryption root),
+			   * str keyformat, str keylocation, wrapped key blob (crypt.h) */
+	REC_MAX_TYPE = 9,
 };
 
 #define STREAM_F_RECURSIVE 0x1
 #define STREAM_F_RESUMED 0x2
 #define STREAM_F_INTERMEDIATES 0x4 /* planned as -I (every snapshot in the range) */
-#define STREAM_F_ALL (STREAM_F_RECURSIVE | STREAM_F_RESUMED | STREAM_F_INTERMEDIATES)
+#define STREAM_F_RAW 0x8 /* send -w: encrypted datasets' blobs as stored, with their keys */
+#define STREAM_F_ALL                                                                 \
+	(STREAM_F_RECURSIVE | STREAM_F_RESUMED | STREAM_F_INTERMEDIATES | STREAM_F_RAW)
 
 /* Largest payload per type; anything bigger is refused before reading it. */
 size_t stream_rec_limit(int type);

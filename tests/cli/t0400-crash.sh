@@ -23,6 +23,10 @@
 # restore --force over an earlier (killed or finished) restore is also
 # checked as user nobody, where read-only restored files get in the way.
 #
+# The test fails unless it covered what it claims: at least ROUNDS/5
+# snapshots killed before their commit, at least one that reached it (rounds
+# 5, 15, ... kill only once the snapshot is listed), and at least ROUNDS/5
+# restores killed.
 # ROUNDS (default 25) sets the number of rounds; tests/cli/long-crash.sh runs
 # this script with ROUNDS=300.  KEEP_GOING=1 goes on after a failed round.
 . "$(dirname "$0")/lib.sh"
@@ -167,6 +171,15 @@ kill_after() {
 	rc=$?
 }
 
+# kill_at_commit PID SNAP: SIGKILL PID as soon as SNAP is listed (the commit
+# point is reached; the kill lands after it, or finds PID gone); rc as above.
+kill_at_commit() {
+	while kill -0 "$1" 2>/dev/null && ! is_listed "$2"; do sleep 0.005; done
+	kill -9 "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	rc=$?
+}
+
 for round in $(seq 1 "$ROUNDS"); do
 	name=r$round
 	rec=$((round % 2))
@@ -175,7 +188,11 @@ for round in $(seq 1 "$ROUNDS"); do
 	args=(snapshot)
 	[ $rec = 1 ] && args+=(-r)
 	"$CAIRN" "${args[@]}" "tank@$name" >"$TESTDIR/snap.log" 2>&1 &
-	kill_after "$KILL_MS" $!
+	if [ $((round % 10)) = 5 ]; then
+		kill_at_commit $! "tank@$name"
+	else
+		kill_after "$KILL_MS" $!
+	fi
 	a=0 b=0
 	is_listed "tank@$name" && a=1
 	is_listed "tank/linux@$name" && b=1
@@ -389,6 +406,14 @@ fi
 
 echo "$ROUNDS rounds: $n_done snapshots completed, $n_killed_before killed before commit," \
 	"$n_killed_after killed after commit, $n_rkilled restores killed, $n_verified restores verified"
+# The test checks its own coverage: kills before the commit point, the
+# commit point reached (a completed or after-commit-killed snapshot), and
+# killed restores.  Every tenth round (5, 15, ...) waits for the commit
+# before its kill, so the commit point is always reached.
+min=$((ROUNDS / 5))
+[ $n_killed_before -ge $min ] || fail "only $n_killed_before snapshots killed before their commit (want >= $min)"
+[ $((n_done + n_killed_after)) -ge 1 ] || fail "no snapshot reached its commit point"
+[ $n_rkilled -ge $min ] || fail "only $n_rkilled restores killed (want >= $min)"
 wait # background deletions
 chmod -R u+w "$TESTDIR" 2>/dev/null
 done_test

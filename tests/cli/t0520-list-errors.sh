@@ -62,8 +62,11 @@ refused 1 "tank/nosuch: dataset does not exist" -r tank/nosuch
 refused 1 "tank/nosuch" -t snapshot tank/nosuch
 refused 1 "tank@nosuch: snapshot does not exist" tank@nosuch
 refused 1 "nosuch" -t snapshot nosuch@s1
-refused 1 "tank/b: dataset does not exist" tank tank/b
-refused 1 "tank/b" -t all -r tank/a tank/b tank
+# Several roots, some missing: as zfs, the others are listed, then exit 1.
+fails_with 1 "tank/b: dataset does not exist" "$CAIRN" list tank tank/b
+out=$("$CAIRN" list -H -o name tank tank/b 2>/dev/null)
+[ "$out" = tank ] || fail "list tank tank/b: the existing root not listed ($out)"
+fails_with 1 "tank/b" "$CAIRN" list -t all -r tank/a tank/b tank
 # valid-looking names of exactly 255 bytes that do not exist: not a length error
 n255=tank/$(printf 'n%.0s' $(seq 250))
 refused 1 "dataset does not exist" "$n255"
