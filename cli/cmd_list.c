@@ -514,7 +514,7 @@ int cmd_list(int argc, char **argv)
 		}
 		if (r < 0)
 			rc = cli_fail(st, NULL, r);
-		else if (!g_cli.rows_out && !g_cli.defer_empty && !rc)
+		else if (!g_cli.rows_out && !g_cli.defer_empty && !rc && !o.json)
 			fprintf(stderr, "no datasets available\n");
 		free(roots);
 		cairn_store_close(st);

@@ -909,9 +909,10 @@ static int read_chunk(rctx_t *c)
 	const uint8_t *blob = sr_bytes(&c->rd, len);
 	if (!d || !blob)
 		return bad(c, "malformed CHUNK record");
-	c->group_pos++;
-	if (c->skipping)
+	if (c->skipping) {
+		c->group_pos++;
 		return 0; /* the target has this snapshot already */
+	}
 	digest_t dg;
 	memcpy(dg.b, d, DIGEST_LEN);
 	uint32_t plain_len = 0;
@@ -940,6 +941,8 @@ static int read_chunk(rctx_t *c)
 		c->o->chunks_new++;
 	if (refset_add(&c->got, &ref) < 0)
 		return -ENOMEM;
+	/* Counted once stored: a resume token never skips a chunk we lack. */
+	c->group_pos++;
 	c->since_checkpoint_chunks++;
 	c->since_checkpoint_bytes += len;
 	if (c->o->resumable && (c->since_checkpoint_chunks >= CHECKPOINT_CHUNKS ||
@@ -1433,7 +1436,8 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 	r = writer_register(st);
 	if (r == 0) {
 		r = run(&c);
-		/* A group in flight keeps its chunks and a token (-s). */
+		/* A group in flight keeps its chunks and a token (-s); a group
+		 * refused by the target (-EEXIST) can never commit: no token. */
 		bool in_group = c.in_snap || c.npend || c.nskipped_in_group;
 		/* Only an interrupted or damaged stream leaves partial state,
 		 * not a refusal (another guid, no source, a busy target...). */
