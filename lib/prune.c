@@ -156,7 +156,7 @@ int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *o)
 		r = mark_rule(v, n, o->keep_yearly, b_yearly, "yearly");
 	/* Saturating: the newest creation may be anything a catalog holds,
 	 * INT64_MIN included. */
-	int64_t since;
+	int64_t since = INT64_MIN;
 	if (n && __builtin_sub_overflow(v[0].creation, o->keep_within, &since))
 		since = INT64_MIN;
 	for (size_t i = 0; r == 0 && o->keep_within && i < n; i++)

@@ -703,7 +703,8 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 	cairn_prop *props = calloc(np + 1, sizeof(*props));
 	if (!props)
 		return -ENOMEM;
-	memcpy(props, d->props, d->nprops * sizeof(*props));
+	if (d->nprops) /* d->props may be NULL when there are none */
+		memcpy(props, d->props, d->nprops * sizeof(*props));
 	if (top && c->o->nprops)
 		memcpy(props + d->nprops, c->o->props, c->o->nprops * sizeof(*props));
 	ds_row_t row = {0};

@@ -349,7 +349,9 @@ ok cb recv unrelated <"$ST/other"
 L0=$(cb list -t all -H -p -o name,guid)
 mkdir -p "$TESTDIR/canary"
 echo canary >"$TESTDIR/canary/keep"
-outside() { (cd "$TESTDIR" && find . -path ./b -prune -o -path ./work -prune -o -path ./streams -prune -o -print | sort | md5sum); }
+# The sender's holders/ directory is excluded: a send cut by a closed pipe
+# leaves its owner file there until the next send reaps it (by design).
+outside() { (cd "$TESTDIR" && find . -path ./b -prune -o -path ./work -prune -o -path ./streams -prune -o -path ./store/holders -prune -o -print | sort | md5sum); }
 O0=$(outside)
 mkdir -p "$TESTDIR/work"
 ERR=$TESTDIR/work/err
