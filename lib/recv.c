@@ -574,6 +574,45 @@ static int reconcile(rctx_t *c)
 	return r;
 }
 
+/* A SNAPLIST entry by guid: (guid, index) pairs sorted by guid, so each
+ * local snapshot finds its entry by binary search, not by a scan. */
+typedef struct guidix {
+	uint64_t guid;
+	uint32_t i;
+} guidix_t;
+
+static int cmp_guidix(const void *a, const void *b)
+{
+	uint64_t x = ((const guidix_t *)a)->guid, y = ((const guidix_t *)b)->guid;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A temporary name for a rename: one that no snapshot of the dataset has
+ * right now and that no rename will end on, so it can never collide
+ * whatever the sender's or the target's snapshots are called. */
+static int temp_name(rctx_t *c, int64_t dsid, char **targets, size_t ntargets, uint64_t *next,
+		     char *out, size_t outlen)
+{
+	for (;;) {
+		snprintf(out, outlen, "recv-rename-%llu", (unsigned long long)(*next)++);
+		snap_row_t row = {0};
+		int r = catalog_snap_lookup(c->st->cat, dsid, out, &row);
+		snap_row_clear(&row);
+		if (r == 0)
+			continue;
+		if (r != -ENOENT)
+			return r;
+		const char *key = out;
+		if (!bsearch(&key, targets, ntargets, sizeof(char *), cmp_strp))
+			return 0;
+	}
+}
+
 /* -R: snapshot renames (same guid, other name) and, with -F, destroys of
  * the snapshots the sender no longer has. */
 static int apply_snaplist(rctx_t *c, const rds_t *d)
@@ -581,7 +620,15 @@ static int apply_snaplist(rctx_t *c, const rds_t *d)
 	ds_row_t row = {0};
 	if (catalog_ds_by_name(c->st->cat, d->local, &row) < 0)
 		return 0;
-	sqlite3_stmt *q;
+	guidix_t *byguid = calloc(d->nsnaps + 1, sizeof(*byguid));
+	if (!byguid) {
+		ds_row_clear(&row);
+		return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < d->nsnaps; k++)
+		byguid[k] = (guidix_t){d->snapguids[k], k};
+	qsort(byguid, d->nsnaps, sizeof(*byguid), cmp_guidix);
+	sqlite3_stmt *q = NULL;
 	int r = 0;
 	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
 			       "SELECT name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg", -1,
@@ -590,15 +637,13 @@ static int apply_snaplist(rctx_t *c, const rds_t *d)
 	else
 		sqlite3_bind_int64(q, 1, row.id);
 	char **from = NULL, **to = NULL;
-	size_t n = 0;
+	size_t n = 0, nren = 0;
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
 		const char *ln = (const char *)sqlite3_column_text(q, 0);
-		uint64_t g = sqlite3_column_int64(q, 1);
-		uint32_t k = 0;
-		while (k < d->nsnaps && d->snapguids[k] != g)
-			k++;
-		bool ren = k < d->nsnaps && strcmp(d->snapnames[k], ln);
-		bool drop = k == d->nsnaps && c->o->force;
+		guidix_t key = {.guid = sqlite3_column_int64(q, 1)};
+		const guidix_t *e = bsearch(&key, byguid, d->nsnaps, sizeof(*byguid), cmp_guidix);
+		bool ren = e && strcmp(d->snapnames[e->i], ln);
+		bool drop = !e && c->o->force;
 		if (!ren && !drop)
 			continue;
 		char **a = realloc(from, (n + 1) * sizeof(char *)), **b = realloc(to, (n + 1) * sizeof(char *));
@@ -608,12 +653,12 @@ static int apply_snaplist(rctx_t *c, const rds_t *d)
 			r = -ENOMEM;
 			break;
 		}
-		to[n] = ren ? strdup(d->snapnames[k]) : NULL;
+		to[n] = ren ? strdup(d->snapnames[e->i]) : NULL;
+		nren += ren;
 		n++;
 	}
 	if (q)
 		sqlite3_finalize(q);
-	/* Renames go through a temporary name first, so swapped names work. */
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		if (!to[i]) {
 			cairn_destroy_opts dop = {0};
@@ -622,18 +667,32 @@ static int apply_snaplist(rctx_t *c, const rds_t *d)
 				note(c, "destroyed", from[i]);
 		}
 	}
+	/* The names renames end on, sorted: temporary names avoid them. */
+	char **targets = calloc(nren + 1, sizeof(char *));
+	size_t nt = 0;
+	if (!targets && r == 0)
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (to[i])
+			targets[nt++] = to[i];
+	if (r == 0)
+		qsort(targets, nt, sizeof(char *), cmp_strp);
+	/* Renames go through a temporary name first, so swapped names work. */
+	uint64_t next = 0;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		if (!to[i])
 			continue;
 		char tmp[64];
-		snprintf(tmp, sizeof(tmp), "%s.recv-rename-%zu", "", i);
-		r = cairn_rename(c->st, from[i], tmp + 1, false, false);
+		r = temp_name(c, row.id, targets, nt, &next, tmp, sizeof(tmp));
+		if (r == 0)
+			r = cairn_rename(c->st, from[i], tmp, false, false);
 		char *t2 = NULL;
-		if (r == 0 && asprintf(&t2, "%s@%s", d->local, tmp + 1) < 0)
+		if (r == 0 && asprintf(&t2, "%s@%s", d->local, tmp) < 0)
 			r = -ENOMEM;
 		free(from[i]);
 		from[i] = t2;
 	}
+	free(targets);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		if (!to[i])
 			continue;
@@ -649,6 +708,7 @@ static int apply_snaplist(rctx_t *c, const rds_t *d)
 	}
 	free(from);
 	free(to);
+	free(byguid);
 	ds_row_clear(&row);
 	return r;
 }

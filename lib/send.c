@@ -724,6 +724,11 @@ static int send_snapshot(sctx_t *c, const sendsnap_t *s, bool recursive)
 		r = each_new_chunk(c->st, &idx, &fidx, send_chunk, c);
 	if (r == 0)
 		r = have_flush(c);
+	/* An index that cannot be read (a chunk of it missing) is this
+	 * snapshot's failure, not the stream's: say which and why. */
+	if (r < 0 && r != -EINTR && !c->w.err && !c->st->errdetail[0])
+		store_err(c->st, r, "%s@%s: reading its index: %s", s->dsname, s->name,
+			  r == -ENOENT ? "a chunk is missing from the chunk store" : cairn_strerror(r));
 	if (r == 0) {
 		sw_begin(w, REC_SNAPEND);
 		buf_put_u64(&w->rec, s->guid);
