@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <xxhash.h>
+
 #include "blob.h"
 #include "dataset.h"
 #include "encroot.h"
@@ -54,6 +56,7 @@ typedef struct rds {
 	uint64_t *snapguids;
 	uint32_t nsnaps;
 	bool has_list;
+	uint64_t group_mark; /* the group (sender's txg) of its last snapshot */
 	encroot_wrapped_t *key; /* CRYPTKEY (raw streams): it becomes a root */
 } rds_t;
 
@@ -76,9 +79,15 @@ typedef struct rctx {
 	uint32_t flags;
 	uint64_t resume_skip, toguid, fromguid, resume_txg;
 	char top[NAME_BUF];
-	/* declared datasets */
+	/* declared datasets, and an open-addressing table of their indexes
+	 * (+1, 0 = free) by name: each lookup is O(1), not a scan */
 	rds_t *ds;
-	size_t nds;
+	size_t nds, dsalloc;
+	size_t *dsidx;
+	size_t dsidx_cap; /* a power of two, at least twice nds */
+	/* apply_meta: (guid, id) of the datasets under the target, by guid */
+	struct guidid *local_guids;
+	size_t nlocal_guids;
 	bool meta_applied;
 	/* the group being received */
 	uint64_t group_txg, last_group_txg;
@@ -174,12 +183,44 @@ static int map_name(rctx_t *c, const char *sent, char *out)
 	return 0;
 }
 
+static size_t name_slot(const rctx_t *c, const char *name)
+{
+	return XXH3_64bits(name, strlen(name)) & (c->dsidx_cap - 1);
+}
+
 static const rds_t *find_ds(const rctx_t *c, const char *sent)
 {
-	for (size_t i = 0; i < c->nds; i++)
-		if (!strcmp(c->ds[i].name, sent))
-			return &c->ds[i];
+	if (!c->dsidx_cap)
+		return NULL;
+	for (size_t h = name_slot(c, sent); c->dsidx[h]; h = (h + 1) & (c->dsidx_cap - 1))
+		if (!strcmp(c->ds[c->dsidx[h] - 1].name, sent))
+			return &c->ds[c->dsidx[h] - 1];
 	return NULL;
+}
+
+/* Enters c->ds[i] in the name table, growing it to keep it half empty. */
+static int index_ds(rctx_t *c, size_t i)
+{
+	if (2 * (i + 1) > c->dsidx_cap) {
+		size_t cap = c->dsidx_cap ? 2 * c->dsidx_cap : 64;
+		size_t *t = calloc(cap, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		free(c->dsidx);
+		c->dsidx = t;
+		c->dsidx_cap = cap;
+		for (size_t k = 0; k < i; k++) {
+			size_t h = name_slot(c, c->ds[k].name);
+			while (c->dsidx[h])
+				h = (h + 1) & (cap - 1);
+			c->dsidx[h] = k + 1;
+		}
+	}
+	size_t h = name_slot(c, c->ds[i].name);
+	while (c->dsidx[h])
+		h = (h + 1) & (c->dsidx_cap - 1);
+	c->dsidx[h] = i + 1;
+	return 0;
 }
 
 static int truncated(rctx_t *c)
@@ -408,18 +449,31 @@ static int read_dataset(rctx_t *c)
 		free(name);
 		return bad(c, err);
 	}
-	rds_t *v = realloc(c->ds, (c->nds + 1) * sizeof(*v));
-	if (!v) {
+	if (c->nds == STREAM_MAX_DATASETS) {
 		free(name);
-		return -ENOMEM;
+		return store_err(c->st, CAIRN_ECORRUPT,
+				 "stream is invalid at byte %llu: more than %d datasets (the limit of a "
+				 "stream)",
+				 (unsigned long long)c->rd.offset, STREAM_MAX_DATASETS);
 	}
-	c->ds = v;
+	if (c->nds == c->dsalloc) {
+		size_t n = c->dsalloc ? 2 * c->dsalloc : 16;
+		rds_t *v = realloc(c->ds, n * sizeof(*v));
+		if (!v) {
+			free(name);
+			return -ENOMEM;
+		}
+		c->ds = v;
+		c->dsalloc = n;
+	}
 	rds_t *d = &c->ds[c->nds++];
 	memset(d, 0, sizeof(*d));
 	d->name = name;
 	d->type = type;
 	d->guid = guid;
-	int r = map_name(c, name, d->local);
+	int r = index_ds(c, c->nds - 1);
+	if (r == 0)
+		r = map_name(c, name, d->local);
 	/* A parent must be declared before its children. */
 	const char *slash = strrchr(name, '/');
 	if (r == 0 && c->nds > 1 && slash) {
@@ -494,25 +548,73 @@ static int read_snaplist(rctx_t *c)
 
 /* ---- applying what the stream says about datasets (inside a commit) ---- */
 
-/* Datasets are matched by guid inside the target subtree: a dataset the
- * sender renamed is renamed here too (-R). */
-static int find_by_guid(rctx_t *c, uint64_t guid, char *out)
+typedef struct guidid {
+	uint64_t guid;
+	int64_t id;
+} guidid_t;
+
+static int cmp_guidid(const void *a, const void *b)
 {
+	uint64_t x = ((const guidid_t *)a)->guid, y = ((const guidid_t *)b)->guid;
+	return x < y ? -1 : x > y;
+}
+
+/* The (guid, id) of every dataset under the target, sorted by guid, read
+ * once per commit: ids survive the renames apply_meta makes. */
+static int load_local_guids(rctx_t *c)
+{
+	free(c->local_guids);
+	c->local_guids = NULL;
+	c->nlocal_guids = 0;
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
-			       "SELECT name FROM dataset WHERE guid = ?1 AND (name = ?2 OR"
-			       " (name > ?2 || '/' AND name < ?2 || '0'))",
+			       "SELECT guid, id FROM dataset WHERE name = ?1 OR"
+			       " (name > ?1 || '/' AND name < ?1 || '0')",
 			       -1, &q, NULL))
 		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)guid);
-	sqlite3_bind_text(q, 2, c->o->target, -1, SQLITE_STATIC);
-	int r = -ENOENT;
-	if (sqlite3_step(q) == SQLITE_ROW) {
-		snprintf(out, NAME_BUF, "%s", sqlite3_column_text(q, 0));
-		r = 0;
+	sqlite3_bind_text(q, 1, c->o->target, -1, SQLITE_STATIC);
+	size_t cap = 0;
+	int r = 0;
+	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+		if (c->nlocal_guids == cap) {
+			cap = cap ? 2 * cap : 64;
+			guidid_t *v = realloc(c->local_guids, cap * sizeof(*v));
+			if (!v) {
+				r = -ENOMEM;
+				break;
+			}
+			c->local_guids = v;
+		}
+		c->local_guids[c->nlocal_guids++] =
+			(guidid_t){sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1)};
 	}
 	sqlite3_finalize(q);
+	if (r == 0)
+		qsort(c->local_guids, c->nlocal_guids, sizeof(guidid_t), cmp_guidid);
 	return r;
+}
+
+/* Datasets are matched by guid inside the target subtree: a dataset the
+ * sender renamed is renamed here too (-R).  Its current name (a parent's
+ * rename may have moved it) comes by id. */
+static int find_by_guid(rctx_t *c, uint64_t guid, char *out)
+{
+	guidid_t key = {.guid = guid};
+	const guidid_t *e = bsearch(&key, c->local_guids, c->nlocal_guids, sizeof(key), cmp_guidid);
+	if (!e)
+		return -ENOENT;
+	ds_row_t row = {0};
+	int r = catalog_ds_by_id(c->st->cat, e->id, &row);
+	if (r == 0)
+		snprintf(out, NAME_BUF, "%s", row.name);
+	ds_row_clear(&row);
+	return r;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
 }
 
 static int exec_bind(rctx_t *c, const char *sql, int64_t a, const char *b)
@@ -541,12 +643,16 @@ static int reconcile(rctx_t *c)
 	char **gone = NULL;
 	size_t n = 0;
 	int r = 0;
+	uint64_t *sent = malloc((c->nds + 1) * sizeof(*sent));
+	if (!sent)
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < c->nds; i++)
+		sent[i] = c->ds[i].guid;
+	if (r == 0)
+		qsort(sent, c->nds, sizeof(*sent), cmp_u64);
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
 		uint64_t g = sqlite3_column_int64(q, 1);
-		bool keep = false;
-		for (size_t i = 0; i < c->nds && !keep; i++)
-			keep = c->ds[i].guid == g;
-		if (keep)
+		if (bsearch(&g, sent, c->nds, sizeof(g), cmp_u64))
 			continue;
 		char **p = realloc(gone, (n + 1) * sizeof(*gone));
 		if (!p || !(p[n] = strdup((const char *)sqlite3_column_text(q, 0)))) {
@@ -558,6 +664,7 @@ static int reconcile(rctx_t *c)
 		n++;
 	}
 	sqlite3_finalize(q);
+	free(sent);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		ds_row_t d = {0};
 		if (catalog_ds_by_name(c->st->cat, gone[i], &d) < 0)
@@ -717,17 +824,17 @@ static int apply_snaplist(rctx_t *c, const rds_t *d)
  * the nearest declared ancestor that has one; NULL for plain data. */
 static const encroot_wrapped_t *stream_key(const rctx_t *c, const rds_t *d)
 {
-	const encroot_wrapped_t *best = d->key;
-	size_t bestlen = 0;
-	for (size_t i = 0; !d->key && i < c->nds; i++) {
-		size_t n = strlen(c->ds[i].name);
-		if (c->ds[i].key && n > bestlen && !strncmp(d->name, c->ds[i].name, n) &&
-		    d->name[n] == '/') {
-			best = c->ds[i].key;
-			bestlen = n;
-		}
+	if (d->key)
+		return d->key;
+	char up[NAME_BUF];
+	snprintf(up, sizeof(up), "%s", d->name);
+	for (char *slash; (slash = strrchr(up, '/'));) {
+		*slash = 0;
+		const rds_t *a = find_ds(c, up);
+		if (a && a->key)
+			return a->key;
 	}
-	return best;
+	return NULL;
 }
 
 /* A raw stream's encrypted dataset becomes (or already is) encrypted with
@@ -800,7 +907,7 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 
 static int apply_meta(rctx_t *c)
 {
-	int r = 0;
+	int r = load_local_guids(c);
 	for (size_t i = 0; r == 0 && i < c->nds; i++)
 		r = apply_dataset(c, &c->ds[i], i == 0);
 	for (size_t i = 0; r == 0 && i < c->nds; i++)
@@ -943,9 +1050,10 @@ static int read_snap(rctx_t *c)
 		}
 		c->group_txg = txg;
 	}
-	for (size_t i = 0; i < c->npend; i++)
-		if (!strcmp(c->pend[i].target, s->target))
-			return bad(c, "two snapshots of one dataset in a group");
+	rds_t *cur = (rds_t *)c->cur_ds;
+	if (cur->group_mark == txg)
+		return bad(c, "two snapshots of one dataset in a group");
+	cur->group_mark = txg;
 	c->any_snap = true;
 	r = target_has(c, s);
 	if (r < 0)
@@ -1477,6 +1585,8 @@ static void ctx_free(rctx_t *c)
 		free(d->snapguids);
 	}
 	free(c->ds);
+	free(c->dsidx);
+	free(c->local_guids);
 }
 
 int cairn_recv(cairn_store *st, cairn_recv_opts *o)

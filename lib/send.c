@@ -331,6 +331,11 @@ static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o
 		r = catalog_ds_subtree(st->cat, ds.id, &ids, &n);
 		p->flags |= STREAM_F_RECURSIVE;
 	}
+	if (r == 0 && n > STREAM_MAX_DATASETS)
+		r = store_err(st, -E2BIG,
+			      "%s: the stream would carry %zu datasets, more than the limit of %d "
+			      "per stream (send parts of the subtree separately)",
+			      ds.name, n, STREAM_MAX_DATASETS);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		ds_row_t d = {0};
 		r = o->recursive ? catalog_ds_by_id(st->cat, ids[i], &d) : 0;
@@ -439,36 +444,54 @@ static int plan_resume(cairn_store *st, const char *token, splan_t *p)
 
 /* ---- holds ---- */
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts plan entries by their source snapshot id. */
+static int cmp_from(const void *a, const void *b)
+{
+	return cmp_i64(&(*(const sendsnap_t *const *)a)->from_snap,
+		       &(*(const sendsnap_t *const *)b)->from_snap);
+}
+
 static int hold_all(cairn_store *st, const splan_t *p, bool release, char *tag)
 {
 	size_t n = 0;
 	cairn_hold_item *items = calloc(2 * p->n + 1, sizeof(*items));
 	char **names = calloc(2 * p->n + 1, sizeof(char *));
-	int r = items && names ? 0 : -ENOMEM;
+	/* The plan's ids, sorted, and the entries whose source is a snapshot
+	 * sorted by it: sources outside the plan (the first of a run) are
+	 * held too, each once, without a scan per entry. */
+	int64_t *ids = malloc((p->n + 1) * sizeof(*ids));
+	const sendsnap_t **byfrom = malloc((p->n + 1) * sizeof(*byfrom));
+	int r = items && names && ids && byfrom ? 0 : -ENOMEM;
+	size_t nfrom = 0;
 	for (size_t i = 0; r == 0 && i < p->n; i++) {
 		const sendsnap_t *s = &p->v[i];
+		ids[i] = s->id;
+		if (s->from_snap)
+			byfrom[nfrom++] = s;
 		if (asprintf(&names[n], "%s@%s", s->dsname, s->name) < 0)
 			r = -ENOMEM;
 		else
 			items[n] = (cairn_hold_item){.snapshot = names[n], .tag = tag}, n++;
-		/* A source outside the plan (the first of a run) is held too. */
-		bool inplan = false;
-		for (size_t k = 0; k < p->n; k++)
-			inplan |= p->v[k].id == s->from_snap;
-		if (r == 0 && s->from_snap && !inplan) {
-			bool dup = false;
-			char *fn;
-			if (asprintf(&fn, "%s@%s", s->dsname, s->from_name) < 0) {
-				r = -ENOMEM;
-				break;
-			}
-			for (size_t k = 0; k < n && !dup; k++)
-				dup = !strcmp(names[k], fn);
-			if (dup)
-				free(fn);
-			else
-				names[n] = fn, items[n] = (cairn_hold_item){.snapshot = fn, .tag = tag}, n++;
-		}
+	}
+	if (r == 0) {
+		qsort(ids, p->n, sizeof(*ids), cmp_i64);
+		qsort(byfrom, nfrom, sizeof(*byfrom), cmp_from);
+	}
+	for (size_t i = 0; r == 0 && i < nfrom; i++) {
+		const sendsnap_t *s = byfrom[i];
+		if ((i && byfrom[i - 1]->from_snap == s->from_snap) ||
+		    bsearch(&s->from_snap, ids, p->n, sizeof(*ids), cmp_i64))
+			continue;
+		if (asprintf(&names[n], "%s@%s", s->dsname, s->from_name) < 0)
+			r = -ENOMEM;
+		else
+			items[n] = (cairn_hold_item){.snapshot = names[n], .tag = tag}, n++;
 	}
 	if (r == 0)
 		r = release ? cairn_release(st, items, n) : cairn_hold(st, items, n, true);
@@ -476,6 +499,8 @@ static int hold_all(cairn_store *st, const splan_t *p, bool release, char *tag)
 		free(names[i]);
 	free(names);
 	free(items);
+	free(ids);
+	free(byfrom);
 	return r;
 }
 
@@ -759,8 +784,35 @@ static int group_end(sctx_t *c, uint64_t txg, size_t n)
 /* Raw streams: the wrapped key of each encryption root, carried by the
  * topmost sent dataset of that root (which becomes a root on the
  * receiver); the others inherit it there. */
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* True when an ancestor of name inside root (root itself included) is
+ * sent too (sorted holds the sent names, sorted). */
+static bool ancestor_sent(char **sorted, size_t n, const char *name, const char *root)
+{
+	char up[1024];
+	snprintf(up, sizeof(up), "%s", name);
+	size_t rl = strlen(root);
+	for (char *slash; (slash = strrchr(up, '/')) && (size_t)(slash - up) >= rl;) {
+		*slash = 0;
+		const char *key = up;
+		if (!strncmp(up, root, rl) && (!up[rl] || up[rl] == '/') &&
+		    bsearch(&key, sorted, n, sizeof(char *), cmp_strp))
+			return true;
+	}
+	return false;
+}
+
 static int put_cryptkeys(sctx_t *c, const splan_t *p)
 {
+	char **sorted = malloc((p->nds + 1) * sizeof(char *));
+	if (!sorted)
+		return -ENOMEM;
+	memcpy(sorted, p->dsnames, p->nds * sizeof(char *));
+	qsort(sorted, p->nds, sizeof(char *), cmp_strp);
 	int r = 0;
 	for (size_t i = 0; r == 0 && i < p->nds; i++) {
 		ds_row_t ds = {0};
@@ -772,17 +824,8 @@ static int put_cryptkeys(sctx_t *c, const splan_t *p)
 			r = r ? r : k;
 			continue;
 		}
-		bool carrier = true;
-		for (size_t j = 0; carrier && j < p->nds; j++) {
-			size_t n = strlen(p->dsnames[j]);
-			/* a sent ancestor of the same root carries the key */
-			if (j != i && !strncmp(p->dsnames[i], p->dsnames[j], n) &&
-			    p->dsnames[i][n] == '/' &&
-			    (!strncmp(p->dsnames[j], w.root, strlen(w.root)) &&
-			     (p->dsnames[j][strlen(w.root)] == '/' || !p->dsnames[j][strlen(w.root)])))
-				carrier = false;
-		}
-		if (carrier) {
+		/* a sent ancestor of the same root carries the key */
+		if (!ancestor_sent(sorted, p->nds, p->dsnames[i], w.root)) {
 			sw_begin(&c->w, REC_CRYPTKEY);
 			sw_put_str(&c->w, p->dsnames[i]);
 			sw_put_str(&c->w, w.keyformat);
@@ -792,6 +835,7 @@ static int put_cryptkeys(sctx_t *c, const splan_t *p)
 		}
 		encroot_wrapped_clear(&w);
 	}
+	free(sorted);
 	return r;
 }
 

@@ -47,6 +47,10 @@ enum rec_type {
 #define STREAM_F_ALL                                                                 \
 	(STREAM_F_RECURSIVE | STREAM_F_RESUMED | STREAM_F_INTERMEDIATES | STREAM_F_RAW)
 
+/* The most datasets one stream may declare (DATASET records): send refuses
+ * to write more, recv refuses to read more (docs/REPLICATION.md). */
+#define STREAM_MAX_DATASETS 65536
+
 /* Largest payload per type; anything bigger is refused before reading it. */
 size_t stream_rec_limit(int type);
 
