@@ -361,13 +361,14 @@ static int dest_guids(const endpoint_t *d, uint64_t **guids, size_t *n)
 		(*guids)[(*n)++] = strtoull(line, NULL, 10);
 	}
 	free(out);
-	qsort(*guids, *n, sizeof(uint64_t), cmp_u64);
+	if (*n)
+		qsort(*guids, *n, sizeof(uint64_t), cmp_u64);
 	return 0;
 }
 
 static bool has_guid(const uint64_t *guids, size_t ng, uint64_t g)
 {
-	return bsearch(&g, guids, ng, sizeof(g), cmp_u64) != NULL;
+	return ng && bsearch(&g, guids, ng, sizeof(g), cmp_u64) != NULL;
 }
 
 /* Over the source dataset (and its subtree with -R): the top's newest

@@ -589,7 +589,7 @@ static int load_local_guids(rctx_t *c)
 			(guidid_t){sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1)};
 	}
 	sqlite3_finalize(q);
-	if (r == 0)
+	if (r == 0 && c->nlocal_guids) /* qsort and bsearch want a base, even for 0 */
 		qsort(c->local_guids, c->nlocal_guids, sizeof(guidid_t), cmp_guidid);
 	return r;
 }
@@ -600,6 +600,8 @@ static int load_local_guids(rctx_t *c)
 static int find_by_guid(rctx_t *c, uint64_t guid, char *out)
 {
 	guidid_t key = {.guid = guid};
+	if (!c->nlocal_guids)
+		return -ENOENT;
 	const guidid_t *e = bsearch(&key, c->local_guids, c->nlocal_guids, sizeof(key), cmp_guidid);
 	if (!e)
 		return -ENOENT;

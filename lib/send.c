@@ -301,7 +301,8 @@ static void sort_groups(splan_t *p)
 {
 	for (size_t i = 0; i < p->n; i++)
 		p->v[i].order = i;
-	qsort(p->v, p->n, sizeof(*p->v), by_group);
+	if (p->n)
+		qsort(p->v, p->n, sizeof(*p->v), by_group);
 }
 
 static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o, splan_t *p)
