@@ -1,4 +1,5 @@
 #!/bin/bash
+# tier: stress
 # GC on the receiving store while receives and syncs run into it: no
 # received snapshot may ever lose a chunk.
 #
