@@ -47,6 +47,7 @@ fi
 BYTES=$(find "$CORPUS" -type f -printf '%i %s\n' | sort -u -k1,1n | awk '{s+=$2} END {printf "%.0f\n", s}')
 NFILES=$(find "$CORPUS" -type f | wc -l)
 say "corpus: $BYTES bytes in $NFILES files"
+LOAD_BEFORE=$(uptime)
 
 rm -rf "$WORK" && mkdir -p "$WORK"
 trap 'rm -rf "$WORK"' EXIT
@@ -139,4 +140,4 @@ printf '\nencrypted/plain wall: backup %s, restore %s; CPU: backup %s, restore %
 	"$(ratio "${T[cairn_enc_restore]}" "${T[cairn_plain_restore]}")" \
 	"$(ratio "${CPU[cairn_enc_backup]}" "${CPU[cairn_plain_backup]}")" \
 	"$(ratio "${CPU[cairn_enc_restore]}" "${CPU[cairn_plain_restore]}")"
-printf 'load: %s\n' "$(uptime)"
+printf 'load before: %s\nload after:  %s\n' "$LOAD_BEFORE" "$(uptime)"
