@@ -1,4 +1,5 @@
 #!/bin/bash
+# tier: stress
 # GC during concurrent backups: no committed snapshot may ever lose a chunk.
 #
 # gc_atime_cutoff is 0, so GC removes every chunk it did not see in use:

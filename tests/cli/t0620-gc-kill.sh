@@ -1,4 +1,5 @@
 #!/bin/bash
+# tier: stress
 # GC killed at random points (SIGKILL, or SIGINT/SIGTERM for a clean
 # stop), with garbage to collect and a backup sometimes running: after
 # every kill the store verifies, and every snapshot still restores.  A
