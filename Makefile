@@ -166,3 +166,10 @@ install-extras: man
 ifneq ($(shell command -v scdoc 2>/dev/null),)
 all: man
 endif
+
+# Benchmark helpers (bench/*.c, linked with the library): `make bench`.
+.PHONY: bench
+bench: $(B)/bench/limit $(B)/bench/mkstore
+$(B)/bench/%: bench/%.c $(B)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libcairn.a $(LDLIBS)
