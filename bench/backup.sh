@@ -249,6 +249,7 @@ HASH_OTHER=$(awk -v b0="$b0" -v b1="$b1" -v hz="$HZ" -v cpu="$(cat "$LOG/hash.cp
 	'BEGIN {split(cpu, c, " "); o = (b1 - b0) / hz - c[1] - c[2]; printf "%.1f", o < 0 ? 0 : o}')
 say "hash: $HBYTES bytes in $HASH_S s = $HASH_MBS MB/s, other processes $HASH_OTHER CPU s"
 say "limit probe: SHA-256 + zstd in memory on all cores (bench/limit.sh)"
+LIMIT_PRIO=(${PRIO[@]+"${PRIO[@]}"})
 . "$ROOT/bench/limit.sh"
 [ "$QUIET_MAX" -eq 0 ] || wait_quiet
 limit_probe "$CORPUS" "$BASE/build" || die "limit probe failed"

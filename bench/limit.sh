@@ -11,6 +11,9 @@
 #   CAIRN_LIMIT_LEVEL  zstd level (default 1 = the store default)
 #   CAIRN_LIMIT_CHUNK  average chunk size (default 1048576 = the default)
 
+# LIMIT_PRIO: optional command prefix (array) the probe runs under, so that
+# it gets the same CPU priority as the steps it is compared with.
+LIMIT_PRIO=(${LIMIT_PRIO[@]+"${LIMIT_PRIO[@]}"})
 # limit_probe CORPUS BUILD_DIR: builds BUILD_DIR/bench/limit from the tree
 # (make bench), runs it, sets LIMIT_MBS and LIMIT_LINE, prints the runs on
 # stderr.
@@ -21,7 +24,7 @@ limit_probe() {
 		echo "bench: building the limit probe failed" >&2
 		return 1
 	}
-	out=$("$build/bench/limit" -r "${CAIRN_LIMIT_RUNS:-2}" -l "${CAIRN_LIMIT_LEVEL:-1}" \
+	out=$("${LIMIT_PRIO[@]}" "$build/bench/limit" -r "${CAIRN_LIMIT_RUNS:-2}" -l "${CAIRN_LIMIT_LEVEL:-1}" \
 		-c "${CAIRN_LIMIT_CHUNK:-1048576}" "$corpus") || {
 		echo "bench: the limit probe failed" >&2
 		return 1
