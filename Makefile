@@ -45,7 +45,9 @@ $(B)/libcairn.so: $(LIB_OBJ)
 # otherwise spends half its time in the dynamic loader.  STATIC=0 opts out.
 STATIC ?= 1
 ifeq ($(STATIC),1)
-CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -Wl,-Bdynamic -lcurl -lxml2 -lcrypto -lz -ldl -lm -pthread
+# libcurl and libxml2 (S3 only) are not linked: cli/lazy_libs.c opens them
+# on first use, as their dependency chain is most of a short command's cost.
+CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -Wl,-Bdynamic -lcrypto -lz -ldl -lm -pthread
 else
 CLI_LIBS := $(LDLIBS)
 endif
