@@ -50,6 +50,7 @@ ifeq ($(STATIC),1)
 CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -Wl,-Bdynamic -lcrypto -lz -ldl -lm -pthread
 else
 CLI_LIBS := $(LDLIBS)
+CLI_OBJ := $(filter-out $(B)/cli/lazy_libs.o,$(CLI_OBJ))
 endif
 $(B)/cairn: $(CLI_OBJ) $(B)/libcairn.a
 	$(CC) -o $@ $(CLI_OBJ) $(B)/libcairn.a $(CLI_LIBS)
