@@ -23,7 +23,7 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 .PHONY: all deps demo check check-long unit asan install clean fuzz check-s3
-.PHONY: check-zfs
+.PHONY: check-zfs check-stress
 
 all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
 
@@ -45,9 +45,12 @@ $(B)/libcairn.so: $(LIB_OBJ)
 # otherwise spends half its time in the dynamic loader.  STATIC=0 opts out.
 STATIC ?= 1
 ifeq ($(STATIC),1)
-CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -Wl,-Bdynamic -lcurl -lxml2 -lcrypto -lz -ldl -lm -pthread
+# libcurl and libxml2 (S3 only) are not linked: cli/lazy_libs.c opens them
+# on first use, as their dependency chain is most of a short command's cost.
+CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -Wl,-Bdynamic -lcrypto -lz -ldl -lm -pthread
 else
 CLI_LIBS := $(LDLIBS)
+CLI_OBJ := $(filter-out $(B)/cli/lazy_libs.o,$(CLI_OBJ))
 endif
 $(B)/cairn: $(CLI_OBJ) $(B)/libcairn.a
 	$(CC) -o $@ $(CLI_OBJ) $(B)/libcairn.a $(CLI_LIBS)
@@ -72,6 +75,12 @@ unit: $(UNIT_BIN)
 check: deps
 	$(MAKE) all unit $(FUZZ_BIN)
 	tests/run.sh
+
+# The kill, race and cut loops (tests marked "# tier: stress"): minutes, so
+# apart from make check; CI runs both.
+check-stress: deps
+	$(MAKE) all
+	CAIRN_TIER=stress tests/run.sh
 
 # The real zfs clients (sanoid, syncoid) against cairn: minutes, so apart.
 check-zfs: deps
@@ -166,3 +175,10 @@ install-extras: man
 ifneq ($(shell command -v scdoc 2>/dev/null),)
 all: man
 endif
+
+# Benchmark helpers (bench/*.c, linked with the library): `make bench`.
+.PHONY: bench
+bench: $(B)/bench/limit $(B)/bench/mkstore
+$(B)/bench/%: bench/%.c $(B)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libcairn.a $(LDLIBS)

@@ -4,12 +4,19 @@
 # machine.  Results go to BENCHMARKS.md ("Backup and restore").
 #
 # Steps (each timed; peak RSS from /usr/bin/time -v):
+#   limit     bench/limit.sh: SHA-256 + zstd (default level) of the corpus in
+#             memory on all cores, no file system: the machine's ceiling;
+#             every throughput is also printed as a ratio to it
 #   hash      find CORPUS -type f -print0 | xargs -0 cat | openssl dgst -sha256
 #   initial   cairn snapshot -v ds@1        (fresh store)
 #   unchanged cairn snapshot -v ds@2        (nothing changed)
 #   1% change cairn snapshot -v ds@3        (a line appended to every 100th file)
 #   restore   cairn restore -v ds@3 DIR     (into a fresh directory)
 #   cp -a     cp -a CORPUS DIR              (baseline: what the filesystem allows)
+#   peers     restic 0.14 (encrypted, its default compression) and borg 1.2
+#             (-e none, lz4 default): initial, unchanged and 1% changed backup
+#             and restore of the same corpus in the same run; printed as
+#             "x restic" / "x borg" = peer seconds / cairn seconds
 #
 # Before each step dirty data is written out (sync).  ext4 without a journal
 # will not reuse an inode freed less than 60 s ago (360 s while its inode
@@ -30,6 +37,7 @@
 #                       the tree is built with make into $CAIRN_BENCH_DIR/build
 #                       (out of tree: never races a developer's build/)
 #   CAIRN_BENCH_KEEP=1  keep the store and the restore directory afterwards
+#   CAIRN_BENCH_PEERS=0 skip restic and borg
 #   CAIRN_BENCH_QUIET   before each timed step, wait up to this many seconds
 #                       (default 20; 0 = don't) for the rest of the machine
 #                       to be idle (< 0.1 CPU busy over 2 s)
@@ -53,14 +61,17 @@ STAMP=$CORPUS.complete
 STORE=$WORK/store
 RESTORE=$WORK/restore
 LOG=$WORK/log
+PEERS=${CAIRN_BENCH_PEERS:-1}
 CHANGED=$WORK/changed.list
 CPCOPY=$WORK/cp-a
 DELSTAMP=$BASE/.last-delete
 
-# Targets (issue): 2 cores, warm cache.
-T_INITIAL_MBS=250
-T_UNCHANGED_S=1
-T_RESTORE_MBS=250
+# Targets (issue 16): 2 cores, warm cache; the initial backup as a share of
+# the limit probe measured in the same run.
+T_INITIAL_LIMIT=0.85
+T_UNCHANGED_S=0.3
+T_CHANGED_S=0.8
+T_RESTORE_MBS=600
 T_RSS_MIB=256
 
 fstype() { findmnt -n -o FSTYPE -T "$1" 2>/dev/null || stat -f -c %T "$1"; }
@@ -85,6 +96,10 @@ else
 	make -s -C "$ROOT" B="$BASE/build" "$BASE/build/cairn" >&2 || die "make failed"
 fi
 [ -x "$CAIRN" ] || die "$CAIRN: not executable"
+if [ "$PEERS" != 0 ]; then
+	command -v restic >/dev/null && command -v borg >/dev/null ||
+		die "restic and borg are needed for the peer runs (scripts/deps.sh; CAIRN_BENCH_PEERS=0 skips them)"
+fi
 
 # ---- corpus ----
 if [ -d "$CORPUS" ] && { [ -e "$STAMP" ] || [ -n "${CAIRN_BENCH_CORPUS:-}" ]; }; then
@@ -113,7 +128,7 @@ say "corpus: $BYTES bytes ($((BYTES / 1048576)) MiB) in $NFILES regular files, $
 # ---- work dir; put the corpus back on exit ----
 mkdir -p "$BASE"
 # A kept store or restore is a mass deletion; the logs alone are not.
-if [ -e "$STORE" ] || [ -e "$RESTORE" ] || [ -e "$CPCOPY" ]; then
+if [ -e "$STORE" ] || [ -e "$RESTORE" ] || [ -e "$CPCOPY" ] || [ -e "$WORK/r-restic" ]; then
 	rm -rf "$WORK"
 	date +%s >"$DELSTAMP"
 else
@@ -135,7 +150,8 @@ restore_corpus() {
 cleanup() {
 	restore_corpus
 	if [ -z "${CAIRN_BENCH_KEEP:-}" ]; then
-		rm -rf "$RESTORE" "$STORE" "$CPCOPY"
+		rm -rf "$RESTORE" "$STORE" "$CPCOPY" "$WORK/restic" "$WORK/borg" "$WORK/r-restic" \
+		"$WORK/r-borg"
 		date +%s >"$DELSTAMP"
 	fi
 }
@@ -232,6 +248,11 @@ HASH_MBS=$(mbs "$HBYTES" "$HASH_S")
 HASH_OTHER=$(awk -v b0="$b0" -v b1="$b1" -v hz="$HZ" -v cpu="$(cat "$LOG/hash.cpu")" \
 	'BEGIN {split(cpu, c, " "); o = (b1 - b0) / hz - c[1] - c[2]; printf "%.1f", o < 0 ? 0 : o}')
 say "hash: $HBYTES bytes in $HASH_S s = $HASH_MBS MB/s, other processes $HASH_OTHER CPU s"
+say "limit probe: SHA-256 + zstd in memory on all cores (bench/limit.sh)"
+LIMIT_PRIO=(${PRIO[@]+"${PRIO[@]}"})
+. "$ROOT/bench/limit.sh"
+[ "$QUIET_MAX" -eq 0 ] || wait_quiet
+limit_probe "$CORPUS" "$BASE/build" || die "limit probe failed"
 
 # ---- store and dataset ----
 settle
@@ -243,6 +264,19 @@ say "store $STORE: $("$CAIRN" get compression,chunksize ds 2>&1 | tr -s ' \n' ' 
 run initial "$CAIRN" snapshot -v ds@1
 run unchanged "$CAIRN" snapshot -v ds@2
 
+# A peer that skipped unreadable files (restic exit 3, borg 1) still ran.
+PEER=(bash -c 'rc=0; "$@" || rc=$?; [ $rc -eq 0 ] || [ $rc -eq 1 ] || [ $rc -eq 3 ]' peer)
+export RESTIC_PASSWORD=bench RESTIC_REPOSITORY=$WORK/restic RESTIC_CACHE_DIR=$WORK/restic-cache
+export BORG_REPO=$WORK/borg BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK=yes
+if [ "$PEERS" != 0 ]; then
+	restic init -q >/dev/null
+	borg init -e none "$BORG_REPO" >/dev/null 2>&1
+	run restic_initial "${PEER[@]}" restic -q backup "$CORPUS"
+	run restic_unchanged "${PEER[@]}" restic -q backup "$CORPUS"
+	run borg_initial "${PEER[@]}" borg create "::one" "$CORPUS"
+	run borg_unchanged "${PEER[@]}" borg create "::two" "$CORPUS"
+fi
+
 # Every 100th regular file in sorted order gets one line appended.
 find "$CORPUS" -type f -printf '%s\t%p\n' | sort -t $'\t' -k2,2 |
 	awk -F'\t' 'NR % 100 == 0' >"$CHANGED"
@@ -252,6 +286,10 @@ while IFS=$'\t' read -r size path; do
 done <"$CHANGED"
 say "changed $NCHANGED files (1 in 100)"
 run changed "$CAIRN" snapshot -v ds@3
+if [ "$PEERS" != 0 ]; then
+	run restic_changed "${PEER[@]}" restic -q backup "$CORPUS"
+	run borg_changed "${PEER[@]}" borg create "::three" "$CORPUS"
+fi
 
 run restore "$CAIRN" restore -v ds@3 "$RESTORE"
 RBYTES=$(inode_bytes "$RESTORE")
@@ -263,6 +301,12 @@ CBYTES=$(inode_bytes "$CORPUS")
 if [ -n "${CAIRN_BENCH_VERIFY:-}" ]; then
 	say "verifying restore with diff -r"
 	diff -r --no-dereference "$CORPUS" "$RESTORE" >/dev/null || die "restore differs"
+fi
+
+if [ "$PEERS" != 0 ]; then
+	run restic_restore restic -q restore latest --target "$WORK/r-restic"
+	mkdir -p "$WORK/r-borg"
+	run borg_restore bash -c 'cd "$0" && borg extract "::three"' "$WORK/r-borg"
 fi
 
 run cp_a cp -a "$CORPUS" "$CPCOPY"
@@ -287,10 +331,24 @@ M_INI=$(mbs "$BYTES" "$S_INI") M_UNC=$(mbs "$BYTES" "$S_UNC") M_CHG=$(mbs "$CBYT
 M_RES=$(mbs "$RBYTES" "$S_RES") M_CP=$(mbs "$CBYTES" "$S_CP")
 rssv() { echo "RSS $(verdict "$(val "$1" rss) < $T_RSS_MIB")"; }
 
-# row STEP NAME MBS VS_SHA TARGET: one table line from $LOG/NAME.*
+# peer_x PEER STEP: peer seconds / cairn seconds for STEP ("-" without peers).
+peer_x() {
+	[ -e "$LOG/$1_$2.secs" ] || { echo -; return; }
+	awk -v a="$(val "$1_$2" secs)" -v b="$(val "$2" secs)" 'BEGIN {printf "%.2fx", (b > 0) ? (a / b) : 0}'
+}
+HDR='| %-29s | %7s | %7s | %8s | %7s | %7s | %6s | %8s | %8s | %-30s |\n'
+# row STEP NAME MBS VS_LIMIT TARGET: one table line from $LOG/NAME.*
 row() {
-	printf '| %-27s | %7s | %7s | %8s | %7s | %7s | %6s | %-30s |\n' "$1" "$(val "$2" secs)" "$3" \
-		"$(val "$2" rss)" "$(cpu_s "$2")" "$(val "$2" other)" "$4" "$5"
+	printf "$HDR" "$1" "$(val "$2" secs)" "$3" "$(val "$2" rss)" "$(cpu_s "$2")" \
+		"$(val "$2" other)" "$4" "$(peer_x restic "$2")" "$(peer_x borg "$2")" "$5"
+}
+# peer_row TOOL STEP LABEL BYTES: the peer's own line
+peer_row() {
+	[ -e "$LOG/$1_$2.secs" ] || return 0
+	local m
+	m=$(mbs "$4" "$(val "$1_$2" secs)")
+	printf "$HDR" "$3" "$(val "$1_$2" secs)" "$m" "$(val "$1_$2" rss)" "$(cpu_s "$1_$2")" \
+		"$(val "$1_$2" other)" "$(ratio "$m" "$LIMIT_MBS")" - - -
 }
 
 echo
@@ -298,20 +356,29 @@ echo "cairn backup benchmark  $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "steps run at nice $NICE; machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/^Mem:/ {print $2}') GiB RAM, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "corpus:  $CORPUS: $BYTES bytes ($(awk -v b="$BYTES" 'BEGIN {printf "%.2f", b / 1e9}') GB), $NFILES regular files, $NOBJ objects ($(fstype "$CORPUS"))"
 echo "store:   $STORE ($(fstype "$WORK"))"
+echo "limit probe (bench/limit.sh): $LIMIT_LINE"
 echo
-printf '| %-27s | %7s | %7s | %8s | %7s | %7s | %6s | %-30s |\n' step seconds MB/s "RSS MiB" "CPU s" "other s" "/SHA" "target (peak RSS < $T_RSS_MIB MiB)"
-echo "|-----------------------------|---------|---------|----------|---------|---------|--------|--------------------------------|"
-printf '| %-27s | %7s | %7s | %8s | %7s | %7s | %6s | %-30s |\n' "SHA-256 limit (cat+openssl)" "$HASH_S" "$HASH_MBS" - "$(cpu_s hash)" "$HASH_OTHER" 1.00 -
-row "initial backup ds@1" initial "$M_INI" "$(ratio "$M_INI" "$HASH_MBS")" \
-	">= $T_INITIAL_MBS MB/s $(verdict "$M_INI >= $T_INITIAL_MBS"), $(rssv initial)"
+printf "$HDR" step seconds MB/s "RSS MiB" "CPU s" "other s" "/limit" "x restic" "x borg" "target (peak RSS < $T_RSS_MIB MiB)"
+echo "|-------------------------------|---------|---------|----------|---------|---------|--------|----------|----------|--------------------------------|"
+printf "$HDR" "limit: SHA-256+zstd in memory" - "$LIMIT_MBS" - - - 1.00 - - -
+printf "$HDR" "SHA-256 only (cat+openssl)" "$HASH_S" "$HASH_MBS" - "$(cpu_s hash)" "$HASH_OTHER" "$(ratio "$HASH_MBS" "$LIMIT_MBS")" - - -
+row "initial backup ds@1" initial "$M_INI" "$(ratio "$M_INI" "$LIMIT_MBS")" \
+	">= $T_INITIAL_LIMIT x limit $(verdict "$M_INI >= $T_INITIAL_LIMIT * $LIMIT_MBS"), $(rssv initial)"
 row "unchanged re-backup ds@2" unchanged "$M_UNC" - "< $T_UNCHANGED_S s $(verdict "$S_UNC < $T_UNCHANGED_S"), $(rssv unchanged)"
-row "1% changed backup ds@3" changed "$M_CHG" - "$(rssv changed)"
-row "restore ds@3" restore "$M_RES" "$(ratio "$M_RES" "$HASH_MBS")" \
+row "1% changed backup ds@3" changed "$M_CHG" - "< $T_CHANGED_S s $(verdict "$S_CHG < $T_CHANGED_S"), $(rssv changed)"
+row "restore ds@3" restore "$M_RES" "$(ratio "$M_RES" "$LIMIT_MBS")" \
 	">= $T_RESTORE_MBS MB/s $(verdict "$M_RES >= $T_RESTORE_MBS"), $(rssv restore)"
-row "baseline: cp -a corpus" cp_a "$M_CP" "$(ratio "$M_CP" "$HASH_MBS")" -
+row "baseline: cp -a corpus" cp_a "$M_CP" "$(ratio "$M_CP" "$LIMIT_MBS")" -
+for tool in restic borg; do
+	peer_row $tool initial "$tool: initial backup" "$BYTES"
+	peer_row $tool unchanged "$tool: unchanged" "$BYTES"
+	peer_row $tool changed "$tool: 1% changed" "$CBYTES"
+	peer_row $tool restore "$tool: restore" "$CBYTES"
+done
 echo
-echo "MB/s = corpus bytes (restore: restored bytes) / seconds, 10^6 B.  CPU s = user+sys of"
-echo "the step; other s = CPU seconds the rest of the machine used during it (2 cores:"
+echo "MB/s = corpus bytes (restore: restored bytes) / seconds, 10^6 B.  /limit = MB/s over the"
+echo "limit probe's; x restic / x borg = the peer's seconds / cairn's (above 1: cairn faster)."
+echo "CPU s = user+sys of the step; other s = CPU seconds the rest of the machine used during it (2 cores:"
 echo "anything well above 0 slowed the step down)."
 echo "restore / cp -a throughput: $(ratio "$M_RES" "$M_CP")"
 echo "store on disk (du -s): $STORE_KIB KiB ($(awk -v k="$STORE_KIB" 'BEGIN {printf "%.1f", k / 1024}') MiB; .chunks $CHUNKS_KIB KiB); corpus bytes / store $(awk -v b="$CBYTES" -v k="$STORE_KIB" 'BEGIN {printf "%.2f", b / (k * 1024)}')x"

@@ -16,6 +16,13 @@
 #      copied once into the work dir so it can be changed here), and the
 #      incremental after 1% of the files changed (a line appended to every
 #      100th).  Targets: full >= 300 MB/s of corpus bytes, incremental < 1 s.
+#      In the same run: the limit probe (bench/limit.sh: SHA-256 + zstd of
+#      the corpus in memory on all cores) and the peer, restic 0.14's
+#      `restic copy` between two repositories (full, then the incremental
+#      after the same change); each figure is printed with its ratio to
+#      both.  borg 1.2 has no repository-to-repository transfer (borg 2's
+#      `transfer` is not in Debian 12), so it has no figure here.
+#      CAIRN_BENCH_PEERS=0 skips restic.
 #  (c) when the destination already holds most chunks through another
 #      dataset: send | recv moves every chunk again; `cairn sync` (if the
 #      verb exists) moves only the missing ones.  Bytes moved and time.
@@ -85,7 +92,7 @@ restore_src() {
 		rm -f "$CHANGED"
 	fi
 }
-trap 'restore_src; rm -rf "$A" "$B" "$WORK/small" "$WORK/d"' EXIT
+trap 'restore_src; rm -rf "$A" "$B" "$WORK/small" "$WORK/d" "$WORK/restic-a" "$WORK/restic-b" "$WORK/restic-cache"' EXIT
 restore_src # an interrupted earlier run
 rm -rf "$A" "$B" "$WORK/small"
 
@@ -204,6 +211,25 @@ if [ -z "${SKIP_B:-}" ]; then
 	M_FULL=$(mbs "$BYTES" "$T_FULL")
 	M_FULL_STREAM=$(mbs "$STREAM_FULL" "$T_FULL")
 	say "full send|recv: $T_FULL s, $M_FULL MB/s of corpus, $M_FULL_STREAM MB/s of stream"
+	. "$ROOT/bench/limit.sh"
+	limit_probe "$SRC" "$BASE/send-build" || die "limit probe failed"
+	T_RCOPY=- T_RCOPY_INC=-
+	if [ "${CAIRN_BENCH_PEERS:-1}" != 0 ]; then
+		command -v restic >/dev/null || die "restic missing (scripts/deps.sh; CAIRN_BENCH_PEERS=0 skips it)"
+		export RESTIC_PASSWORD=bench RESTIC_CACHE_DIR=$WORK/restic-cache
+		rm -rf "$WORK/restic-a" "$WORK/restic-b"
+		restic -q -r "$WORK/restic-a" init >/dev/null
+		RESTIC_FROM_PASSWORD=bench restic -q -r "$WORK/restic-b" init \
+			--from-repo "$WORK/restic-a" --copy-chunker-params >/dev/null
+		say "restic backup of the corpus copy (not timed)"
+		restic -q -r "$WORK/restic-a" backup "$SRC" >/dev/null || [ $? -eq 3 ]
+		sync
+		t0=$(now_ns)
+		RESTIC_FROM_PASSWORD=bench restic -q -r "$WORK/restic-b" copy --from-repo "$WORK/restic-a" >/dev/null
+		t1=$(now_ns)
+		T_RCOPY=$(secs "$t0" "$t1")
+		say "restic copy (full): $T_RCOPY s"
+	fi
 
 	find "$SRC" -type f -printf '%s\t%p\n' | sort -t $'\t' -k2,2 | awk -F'\t' 'NR % 100 == 0' >"$CHANGED"
 	NCHANGED=$(wc -l <"$CHANGED")
@@ -217,6 +243,15 @@ if [ -z "${SKIP_B:-}" ]; then
 	T_INC=$(secs "$t0" "$t1")
 	[ "$(ca list -H -p -o guid ds@2)" = "$(cb list -H -p -o guid ds@2)" ] || die "incremental: guid differs"
 	say "incremental ($NCHANGED files changed): $T_INC s, $STREAM_INC stream bytes"
+	if [ "$T_RCOPY" != - ]; then
+		restic -q -r "$WORK/restic-a" backup "$SRC" >/dev/null || [ $? -eq 3 ]
+		sync
+		t0=$(now_ns)
+		RESTIC_FROM_PASSWORD=bench restic -q -r "$WORK/restic-b" copy --from-repo "$WORK/restic-a" >/dev/null
+		t1=$(now_ns)
+		T_RCOPY_INC=$(secs "$t0" "$t1")
+		say "restic copy (incremental): $T_RCOPY_INC s"
+	fi
 	B_DONE=1
 fi
 
@@ -346,12 +381,19 @@ if [ -n "$B_DONE" ]; then
 	echo
 	echo "(b) send | recv through a pipe, store to store; corpus copy $SRC: $BYTES bytes ($(awk -v b="$BYTES" 'BEGIN {printf "%.2f", b / 1e9}') GB), $NFILES files"
 	echo
-	printf '| %-40s | %8s | %14s | %15s | %-24s |\n' step seconds "stream bytes" "MB/s corpus" target
-	printf '|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..42})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..17})" "$(printf -- '-%.0s' {1..26})"
-	printf '| %-40s | %8s | %14s | %15s | %-24s |\n' "send ds@1 >/dev/null (alone)" "$T_SENDONLY" "$STREAM_FULL" "$(mbs "$BYTES" "$T_SENDONLY")" "-"
-	printf '| %-40s | %8s | %14s | %15s | %-24s |\n' "full: send ds@1 | recv" "$T_FULL" "$STREAM_FULL" "$M_FULL" ">=$T_FULL_MBS MB/s $(verdict "$M_FULL >= $T_FULL_MBS")"
-	printf '| %-40s | %8s | %14s | %15s | %-24s |\n' "incremental after 1% ($NCHANGED files)" "$T_INC" "$STREAM_INC" "-" "<$T_INCR_S s $(verdict "$T_INC < $T_INCR_S")"
+	xr() { [ "$1" = - ] && echo - || awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", (b > 0) ? (a / b) : 0}'; }
+	F='| %-40s | %8s | %14s | %11s | %6s | %8s | %-24s |\n'
+	echo "limit probe (bench/limit.sh) on the corpus copy: $LIMIT_LINE"
 	echo
+	printf "$F" step seconds "stream bytes" "MB/s corpus" /limit "x restic" target
+	printf '|%s|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..42})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..13})" "$(printf -- '-%.0s' {1..8})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..26})"
+	printf "$F" "limit: SHA-256+zstd in memory" - - "$LIMIT_MBS" 1.00 - -
+	printf "$F" "send ds@1 >/dev/null (alone)" "$T_SENDONLY" "$STREAM_FULL" "$(mbs "$BYTES" "$T_SENDONLY")" "$(awk -v a="$(mbs "$BYTES" "$T_SENDONLY")" -v b="$LIMIT_MBS" 'BEGIN {printf "%.2f", a / b}')" - "-"
+	printf "$F" "full: send ds@1 | recv" "$T_FULL" "$STREAM_FULL" "$M_FULL" "$(awk -v a="$M_FULL" -v b="$LIMIT_MBS" 'BEGIN {printf "%.2f", a / b}')" "$(xr "$T_RCOPY" "$T_FULL")" ">=$T_FULL_MBS MB/s $(verdict "$M_FULL >= $T_FULL_MBS")"
+	printf "$F" "incremental after 1% ($NCHANGED files)" "$T_INC" "$STREAM_INC" "-" - "$(xr "$T_RCOPY_INC" "$T_INC")" "<$T_INCR_S s $(verdict "$T_INC < $T_INCR_S")"
+	[ "$T_RCOPY" = - ] || printf "$F" "restic copy (full / incremental)" "$T_RCOPY" - "$(mbs "$BYTES" "$T_RCOPY")" "$(awk -v a="$(mbs "$BYTES" "$T_RCOPY")" -v b="$LIMIT_MBS" 'BEGIN {printf "%.2f", a / b}')" "$T_RCOPY_INC s" -
+	echo
+	echo "x restic = restic copy seconds / cairn seconds (above 1: cairn faster); borg 1.2: no transfer verb"
 	echo "full stream rate: $M_FULL_STREAM MB/s of stream bytes"
 fi
 echo

@@ -12,6 +12,14 @@
  * depend on the files themselves: an unchanged run of files forms the
  * same bundle again and is reused without reading, and a changed file
  * re-packs only its own bundle.
+ *
+ * The main thread only walks, reads and emits: chunks of large files and
+ * whole bundles go to the worker pool (hash, compress, store), and file
+ * entries wait in groups (one bundle's worth of entries, in tree order)
+ * until every job of their group is done.  Jobs complete in submission
+ * order and a group is emitted as soon as its last job completes, before
+ * any later job's reference is taken, so the tree stream and the chunk
+ * set are the same for any number of workers.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -48,6 +56,15 @@ typedef struct pending {
 	uint32_t poff;
 } pending_t;
 
+/* Entries of one bundle group, in tree order, with the number of pool
+ * jobs (chunks of its large files, its bundle) still to complete. */
+typedef struct group {
+	pending_t *pend;
+	size_t npend, cappend;
+	size_t outstanding;
+	struct group *next;
+} group_t;
+
 typedef struct hardlink {
 	dev_t dev;
 	ino_t ino;
@@ -74,8 +91,10 @@ typedef struct bctx {
 	refset_t set;
 	cdcw_t tree;
 	prevcur_t prev;
-	pending_t *pend;
-	size_t npend, cappend, group_files;
+	group_t *cur;                /* the group being filled */
+	group_t *ghead, *gtail;      /* closed groups waiting to be emitted */
+	size_t queued;               /* entries in the closed groups */
+	size_t group_files;
 	uint64_t group_bytes;
 	hardlink_t *links;
 	size_t nlinks, caplinks;
@@ -83,8 +102,10 @@ typedef struct bctx {
 	pool_t *pool;
 	struct inflight {
 		chunkjob_t *job;
-		uint32_t ext;
-	} *q; /* jobs of the current file, oldest first */
+		group_t *g;   /* the group of the entry the job belongs to */
+		uint32_t idx; /* that entry's index in g */
+		uint32_t ext; /* its extent, or EXT_BUNDLE for g's bundle */
+	} *q; /* all jobs not yet completed, oldest first */
 	size_t qhead, qn, qcap;
 	uint64_t qbytes;
 	int64_t last_progress;
@@ -202,47 +223,109 @@ static int extent_add(tree_entry_t *e, size_t *cap, const tree_extent_t *x)
 
 /* Bytes of chunk copies waiting for workers; bounds memory. */
 #define INFLIGHT_MAX (64u << 20)
+/* Entries waiting in closed groups behind unfinished jobs; bounds memory. */
+#define QUEUED_MAX 65536u
+#define EXT_BUNDLE UINT32_MAX
 
-/* Waits for the oldest job of the current file and puts its reference
- * into the extent it belongs to. */
-static int complete_oldest(bctx_t *c, tree_entry_t *e)
+static int emit_ready(bctx_t *c);
+
+/* A store failure ends the snapshot; the first one is the one reported. */
+static int job_failed(bctx_t *c, int r, const digest_t *d)
+{
+	if (!c->err) {
+		char hex[DIGEST_HEX_LEN + 1];
+		digest_to_hex(d, hex);
+		c->err = store_err(c->st, r, "chunk store: writing chunk %s: %s", hex,
+				   cairn_strerror(r));
+	}
+	return r;
+}
+
+/* Gives a bundle's reference to the members that made it. */
+static void bundle_set_ref(group_t *g, const chunk_ref_t *ref)
+{
+	for (size_t i = 0; i < g->npend; i++)
+		if (g->pend[i].small && !g->pend[i].dropped)
+			g->pend[i].e.bundle = *ref;
+}
+
+/* Waits for the oldest job, puts its reference where it belongs and
+ * emits the groups it completes.  Called only in submission order, which
+ * is what keeps the output independent of the workers' timing. */
+static int complete_oldest(bctx_t *c)
 {
 	struct inflight *f = &c->q[c->qhead++];
 	c->qn--;
 	pool_wait(c->pool, f->job);
 	chunkjob_t *j = f->job;
+	group_t *g = f->g;
 	int r = j->err;
 	c->qbytes -= j->len;
 	if (r == 0) {
-		e->extents[f->ext].ref = j->ref;
+		if (f->ext == EXT_BUNDLE)
+			bundle_set_ref(g, &j->ref);
+		else
+			g->pend[f->idx].e.extents[f->ext].ref = j->ref;
 		if (refset_add(&c->set, &j->ref) < 0)
 			r = -ENOMEM;
 	}
-	if (r < 0 && !c->err) {
-		char hex[DIGEST_HEX_LEN + 1];
-		digest_to_hex(&j->ref.digest, hex);
-		c->err = store_err(c->st, r, "chunk store: writing chunk %s: %s", hex,
-				   cairn_strerror(r));
-	}
+	if (r < 0)
+		job_failed(c, r, &j->ref.digest);
 	free(j);
+	g->outstanding--;
 	if (!c->qn)
 		c->qhead = 0;
-	return r;
+	int q = emit_ready(c);
+	return r ? r : q;
 }
 
-static int complete_all(bctx_t *c, tree_entry_t *e)
+/* Completes every job submitted so far (and emits what that allows). */
+static int complete_all(bctx_t *c)
 {
 	int r = 0;
 	while (c->qn) {
-		int q = complete_oldest(c, e);
+		int q = complete_oldest(c);
 		if (!r)
 			r = q;
 	}
 	return r;
 }
 
-/* Adds a chunk extent to e; its digest, compression and write happen on a
- * worker thread, and complete_all() fills the reference in. */
+/* Queues j for the workers as the chunk of entry idx's extent ext (or
+ * the bundle) of the current group; waits for the oldest jobs while too
+ * many bytes are in flight. */
+static int submit_job(bctx_t *c, chunkjob_t *j, uint32_t idx, uint32_t ext)
+{
+	if (c->qhead + c->qn == c->qcap) {
+		if (c->qhead) {
+			memmove(c->q, c->q + c->qhead, c->qn * sizeof(*c->q));
+			c->qhead = 0;
+		} else {
+			size_t ncap = c->qcap ? c->qcap * 2 : 64;
+			struct inflight *p = realloc(c->q, ncap * sizeof(*p));
+			if (!p) {
+				free(j->data);
+				free(j);
+				return -ENOMEM;
+			}
+			c->q = p;
+			c->qcap = ncap;
+		}
+	}
+	c->q[c->qhead + c->qn++] = (struct inflight){j, c->cur, idx, ext};
+	c->cur->outstanding++;
+	c->qbytes += j->len;
+	j->level = c->level;
+	pool_submit(c->pool, j);
+	int r = 0;
+	while (r == 0 && c->qbytes > INFLIGHT_MAX)
+		r = complete_oldest(c);
+	return r;
+}
+
+/* Adds a chunk extent to e (the last entry of the current group); its
+ * digest, compression and write happen on a worker thread, and
+ * complete_oldest() fills the reference in. */
 static int submit_chunk(bctx_t *c, tree_entry_t *e, size_t *cap, const uint8_t *data, size_t n)
 {
 	tree_extent_t x = {.kind = TREE_EXT_CHUNK, .length = n};
@@ -260,29 +343,7 @@ static int submit_chunk(bctx_t *c, tree_entry_t *e, size_t *cap, const uint8_t *
 	}
 	memcpy(j->data, data, n);
 	j->len = n;
-	j->level = c->level;
-	if (c->qhead + c->qn == c->qcap) {
-		if (c->qhead) {
-			memmove(c->q, c->q + c->qhead, c->qn * sizeof(*c->q));
-			c->qhead = 0;
-		} else {
-			size_t ncap = c->qcap ? c->qcap * 2 : 64;
-			struct inflight *p = realloc(c->q, ncap * sizeof(*p));
-			if (!p) {
-				free(j->data);
-				free(j);
-				return -ENOMEM;
-			}
-			c->q = p;
-			c->qcap = ncap;
-		}
-	}
-	c->q[c->qhead + c->qn++] = (struct inflight){j, e->nextent - 1};
-	c->qbytes += n;
-	pool_submit(c->pool, j);
-	while (r == 0 && c->qbytes > INFLIGHT_MAX)
-		r = complete_oldest(c, e);
-	return r;
+	return submit_job(c, j, c->cur->npend - 1, e->nextent - 1);
 }
 
 /* Chunks [off, end) of fd with FastCDC into e's extents. */
@@ -408,7 +469,7 @@ static int read_volume(bctx_t *c, int fd, tree_entry_t *e)
 			break;
 	}
 	e->size = off;
-	return complete_all(c, e);
+	return 0;
 }
 
 /* ---- tree output ---- */
@@ -440,12 +501,12 @@ static int emit(bctx_t *c, const tree_entry_t *e)
 
 /* ---- bundles ---- */
 
-static bool group_reusable(bctx_t *c)
+static bool group_reusable(bctx_t *c, group_t *g)
 {
 	uint64_t off = 0;
 	const chunk_ref_t *ref = NULL;
-	for (size_t i = 0; i < c->npend; i++) {
-		pending_t *p = &c->pend[i];
+	for (size_t i = 0; i < g->npend; i++) {
+		pending_t *p = &g->pend[i];
 		if (!p->small)
 			continue;
 		if (!p->unchanged || !p->prev_bundle || p->poff != off)
@@ -480,11 +541,36 @@ static int read_small(bctx_t *c, pending_t *p)
 	return 0;
 }
 
-static int group_pack(bctx_t *c)
+/* Stores the bundle in c->bundle: on a worker (which takes the buffer
+ * over) or, without a pool, right here. */
+static int bundle_store(bctx_t *c, group_t *g)
+{
+	if (!c->pool) {
+		chunk_ref_t ref = {0};
+		int r = store_chunk(c, c->bundle.data, c->bundle.len, &ref);
+		if (r == 0)
+			bundle_set_ref(g, &ref);
+		return r;
+	}
+	chunkjob_t *j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->data = c->bundle.data;
+	j->len = c->bundle.len;
+	c->bundle = (buf_t){0};
+	return submit_job(c, j, 0, EXT_BUNDLE);
+}
+
+/* Reads the group's small files into one bundle and has it stored. */
+static int group_pack(bctx_t *c, group_t *g)
 {
 	c->bundle.len = 0;
-	for (size_t i = 0; i < c->npend; i++) {
-		pending_t *p = &c->pend[i];
+	/* Sized once from the stat sizes (a file that grew is read only
+	 * up to them); the buffer goes to the worker with the job. */
+	if (buf_reserve(&c->bundle, c->group_bytes) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->npend; i++) {
+		pending_t *p = &g->pend[i];
 		if (!p->small)
 			continue;
 		int r = read_small(c, p);
@@ -494,60 +580,94 @@ static int group_pack(bctx_t *c)
 		}
 		if (r < 0)
 			return r;
+		if (!p->dropped)
+			p->e.content = p->e.size ? TREE_CONTENT_BUNDLE : TREE_CONTENT_NONE;
 	}
-	chunk_ref_t ref = {0};
-	if (c->bundle.len) {
-		int r = store_chunk(c, c->bundle.data, c->bundle.len, &ref);
+	return c->bundle.len ? bundle_store(c, g) : 0;
+}
+
+static void group_free(group_t *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->npend; i++)
+		tree_entry_clear(&g->pend[i].e);
+	free(g->pend);
+	free(g);
+}
+
+/* Writes the closed groups whose jobs are all done, oldest first. */
+static int emit_ready(bctx_t *c)
+{
+	int r = 0;
+	while (c->ghead && !c->ghead->outstanding) {
+		group_t *g = c->ghead;
+		c->ghead = g->next;
+		if (!c->ghead)
+			c->gtail = NULL;
+		c->queued -= g->npend;
+		for (size_t i = 0; r == 0 && i < g->npend; i++)
+			if (!g->pend[i].dropped)
+				r = emit(c, &g->pend[i].e);
+		group_free(g);
+		if (r < 0 && !c->err)
+			c->err = store_err(c->st, r, "writing the tree: %s", cairn_strerror(r));
 		if (r < 0)
 			return r;
-	}
-	for (size_t i = 0; i < c->npend; i++) {
-		pending_t *p = &c->pend[i];
-		if (p->small && !p->dropped) {
-			p->e.bundle = ref;
-			p->e.content = p->e.size ? TREE_CONTENT_BUNDLE : TREE_CONTENT_NONE;
-		}
 	}
 	return 0;
 }
 
+/* Closes the current group: its bundle is reused or packed and submitted,
+ * then it waits in line to be emitted; a new group starts. */
 static int group_flush(bctx_t *c)
 {
+	group_t *g = c->cur, *next = calloc(1, sizeof(*next));
+	if (!next)
+		return -ENOMEM;
 	int r = 0;
 	if (c->group_files) {
-		if (group_reusable(c)) {
-			for (size_t i = 0; i < c->npend; i++)
-				if (c->pend[i].small) {
-					c->pend[i].e.content = TREE_CONTENT_BUNDLE;
-					c->pend[i].e.bundle = c->pend[i].pref;
-					c->pend[i].e.bundle_off = c->pend[i].poff;
-					c->bytes_reused += c->pend[i].e.size;
+		if (group_reusable(c, g)) {
+			for (size_t i = 0; i < g->npend; i++)
+				if (g->pend[i].small) {
+					g->pend[i].e.content = TREE_CONTENT_BUNDLE;
+					g->pend[i].e.bundle = g->pend[i].pref;
+					g->pend[i].e.bundle_off = g->pend[i].poff;
+					c->bytes_reused += g->pend[i].e.size;
 				}
 		} else {
-			r = group_pack(c);
+			r = group_pack(c, g);
 		}
 	}
-	for (size_t i = 0; i < c->npend; i++) {
-		if (r == 0 && !c->pend[i].dropped)
-			r = emit(c, &c->pend[i].e);
-		tree_entry_clear(&c->pend[i].e);
-	}
-	c->npend = c->group_files = 0;
+	if (c->gtail)
+		c->gtail->next = g;
+	else
+		c->ghead = g;
+	c->gtail = g;
+	c->queued += g->npend;
+	c->cur = next;
+	c->group_files = 0;
 	c->group_bytes = 0;
+	if (r < 0)
+		return r;
+	r = emit_ready(c);
+	while (r == 0 && c->qn && c->queued > QUEUED_MAX)
+		r = complete_oldest(c);
 	return r;
 }
 
 static pending_t *pending_push(bctx_t *c)
 {
-	if (c->npend == c->cappend) {
-		size_t n = c->cappend ? c->cappend * 2 : 64;
-		pending_t *p = realloc(c->pend, n * sizeof(*p));
+	group_t *g = c->cur;
+	if (g->npend == g->cappend) {
+		size_t n = g->cappend ? g->cappend * 2 : 64;
+		pending_t *p = realloc(g->pend, n * sizeof(*p));
 		if (!p)
 			return NULL;
-		c->pend = p;
-		c->cappend = n;
+		g->pend = p;
+		g->cappend = n;
 	}
-	pending_t *p = &c->pend[c->npend++];
+	pending_t *p = &g->pend[g->npend++];
 	memset(p, 0, sizeof(*p));
 	return p;
 }
@@ -701,9 +821,12 @@ static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *s
 		return -errno;
 	e->content = TREE_CONTENT_EXTENTS;
 	int r = read_large(c, fd, st, e);
-	int q = complete_all(c, e);
 	close(fd);
-	return r ? r : q;
+	/* The entry's chunks complete later, in order; only a file left
+	 * out must first see its jobs finish, as they point into it. */
+	if (r < 0)
+		complete_all(c);
+	return r;
 }
 
 /* Records one object; regular files get their content here or in the
@@ -766,7 +889,7 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	if (r < 0 && r != -ENOMEM) {
 		/* The object could not be read: leave it out. */
 		tree_entry_clear(e);
-		c->npend--;
+		c->cur->npend--;
 		if (p->small) {
 			c->group_files--;
 			c->group_bytes -= st->st_size;
@@ -781,7 +904,7 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	uint64_t h = fnv1a64(name, strlen(name));
 	bool boundary = p->small && ((c->group_bytes >= c->avg / 4 && !(h & BUNDLE_HASH_MASK)) ||
 				     c->group_bytes >= c->avg);
-	if (boundary || c->npend >= PENDING_MAX)
+	if (boundary || c->cur->npend >= PENDING_MAX)
 		return group_flush(c);
 	progress(c, false);
 	return 0;
@@ -952,14 +1075,17 @@ static void ctx_free(bctx_t *c)
 	}
 	free(c->q);
 	pool_free(c->pool);
+	while (c->ghead) {
+		group_t *g = c->ghead;
+		c->ghead = g->next;
+		group_free(g);
+	}
+	group_free(c->cur);
 	if (c->prev.open) {
 		free((void *)c->prev.t.m.refs);
 		tree_entry_clear(&c->prev.cur);
 		snaptree_close(&c->prev.t);
 	}
-	for (size_t i = 0; i < c->npend; i++)
-		tree_entry_clear(&c->pend[i].e);
-	free(c->pend);
 	for (size_t i = 0; i < c->caplinks; i++)
 		free(c->links[i].path);
 	free(c->links);
@@ -1003,15 +1129,15 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 					 "%s: source %s is not a file or block device", j->ds.name,
 					 src);
 		}
-		tree_entry_t e = {0};
-		entry_from_stat(&e, &st);
-		e.type = TREE_REG;
-		e.path = strdup("");
-		e.content = TREE_CONTENT_EXTENTS;
-		r = read_volume(c, fd, &e);
-		if (r == 0)
-			r = emit(c, &e);
-		tree_entry_clear(&e);
+		if (!(p = pending_push(c)))
+			r = -ENOMEM;
+		else {
+			entry_from_stat(&p->e, &st);
+			p->e.type = TREE_REG;
+			p->e.path = strdup("");
+			p->e.content = TREE_CONTENT_EXTENTS;
+			r = p->e.path ? read_volume(c, fd, &p->e) : -ENOMEM;
+		}
 		c->files = 1;
 	} else if (!(p = pending_push(c))) {
 		r = -ENOMEM;
@@ -1021,9 +1147,15 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 		r = read_xattrs(src, &p->e);
 		if (r == 0)
 			r = walk(c, fd, "");
-		if (r == 0)
-			r = group_flush(c);
 	}
+	/* The last group, then every job still running: all of the tree is
+	 * written once these return. */
+	if (r == 0)
+		r = group_flush(c);
+	if (r == 0)
+		r = complete_all(c);
+	if (r == 0 && c->err)
+		r = c->err;
 	close(fd);
 	if (r < 0 && !*c->st->errdetail)
 		store_err(c->st, r, "%s: %s", j->ds.name, cairn_strerror(r));
@@ -1048,8 +1180,9 @@ static int backup_crypt_setup(bctx_t *c, const ds_row_t *ds)
 static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 {
 	bctx_t c = {.st = st, .cs = st->cs, .opts = opts, .dsname = j->ds.name,
-		    .pool = pool_new(st->cs, 0)};
-	int r = dataset_compression(st, &j->ds, &c.level);
+		    .pool = pool_new(st->cs, opts->threads),
+		    .cur = calloc(1, sizeof(group_t))};
+	int r = c.cur ? dataset_compression(st, &j->ds, &c.level) : -ENOMEM;
 	if (r == 0)
 		r = dataset_chunksize(st, &j->ds, &c.avg);
 	if (r == 0 && chunker_params_init(&c.cp, c.avg) < 0)

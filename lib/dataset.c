@@ -388,10 +388,17 @@ int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
 	if (r == 0)
 		r = encroot_create_in_txn(st, id, name, parent, props, nprops,
 					  ko ? ko->secret : NULL, ko ? ko->secret_len : 0, &newkey);
+	/* A new root's key is loaded, as zfs create leaves it: before the
+	 * commit, so a keyring that refuses it leaves no dataset behind. */
+	encroot_loaded_t key;
+	bool loaded = false;
+	if (r == 0 && newkey) {
+		r = encroot_keyring_add(st, name, newkey, ko ? ko->timeout : 0, &key);
+		loaded = r == 0;
+	}
 	r = store_txn_end(st, r);
-	/* A new root's key is loaded, as zfs create leaves it. */
-	if (r == 0 && newkey)
-		r = encroot_keyring_add(st, name, newkey, ko ? ko->timeout : 0);
+	if (r < 0 && loaded)
+		encroot_keyring_undo(&key);
 	crypt_keys_free(newkey);
 	return r;
 }

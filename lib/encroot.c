@@ -139,6 +139,8 @@ int encroot_find(cairn_store *st, const ds_row_t *ds, ds_row_t *root)
 	return 0;
 }
 
+_Static_assert(sizeof(((encroot_loaded_t *)0)->desc) == KEYRING_DESC_MAX, "encroot_loaded_t");
+
 static int root_desc(cairn_store *st, const ds_row_t *root, char desc[KEYRING_DESC_MAX])
 {
 	uint64_t sid;
@@ -548,7 +550,7 @@ int encroot_rewrap_in_txn(cairn_store *st, const ds_row_t *root, const crypt_key
 }
 
 int encroot_keyring_add(cairn_store *st, const char *name, const crypt_keys_t *k,
-			unsigned timeout_s)
+			unsigned timeout_s, encroot_loaded_t *loaded)
 {
 	ds_row_t root = {0};
 	int r = dataset_lookup(st, name, &root);
@@ -557,8 +559,15 @@ int encroot_keyring_add(cairn_store *st, const char *name, const crypt_keys_t *k
 		r = root_desc(st, &root, desc);
 	if (r == 0 && (r = keyring_load(desc, k, timeout_s)) < 0)
 		store_err(st, r, "%s: kernel keyring: %s", name, strerror(-r));
+	if (r == 0 && loaded)
+		memcpy(loaded->desc, desc, sizeof(desc));
 	ds_row_clear(&root);
 	return r;
+}
+
+void encroot_keyring_undo(const encroot_loaded_t *loaded)
+{
+	keyring_unload(loaded->desc);
 }
 
 /* ---- verify ---- */
@@ -663,8 +672,8 @@ int encroot_refuse_plain_send(cairn_store *st, const ds_row_t *ds)
 	int r = encroot_find(st, ds, &root);
 	if (r == 1)
 		r = store_err(st, -EINVAL,
-			      "%s: dataset is encrypted (encryption root %s); a plain send "
-			      "stream cannot carry it",
+			      "%s: dataset is encrypted (encryption root %s); cairn cannot "
+			      "send it decrypted yet: use send -w (raw)",
 			      ds->name, root.name);
 	ds_row_clear(&root);
 	return r;

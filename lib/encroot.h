@@ -40,9 +40,17 @@ int encroot_create_in_txn(cairn_store *st, int64_t id, const char *name, int64_t
 			  const cairn_prop *props, size_t nprops, const uint8_t *secret,
 			  size_t slen, crypt_keys_t **loaded);
 
-/* Loads new keys of root `name` into the keyring (after create). */
+/* What encroot_keyring_add loaded, so a failed commit can take it back. */
+typedef struct encroot_loaded {
+	char desc[64]; /* KEYRING_DESC_MAX */
+} encroot_loaded_t;
+
+/* Loads new keys of root `name` into the keyring (create, inside its
+ * transaction); loaded (may be NULL) remembers which key that was. */
 int encroot_keyring_add(cairn_store *st, const char *name, const crypt_keys_t *k,
-			unsigned timeout_s);
+			unsigned timeout_s, encroot_loaded_t *loaded);
+/* Unloads that key again (best effort: the create did not commit). */
+void encroot_keyring_undo(const encroot_loaded_t *loaded);
 
 /* Validates keyformat/keylocation/encryption values for
  * dataset_prop_normalize; 1 when prop is one of them (then *norm is set

@@ -23,7 +23,7 @@ static const cairn_config_info config_table[] = {
 	{"list_batch_time_us", "time budget of one listing batch", 1, 100000, 10000, "us"},
 	{"gc_atime_cutoff", "GC keeps unreferenced chunks touched this recently", 0,
 	 525600, 1445, "minutes"},
-	{"gc_batch", "pending touches GC sorts at once", 1, 16 << 20, 65536, "entries"},
+	{"gc_batch", "pending touches GC sorts at once", 1, 16 << 20, 1 << 20, "entries"},
 	{"gc_cache_capacity", "digests GC remembers as touched (0 = off)", 0, 64 << 20,
 	 1 << 20, "entries"},
 	{"sync_batch_chunks", "new chunks written between two syncs", 1, 1 << 20, 4096,

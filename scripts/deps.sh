@@ -20,6 +20,8 @@ want libkeyutils-dev keyutils
 want libfuse3-dev scdoc man-db groff-base
 # zfs compatibility: the real clients (sanoid, syncoid) and faketime for sanoid's policy
 want sanoid faketime pv mbuffer lzop
+# bench peers (bench/backup.sh, send.sh, crypt.sh run them in the same script)
+want restic borgbackup time
 [ -z "$need" ] && exit 0
 echo "deps: installing$need"
 SUDO=""

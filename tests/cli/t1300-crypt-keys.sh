@@ -126,4 +126,9 @@ ok cairn destroy -r vault
 for v in load-key unload-key change-key; do
 	cairn "$v" --help | grep -q "usage: cairn $v" || fail "$v --help"
 done
+# a keyring that refuses the new key (the user keyring, which this fresh
+# session keyring does not link): create fails and leaves no dataset
+L0=$(cairn list -H -o name)
+printf '%s\n' "$PASS1" | fails_with 1 "kernel keyring" env -u CAIRN_KEYRING "$CAIRN" create -o encryption=on -o keyformat=passphrase refused
+[ "$(cairn list -H -o name)" = "$L0" ] || fail "a create the keyring refused left a dataset: $(cairn list -H -o name | grep refused)"
 done_test

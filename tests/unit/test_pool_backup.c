@@ -1,0 +1,220 @@
+/* test_pool_backup.c - a backup is the same whatever the number of workers.
+ *
+ * Bundles and large-file chunks are hashed, compressed and stored on the
+ * worker pool while the main thread walks on; entries are emitted once
+ * their group's jobs are done.  Here one source (many small files that form
+ * bundles, large files of several chunks, hardlinks, a symlink, a sparse
+ * file, an empty file) is backed up into separate stores with 1, 2 and 7
+ * workers, then changed and backed up again (reused bundles and re-packed
+ * ones in one run): each snapshot's tree and chunk index roots must be the
+ * same bytes in every store, and each store must restore the source.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cairn.h"
+#include "catalog.h"
+#include "store.h"
+#include "unit.h"
+
+static char tmpdir[256], src[300];
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* len bytes: half random, half a repeated phrase, so zstd has work. */
+static void write_file(const char *rel, size_t len)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", src, rel);
+	uint8_t *b = malloc(len ? len : 1);
+	for (size_t i = 0; i < len; i++)
+		b[i] = (i / 512) % 2 ? (uint8_t)next_rand() : "cairn pool test "[i % 16];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		CHECK_EQ(write(fd, b, len), (ssize_t)len);
+		close(fd);
+	}
+	free(b);
+}
+
+static void make_source(void)
+{
+	snprintf(src, sizeof(src), "%s/src", tmpdir);
+	CHECK_EQ(mkdir(src, 0755), 0);
+	for (int d = 0; d < 12; d++) {
+		char dir[400];
+		snprintf(dir, sizeof(dir), "%s/d%02d", src, d);
+		CHECK_EQ(mkdir(dir, 0755), 0);
+		for (int f = 0; f < 40; f++) {
+			char rel[64];
+			snprintf(rel, sizeof(rel), "d%02d/f%03d", d, f);
+			/* chunksize 64K: below 16K a file goes into a bundle. */
+			size_t len = f % 13 == 5 ? 70000 + next_rand() % 300000 : next_rand() % 15000;
+			write_file(rel, len);
+		}
+	}
+	write_file("empty", 0);
+	char a[600], b[600];
+	snprintf(a, sizeof(a), "%s/d00/f005", src);
+	snprintf(b, sizeof(b), "%s/d03/link-big", src);
+	CHECK_EQ(link(a, b), 0);
+	snprintf(a, sizeof(a), "%s/d01/f001", src);
+	snprintf(b, sizeof(b), "%s/d04/link-small", src);
+	CHECK_EQ(link(a, b), 0);
+	snprintf(b, sizeof(b), "%s/sym", src);
+	CHECK_EQ(symlink("d01/f001", b), 0);
+	snprintf(a, sizeof(a), "%s/sparse", src);
+	int fd = open(a, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0);
+	CHECK_EQ(pwrite(fd, "tail", 4, 5 << 20), 4);
+	close(fd);
+}
+
+/* Changes a few small and large files: their bundles re-pack, the rest
+ * of the tree is reused. */
+static void change_source(void)
+{
+	write_file("d02/f010", 9000);
+	write_file("d07/f005", 200000);
+	write_file("d09/new", 3000);
+}
+
+/* The tree and index roots of ds@name in the store at path. */
+static void snap_roots(const char *path, const char *name, buf_t *tree, buf_t *idx)
+{
+	cairn_store *st;
+	CHECK_EQ(cairn_store_open(path, &st), 0);
+	ds_row_t ds = {0};
+	snap_row_t s = {0};
+	CHECK_EQ(catalog_begin_read(st->cat), 0);
+	CHECK_EQ(catalog_ds_by_name(st->cat, "ds", &ds), 0);
+	CHECK_EQ(catalog_snap_lookup(st->cat, ds.id, name, &s), 0);
+	CHECK_EQ(catalog_snap_roots(st->cat, s.id, tree, idx), 0);
+	catalog_end_read(st->cat);
+	snap_row_clear(&s);
+	ds_row_clear(&ds);
+	cairn_store_close(st);
+}
+
+static const char *cmp_root;
+static int cmp_bad;
+
+static int cmp_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	if (type != FTW_F || !S_ISREG(st->st_mode))
+		return 0;
+	char other[1200];
+	snprintf(other, sizeof(other), "%s/%s", cmp_root, path + strlen(src) + 1);
+	FILE *a = fopen(path, "rb"), *b = fopen(other, "rb");
+	int ca, cb;
+	if (!a || !b)
+		cmp_bad++;
+	else
+		do {
+			ca = getc(a);
+			cb = getc(b);
+			if (ca != cb) {
+				fprintf(stderr, "restored %s differs\n", other);
+				cmp_bad++;
+				break;
+			}
+		} while (ca != EOF);
+	if (a)
+		fclose(a);
+	if (b)
+		fclose(b);
+	return 0;
+}
+
+/* Every regular file of the source has the same bytes in target. */
+static void check_restore(const char *store, const char *snap, const char *target)
+{
+	cairn_store *st;
+	CHECK_EQ(cairn_store_open(store, &st), 0);
+	CHECK_EQ(cairn_restore(st, snap, target, NULL), 0);
+	cairn_store_close(st);
+	cmp_root = target;
+	cmp_bad = 0;
+	CHECK_EQ(nftw(src, cmp_one, 16, FTW_PHYS), 0);
+	CHECK_EQ(cmp_bad, 0);
+}
+
+static void backup(const char *store, const char *snap, int threads)
+{
+	cairn_store *st;
+	CHECK_EQ(cairn_store_open(store, &st), 0);
+	cairn_snapshot_opts o = {.threads = threads};
+	const char *names[] = {snap};
+	CHECK_EQ(cairn_snapshot_create(st, names, 1, &o), 0);
+	cairn_store_close(st);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/cairn-test-pool-XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	make_source();
+	static const int counts[] = {1, 2, 7};
+	enum { N = sizeof(counts) / sizeof(counts[0]) };
+	char stores[N][300];
+	for (int i = 0; i < N; i++) {
+		snprintf(stores[i], sizeof(stores[i]), "%s/store%d", tmpdir, counts[i]);
+		CHECK_EQ(cairn_store_init(stores[i], NULL), 0);
+		cairn_store *st;
+		CHECK_EQ(cairn_store_open(stores[i], &st), 0);
+		const cairn_prop p[] = {{"source", src}, {"chunksize", "65536"}};
+		CHECK_EQ(cairn_dataset_create(st, "ds", CAIRN_TYPE_FILESYSTEM, p, 2, false), 0);
+		cairn_store_close(st);
+		backup(stores[i], "ds@1", counts[i]);
+	}
+	change_source();
+	for (int i = 0; i < N; i++)
+		backup(stores[i], "ds@2", counts[i]);
+
+	static const char *const snaps[] = {"1", "2"};
+	for (int s = 0; s < 2; s++) {
+		buf_t tree0 = {0}, idx0 = {0};
+		snap_roots(stores[0], snaps[s], &tree0, &idx0);
+		CHECK(tree0.len > 0 && idx0.len > 0);
+		for (int i = 1; i < N; i++) {
+			buf_t tree = {0}, idx = {0};
+			snap_roots(stores[i], snaps[s], &tree, &idx);
+			CHECK(tree.len == tree0.len && !memcmp(tree.data, tree0.data, tree.len));
+			CHECK(idx.len == idx0.len && !memcmp(idx.data, idx0.data, idx.len));
+			if (tree.len != tree0.len || memcmp(tree.data, tree0.data, tree.len))
+				fprintf(stderr, "ds@%s: tree with %d workers differs from 1 worker\n",
+					snaps[s], counts[i]);
+			buf_free(&tree);
+			buf_free(&idx);
+		}
+		buf_free(&tree0);
+		buf_free(&idx0);
+	}
+	for (int i = 0; i < N; i++) {
+		char target[400];
+		snprintf(target, sizeof(target), "%s/restore%d", tmpdir, counts[i]);
+		check_restore(stores[i], "ds@2", target);
+	}
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	UNIT_DONE();
+}
