@@ -1,18 +1,22 @@
-/* cmd_inherit.c - cairn inherit: drop a local value so it inherits again. */
+/* cmd_inherit.c - cairn inherit: drop a local value so it inherits again
+ * (-S: so the received value applies again). */
 #include <getopt.h>
 
 #include "cli.h"
 
-static const char *u = "inherit [-r] PROP DATASET...";
+static const char *u = "inherit [-rS] PROP DATASET|SNAPSHOT...\n"
+		       "  -S: revert to the received value, if there is one";
 
 int cmd_inherit(int argc, char **argv)
 {
-	bool recursive = false;
+	bool recursive = false, received = false;
 	int ch;
-	while ((ch = getopt(argc, argv, "r")) != -1) {
-		if (ch != 'r')
-			return cli_usage(u, NULL);
-		recursive = true;
+	while ((ch = getopt(argc, argv, "rS")) != -1) {
+		switch (ch) {
+		case 'r': recursive = true; break;
+		case 'S': received = true; break;
+		default: return cli_usage(u, NULL);
+		}
 	}
 	if (argc - optind < 2)
 		return cli_usage(u, "expected a property and a dataset");
@@ -21,7 +25,7 @@ int cmd_inherit(int argc, char **argv)
 		return 1;
 	int rc = 0;
 	for (int i = optind + 1; i < argc && !rc; i++) {
-		int r = cairn_dataset_inherit(st, argv[i], argv[optind], recursive);
+		int r = cairn_prop_inherit(st, argv[i], argv[optind], recursive, received);
 		if (r == CAIRN_EBADPROP) /* as zfs: a bad property name is a usage error */
 			rc = cli_usage(u, "invalid property '%s'", argv[optind]);
 		else if (r < 0)
