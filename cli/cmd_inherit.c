@@ -2,7 +2,9 @@
  * (-S: so the received value applies again). */
 #include <getopt.h>
 
-#include "cli.h"
+#include <string.h>
+
+#include "props.h"
 
 static const char *u = "inherit [-rS] PROP DATASET|SNAPSHOT...\n"
 		       "  -S: revert to the received value, if there is one";
@@ -26,7 +28,9 @@ int cmd_inherit(int argc, char **argv)
 	int rc = 0;
 	for (int i = optind + 1; i < argc && !rc; i++) {
 		int r = cairn_prop_inherit(st, argv[i], argv[optind], recursive, received);
-		if (r == CAIRN_EBADPROP) /* as zfs: a bad property name is a usage error */
+		/* As zfs: a name it does not know is a usage error; a known
+		 * property that cannot be inherited (used, type...) a failure. */
+		if (r == CAIRN_EBADPROP && !prop_find(argv[optind]) && !strchr(argv[optind], ':'))
 			rc = cli_usage(u, "invalid property '%s'", argv[optind]);
 		else if (r < 0)
 			rc = cli_fail(st, argv[i], r);

@@ -682,7 +682,7 @@ typedef struct cairn_space {
 int cairn_space_get(cairn_store *st, const char *name, cairn_space *sp);
 
 /** zfs written@SNAP: stored bytes that name (a snapshot, or a dataset's
- * newest snapshot) references and since ("@snap" or "ds@snap", an earlier
+ * newest snapshot) references and since ("snap" or "ds@snap", an earlier
  * snapshot of the same dataset) does not.
  * @return 0, -ENOENT, -EINVAL (another dataset's or a later snapshot). */
 int cairn_written_since(cairn_store *st, const char *name, const char *since, uint64_t *bytes);

@@ -468,10 +468,13 @@ int cairn_written_since(cairn_store *st, const char *name, const char *since, ui
 	snap_row_t self = {0}, old = {0};
 	bool is_snap = strchr(name, '@') != NULL;
 	r = is_snap ? snap_lookup(st, name, &ds, &self) : dataset_lookup(st, name, &ds);
-	/* since: "@snap" or "ds@snap", a snapshot of the same dataset (zfs). */
+	/* since: "snap" (zfs's short form), "@snap" or "ds@snap", a snapshot
+	 * of the same dataset. */
 	char full[1024];
 	if (r == 0) {
-		if (since[0] == '@')
+		if (!strchr(since, '@'))
+			snprintf(full, sizeof(full), "%s@%s", ds.name, since);
+		else if (since[0] == '@')
 			snprintf(full, sizeof(full), "%s%s", ds.name, since);
 		else
 			snprintf(full, sizeof(full), "%s", since);
