@@ -2,12 +2,28 @@
  * (-S: so the received value applies again). */
 #include <getopt.h>
 
+#include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "props.h"
 
 static const char *u = "inherit [-rS] PROP DATASET|SNAPSHOT...\n"
 		       "  -S: revert to the received value, if there is one";
+
+/* zfs's answers: a native property that has no inherited value is refused
+ * (read-only, or settable but not inheritable: exit 1); a name that is no
+ * property at all is a usage error (exit 2). */
+static int refuse_inherit(const char *usage, const char *prop)
+{
+	if (!prop_find(prop))
+		return cli_usage(usage, "invalid property '%s'", prop);
+	if (!strcmp(prop, "keylocation"))
+		fprintf(stderr, "cairn: inherit: '%s' property cannot be inherited\n", prop);
+	else
+		fprintf(stderr, "cairn: inherit: '%s' property is read-only\n", prop);
+	return 1;
+}
 
 int cmd_inherit(int argc, char **argv)
 {
@@ -28,10 +44,8 @@ int cmd_inherit(int argc, char **argv)
 	int rc = 0;
 	for (int i = optind + 1; i < argc && !rc; i++) {
 		int r = cairn_prop_inherit(st, argv[i], argv[optind], recursive, received);
-		/* As zfs: a name it does not know is a usage error; a known
-		 * property that cannot be inherited (used, type...) a failure. */
-		if (r == CAIRN_EBADPROP && !prop_find(argv[optind]) && !strchr(argv[optind], ':'))
-			rc = cli_usage(u, "invalid property '%s'", argv[optind]);
+		if (r == CAIRN_EBADPROP)
+			rc = refuse_inherit(u, argv[optind]);
 		else if (r < 0)
 			rc = cli_fail(st, argv[i], r);
 	}

@@ -13,6 +13,7 @@
  * credentials file.
  */
 #include "backend.h"
+#include "chunkcache.h"
 #include "store.h"
 
 #include <errno.h>
@@ -259,6 +260,10 @@ int store_remote_attach(cairn_store *st)
 		backend_close(be);
 		return store_err(st, r, "%s: %s", path, strerror(-r));
 	}
+	/* Best effort: without its cache the store works, with more requests. */
+	chunkcache_t *cache = NULL;
+	if (chunkcache_open(st->dirfd, (uint64_t)store_setting(st, "s3_cache_mb") << 20, &cache) == 0)
+		chunkstore_set_cache(st->cs, cache);
 	st->published_changes = sqlite3_total_changes(catalog_db(st->cat));
 	/* A copy that failed to upload last time goes up now (best effort:
 	 * a read-only command must still work with the bucket away). */

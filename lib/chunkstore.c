@@ -26,6 +26,7 @@
 
 #include "backend.h"
 #include "blob.h"
+#include "chunkcache.h"
 
 #define NSUBDIRS 65536
 #define DEFAULT_BATCH_CHUNKS 4096
@@ -82,6 +83,8 @@ struct chunkstore {
 	int intent_fd;
 	pthread_mutex_t intent_lock;
 	unsigned intent_holders;
+	chunkcache_t *cache; /* recently read remote blobs (NULL: none) */
+	bool cache_bypass;   /* verify: read what the bucket holds */
 };
 
 /* Process-wide so two handles on one directory never pick the same name. */
@@ -394,6 +397,8 @@ static void stats_line(chunkstore_t *cs)
 		return;
 	backend_stats b;
 	backend_get_stats(cs->be, &b);
+	chunkcache_stats c;
+	chunkcache_get_stats(cs->cache, &c);
 	const chunkstore_rsweep *w = &cs->last_sweep;
 	char line[512];
 	int n = snprintf(line, sizeof(line),
@@ -401,10 +406,12 @@ static void stats_line(chunkstore_t *cs)
 			 " delete_req=%" PRIu64 " delete_keys=%" PRIu64 " retries=%" PRIu64
 			 " bytes_up=%" PRIu64 " bytes_down=%" PRIu64 " sweep_listed=%" PRIu64
 			 " sweep_removed=%" PRIu64 " sweep_kept_recent=%" PRIu64
-			 " sweep_kept_marker=%" PRIu64 " sweep_kept_intent=%" PRIu64 "\n",
+			 " sweep_kept_marker=%" PRIu64 " sweep_kept_intent=%" PRIu64
+			 " cache_hits=%" PRIu64 " cache_misses=%" PRIu64 " cache_evictions=%" PRIu64
+			 "\n",
 			 b.put, b.get, b.head, b.list, b.delete_req, b.delete_keys, b.retries,
 			 b.bytes_up, b.bytes_down, w->listed, w->removed, w->kept_recent,
-			 w->kept_marker, w->kept_intent);
+			 w->kept_marker, w->kept_intent, c.hits, c.misses, c.evictions);
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		if (write_full(fd, line, MIN((size_t)n, sizeof(line) - 1)) < 0) {
@@ -431,6 +438,7 @@ void chunkstore_close(chunkstore_t *cs)
 	if (cs->intent_fd >= 0)
 		close(cs->intent_fd);
 	stats_line(cs);
+	chunkcache_close(cs->cache);
 	backend_close(cs->be);
 	pthread_mutex_destroy(&cs->intent_lock);
 	pthread_cond_destroy(&cs->settled);
@@ -825,8 +833,9 @@ static bool blob_is_marker(const buf_t *b)
 
 /* With a backend: the local file is a marker (fetch the object) unless it
  * holds data.  A chunk unknown locally is still asked for remotely: the
- * bucket is the truth, the markers only a cache of it. */
-static int read_remote(chunkstore_t *cs, const struct cpath *p, buf_t *out)
+ * bucket is the truth, the markers only a cache of it.  Between the two,
+ * the local chunk cache; *cached says the blob came from it. */
+static int read_remote(chunkstore_t *cs, const struct cpath *p, buf_t *out, bool *cached)
 {
 	struct stat st;
 	if (fstatat(p->at, p->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_blocks > 0) {
@@ -834,16 +843,23 @@ static int read_remote(chunkstore_t *cs, const struct cpath *p, buf_t *out)
 		if (r || !blob_is_marker(out))
 			return r;
 	}
+	if (!cs->cache_bypass && chunkcache_get(cs->cache, &p->d, out) == 0) {
+		*cached = true;
+		return 0;
+	}
 	int r = backend_get(cs->be, &p->d, out);
 	if (r < 0 && r != -ENOENT)
 		atomic_store(&cs->remote_failed, true);
+	if (r == 0)
+		chunkcache_put(cs->cache, &p->d, out->data, out->len);
 	return r;
 }
 
 /* Reads the raw blob of d: the temp file if d is pending in this batch,
- * else the final file. */
-static int read_blob(chunkstore_t *cs, const digest_t *d, buf_t *out)
+ * else the final file (or the bucket; *cached: from the chunk cache). */
+static int read_blob(chunkstore_t *cs, const digest_t *d, buf_t *out, bool *cached)
 {
+	*cached = false;
 	struct cpath p;
 	cpath_init(cs, d, &p);
 	pthread_mutex_lock(&cs->lock);
@@ -861,8 +877,29 @@ static int read_blob(chunkstore_t *cs, const digest_t *d, buf_t *out)
 			return r;
 	}
 	if (cs->be)
-		return read_remote(cs, &p, out);
+		return read_remote(cs, &p, out, cached);
 	return read_file_at(p.at, p.name, out);
+}
+
+/* A cached copy that does not decode (out set) or check (out NULL: the
+ * raw blob is wanted) is dropped and read again from the bucket: the cache
+ * is never the only copy, so never trusted. */
+static int read_blob_checked(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d,
+			     buf_t *raw, buf_t *out)
+{
+	bool cached;
+	int r = read_blob(cs, d, raw, &cached);
+	if (!r && out)
+		r = blob_decode_key(k, raw->data, raw->len, d, out);
+	else if (!r && cached)
+		r = blob_check(raw->data, raw->len, NULL);
+	if (r == CAIRN_ECORRUPT && cached) {
+		chunkcache_drop(cs->cache, d);
+		r = read_blob(cs, d, raw, &cached);
+		if (!r && out)
+			r = blob_decode_key(k, raw->data, raw->len, d, out);
+	}
+	return r;
 }
 
 int chunkstore_get(chunkstore_t *cs, const digest_t *d, buf_t *out)
@@ -873,16 +910,14 @@ int chunkstore_get(chunkstore_t *cs, const digest_t *d, buf_t *out)
 int chunkstore_get_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d, buf_t *out)
 {
 	buf_t *raw = &tls_get()->raw;
-	int r = read_blob(cs, d, raw);
-	if (!r)
-		r = blob_decode_key(k, raw->data, raw->len, d, out);
+	int r = read_blob_checked(cs, k, d, raw, out);
 	tls_trim(raw);
 	return r;
 }
 
 int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out)
 {
-	return read_blob(cs, d, out);
+	return read_blob_checked(cs, NULL, d, out, NULL);
 }
 
 /* ---- small accessors ---- */
@@ -954,6 +989,17 @@ int chunkstore_set_backend(chunkstore_t *cs, backend_t *be, const char *lockpath
 	return 0;
 }
 
+void chunkstore_set_cache(chunkstore_t *cs, chunkcache_t *cache)
+{
+	chunkcache_close(cs->cache);
+	cs->cache = cache;
+}
+
+void chunkstore_cache_bypass(chunkstore_t *cs, bool bypass)
+{
+	cs->cache_bypass = bypass;
+}
+
 backend_t *chunkstore_backend(const chunkstore_t *cs)
 {
 	return cs->be;
@@ -1014,6 +1060,8 @@ static int delete_candidates(chunkstore_t *cs, digest_t *cand, uint64_t *sizes, 
 	}
 	int r = backend_delete_many(cs->be, k, cand);
 	flock(cs->intent_fd, LOCK_UN);
+	for (size_t i = 0; !r && i < k; i++)
+		chunkcache_drop(cs->cache, &cand[i]);
 	if (!r) {
 		out->removed += k;
 		out->removed_bytes += bytes;

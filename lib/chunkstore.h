@@ -98,6 +98,12 @@ struct backend;
 int chunkstore_set_backend(chunkstore_t *cs, struct backend *be, const char *lockpath);
 /* The backend, or NULL for a local store. */
 struct backend *chunkstore_backend(const chunkstore_t *cs);
+/* Hands cs the cache of remote blobs it reads through (chunkcache.h; cs
+ * closes it).  NULL: no cache. */
+struct chunkcache;
+void chunkstore_set_cache(chunkstore_t *cs, struct chunkcache *cache);
+/* While set, reads skip the cache (verify checks what the bucket holds). */
+void chunkstore_cache_bypass(chunkstore_t *cs, bool bypass);
 
 typedef struct chunkstore_rsweep {
 	uint64_t listed, kept_recent, kept_marker, kept_intent, removed, removed_bytes;

@@ -31,6 +31,8 @@ static const cairn_config_info config_table[] = {
 	{"s3_parallel", "parallel S3 connections per batch", 1, 64, 8, "connections"},
 	{"s3_retry_seconds", "how long S3 requests are retried before failing", 1, 3600, 60,
 	 "seconds"},
+	{"s3_cache_mb", "local cache of chunks read from the bucket (0 = off)", 0, 1 << 24, 256,
+	 "MiB"},
 	{NULL, NULL, 0, 0, 0, NULL},
 };
 

@@ -664,6 +664,9 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = opts->threads > 0 ? opts->threads : (ncpu > 0 ? (int)ncpu : 1);
 	int r = 0;
+	/* A remote store's chunk cache would answer for the bucket: skip it. */
+	if (st->cs)
+		chunkstore_cache_bypass(st->cs, true);
 	c.chunkfd = openat(st->dirfd, ".chunks", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c.chunkfd < 0)
 		r = store_err(st, -errno, ".chunks: %s", strerror(errno));
@@ -736,6 +739,8 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 					: "");
 	if (c.chunkfd >= 0)
 		close(c.chunkfd);
+	if (st->cs)
+		chunkstore_cache_bypass(st->cs, false);
 	pthread_mutex_destroy(&c.lock);
 	encroot_keyset_free(&c.keys);
 	free(c.ids);

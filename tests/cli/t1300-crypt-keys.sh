@@ -37,7 +37,7 @@ done
 fails_with 1 "keyformat can only be set at creation" cairn set keyformat=hex tank
 fails_with 1 "encryption can only be set at creation" cairn set encryption=off tank
 fails_with 1 "only be set on an encryption root" cairn set keylocation=prompt tank/child
-fails_with 1 "not an inheritable property" cairn inherit keylocation tank
+fails_with 1 "cannot be inherited" cairn inherit keylocation tank
 
 ok cairn snapshot tank@one
 # unload: keystatus follows, verbs needing the key name the root
