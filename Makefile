@@ -23,7 +23,7 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 .PHONY: all deps demo check check-long unit asan install clean fuzz check-s3
-.PHONY: check-zfs
+.PHONY: check-zfs check-stress
 
 all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
 
@@ -72,6 +72,12 @@ unit: $(UNIT_BIN)
 check: deps
 	$(MAKE) all unit $(FUZZ_BIN)
 	tests/run.sh
+
+# The kill, race and cut loops (tests marked "# tier: stress"): minutes, so
+# apart from make check; CI runs both.
+check-stress: deps
+	$(MAKE) all
+	CAIRN_TIER=stress tests/run.sh
 
 # The real zfs clients (sanoid, syncoid) against cairn: minutes, so apart.
 check-zfs: deps

@@ -8,15 +8,55 @@
 #include "keyprompt.h"
 
 static const char *u = "change-key [-l] [-o keyformat=FMT] [-o keylocation=LOC] DATASET\n"
-		       "  -l  load the current key first if it is not loaded";
+		       "       change-key -i [-l] DATASET\n"
+		       "  -l  load the current key first if it is not loaded\n"
+		       "  -i  make DATASET inherit its parent's key (cairn refuses: a root's master\n"
+		       "      keys cannot move to another root)";
 
-static const char *prop_value(const cairn_prop *props, size_t n, const char *name)
+/* The encryption root of name ("-" when unencrypted), malloc'd; NULL
+ * after printing the error. */
+static char *root_of(cairn_store *st, const char *name)
 {
-	const char *v = NULL;
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(props[i].name, name))
-			v = props[i].value;
-	return v;
+	char *v = NULL;
+	int r = cairn_dataset_get(st, name, "encryptionroot", &v, NULL);
+	if (r < 0)
+		cli_fail(st, name, r);
+	return r < 0 ? NULL : v;
+}
+
+/* change-key -i: make ds part of its parent's encryption root.  zfs can,
+ * because there every dataset has its own master key.  In cairn all
+ * datasets of a root share the root's master keys (the chunk ids and
+ * chunk boundaries depend on them), so joining another root would mean
+ * rewriting every blob: refused, with zfs's own refusals first. */
+static int inherit_key(cairn_store *st, const char *ds)
+{
+	char *mine = root_of(st, ds);
+	if (!mine)
+		return 1;
+	int rc = 1;
+	const char *slash = strrchr(ds, '/');
+	if (strcmp(mine, ds)) {
+		cli_err(ds, "key inheritance can only be performed on encryption roots%s%s%s",
+			strcmp(mine, "-") ? " (it already inherits the key of " : " (it is not encrypted",
+			strcmp(mine, "-") ? mine : "", ")");
+	} else if (!slash) {
+		cli_err(ds, "cannot inherit a key: it has no parent");
+	} else {
+		char parent[1024];
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - ds), ds);
+		char *theirs = root_of(st, parent);
+		if (theirs && !strcmp(theirs, "-"))
+			cli_err(ds, "cannot inherit a key: the parent %s is not encrypted", parent);
+		else if (theirs)
+			cli_err(ds, "cannot inherit the key of %s: the data of encryption root %s is "
+				    "sealed with its own master keys, and joining another root would "
+				    "rewrite every blob; send it into a dataset below %s instead",
+				theirs, ds, theirs);
+		free(theirs);
+	}
+	free(mine);
+	return rc;
 }
 
 /* -l: the current key, from its keylocation (prompted if need be). */
@@ -24,14 +64,14 @@ static int load_current(cairn_store *st, const char *root, const char *fmt, cons
 {
 	cairn_key_opts ko = {0};
 	uint8_t secret[KEYPROMPT_MAX];
-	if (!strcmp(loc, "prompt")) {
-		if (keyprompt_read(root, fmt, false, secret, &ko.secret_len))
-			return 1;
-		ko.secret = secret;
+	int rc = keyprompt_for(root, fmt, loc, false, secret, &ko);
+	if (rc == 0) {
+		int r = cairn_load_key(st, root, &ko);
+		if (r < 0)
+			rc = cli_fail(st, root, r);
 	}
-	int r = cairn_load_key(st, root, &ko);
 	keyprompt_wipe(secret, sizeof(secret));
-	return r < 0 ? cli_fail(st, root, r) : 0;
+	return rc;
 }
 
 int cmd_change_key(int argc, char **argv)
@@ -42,7 +82,7 @@ int cmd_change_key(int argc, char **argv)
 	}
 	cairn_prop props[8];
 	size_t np = 0;
-	bool load = false;
+	bool load = false, inherit = false;
 	int ch;
 	while ((ch = getopt(argc, argv, "lio:")) != -1) {
 		switch (ch) {
@@ -50,9 +90,8 @@ int cmd_change_key(int argc, char **argv)
 			load = true;
 			break;
 		case 'i':
-			cli_err(NULL, "-i (inherit the parent's key) is not supported: cairn "
-				      "encrypts a whole subtree with one root's keys");
-			return 1;
+			inherit = true;
+			break;
 		case 'o':
 			if (np == 8 || cli_parse_prop(optarg, &props[np]) < 0)
 				return cli_usage(u, "bad property assignment '%s'", optarg);
@@ -64,10 +103,17 @@ int cmd_change_key(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return cli_usage(u, "expected one dataset");
+	if (inherit && np)
+		return cli_usage(u, "-i takes no -o");
 	const char *root = argv[optind];
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;
+	if (inherit) {
+		int k = inherit_key(st, root);
+		cairn_store_close(st);
+		return k;
+	}
 	char *fmt = NULL, *loc = NULL;
 	bool loaded = false;
 	int rc = 0, r = cairn_key_info(st, root, &fmt, &loc, &loaded);
@@ -75,14 +121,12 @@ int cmd_change_key(int argc, char **argv)
 		rc = cli_fail(st, root, r);
 	if (rc == 0 && load && !loaded)
 		rc = load_current(st, root, fmt, loc);
-	const char *nfmt = prop_value(props, np, "keyformat");
-	const char *nloc = prop_value(props, np, "keylocation");
+	const char *nfmt = keyprompt_prop(props, np, "keyformat");
+	const char *nloc = keyprompt_prop(props, np, "keylocation");
 	cairn_key_opts ko = {0};
 	uint8_t secret[KEYPROMPT_MAX];
-	if (rc == 0 && !strcmp(nloc ? nloc : loc, "prompt")) {
-		rc = keyprompt_read(root, nfmt ? nfmt : fmt, true, secret, &ko.secret_len);
-		ko.secret = secret;
-	}
+	if (rc == 0)
+		rc = keyprompt_for(root, nfmt ? nfmt : fmt, nloc ? nloc : loc, true, secret, &ko);
 	if (rc == 0) {
 		r = cairn_change_key(st, root, props, np, &ko);
 		if (r < 0)

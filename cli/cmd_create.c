@@ -11,22 +11,17 @@ static const char *u = "create [-p] [-V] [-o PROP=VALUE]... DATASET\n"
 		       "  encryption: -o encryption=on|aes-256-gcm -o keyformat=passphrase|hex|raw\n"
 		       "              [-o keylocation=prompt|file:///PATH]";
 
-static const char *prop_value(const cairn_prop *props, size_t n, const char *name)
+/* A new encryption root reads its key from where keylocation says
+ * (prompt by default); 1 after printing when that fails. */
+static int new_root_key(const char *name, const cairn_prop *props, size_t n,
+			uint8_t secret[KEYPROMPT_MAX], cairn_key_opts *ko)
 {
-	const char *v = NULL;
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(props[i].name, name))
-			v = props[i].value;
-	return v;
-}
-
-/* A new encryption root whose key is to be typed (or piped) in. */
-static bool wants_prompt(const cairn_prop *props, size_t n)
-{
-	const char *enc = prop_value(props, n, "encryption");
-	const char *loc = prop_value(props, n, "keylocation");
-	return enc && strcmp(enc, "off") && prop_value(props, n, "keyformat") &&
-	       (!loc || !strcmp(loc, "prompt"));
+	const char *enc = keyprompt_prop(props, n, "encryption");
+	const char *fmt = keyprompt_prop(props, n, "keyformat");
+	const char *loc = keyprompt_prop(props, n, "keylocation");
+	if (!enc || !strcmp(enc, "off") || !fmt)
+		return 0; /* not a new root, or the library says what is missing */
+	return keyprompt_for(name, fmt, loc ? loc : "prompt", true, secret, ko);
 }
 
 int cmd_create(int argc, char **argv)
@@ -65,13 +60,9 @@ int cmd_create(int argc, char **argv)
 		return 1;
 	uint8_t secret[KEYPROMPT_MAX];
 	cairn_key_opts ko = {0};
-	if (wants_prompt(props, np)) {
-		if (keyprompt_read(name, prop_value(props, np, "keyformat"), true, secret,
-				   &ko.secret_len)) {
-			cairn_store_close(st);
-			return 1;
-		}
-		ko.secret = secret;
+	if (new_root_key(name, props, np, secret, &ko)) {
+		cairn_store_close(st);
+		return 1;
 	}
 	int r = cairn_dataset_create_key(st, name, type, props, np, parents, &ko);
 	keyprompt_wipe(secret, sizeof(secret));

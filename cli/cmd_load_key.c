@@ -12,25 +12,25 @@ static const char *u = "load-key [-n] [-t SECONDS] [-L keylocation] {-a | [-r] D
 		       "  -n  check the key only; -L  read it from here this time\n"
 		       "  -t  the kernel forgets the key after SECONDS";
 
-/* Loads one root's key.  Returns 0, 1 (failed: printed), 2 (was loaded). */
-static int load_one(cairn_store *st, const char *root, const cairn_key_opts *base, bool quiet_loaded)
+/* Loads one root's key (a keyroot_fn; arg is the cairn_key_opts).  With
+ * -r/-a a key already loaded is skipped; named alone it is an error. */
+static int load_one(cairn_store *st, const char *root, bool many, void *arg)
 {
 	char *fmt = NULL, *loc = NULL;
 	bool loaded = false;
 	int r = cairn_key_info(st, root, &fmt, &loc, &loaded);
 	if (r < 0)
 		return cli_fail(st, root, r);
-	cairn_key_opts ko = *base;
-	const char *where = ko.keylocation ? ko.keylocation : loc;
+	cairn_key_opts ko = *(const cairn_key_opts *)arg;
 	uint8_t secret[KEYPROMPT_MAX];
 	int rc = 0;
 	if (loaded && !ko.noop) {
-		if (!quiet_loaded)
+		if (!many)
 			cli_err(root, "key already loaded");
-		rc = quiet_loaded ? 2 : 1;
-	} else if (!strcmp(where, "prompt")) {
-		rc = keyprompt_read(root, fmt, false, secret, &ko.secret_len);
-		ko.secret = secret;
+		rc = many ? 2 : 1;
+	} else {
+		rc = keyprompt_for(root, fmt, ko.keylocation ? ko.keylocation : loc, false, secret,
+				   &ko);
 	}
 	if (rc == 0) {
 		r = cairn_load_key(st, root, &ko);
@@ -78,38 +78,6 @@ int cmd_load_key(int argc, char **argv)
 			return cli_usage(u, NULL);
 		}
 	}
-	if (all ? optind != argc : optind + 1 != argc)
-		return cli_usage(u, all ? "-a takes no dataset" : "expected one dataset");
-	if (all && recursive)
-		return cli_usage(u, "-a and -r exclude each other");
-	cairn_store *st;
-	if (cli_open(&st))
-		return 1;
-	int rc = 0;
-	if (!all && !recursive) {
-		rc = load_one(st, argv[optind], &ko, false);
-	} else {
-		char **roots = NULL;
-		size_t n = 0;
-		int r = cairn_encryption_roots(st, all ? NULL : argv[optind], &roots, &n);
-		if (r < 0)
-			rc = cli_fail(st, all ? NULL : argv[optind], r);
-		size_t done = 0, failed = 0;
-		for (size_t i = 0; i < n; i++) {
-			int k = load_one(st, roots[i], &ko, true);
-			if (k == 1)
-				failed++;
-			else if (k == 0)
-				done++;
-			free(roots[i]);
-		}
-		free(roots);
-		if (r == 0)
-			printf("%zu / %zu keys %s\n", done, done + failed,
-			       ko.noop ? "checked" : "loaded");
-		if (failed)
-			rc = 1;
-	}
-	cairn_store_close(st);
-	return rc;
+	return keyroots_cmd(argc, argv, all, recursive, u, load_one, &ko,
+			    ko.noop ? "checked" : "loaded");
 }

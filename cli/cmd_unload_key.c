@@ -6,9 +6,21 @@
 #include <string.h>
 
 #include "cli.h"
+#include "keyprompt.h"
 
 static const char *u = "unload-key {-a | [-r] DATASET}\n"
 		       "  -a  every encryption root; -r  the roots at or below DATASET";
+
+/* A keyroot_fn: with -r/-a a key that is not loaded is skipped; named
+ * alone it is an error. */
+static int unload_one(cairn_store *st, const char *root, bool many, void *arg)
+{
+	(void)arg;
+	int r = cairn_unload_key(st, root);
+	if (r == -ENOKEY && many)
+		return 2;
+	return r < 0 ? cli_fail(st, root, r) : 0;
+}
 
 int cmd_unload_key(int argc, char **argv)
 {
@@ -30,37 +42,5 @@ int cmd_unload_key(int argc, char **argv)
 			return cli_usage(u, NULL);
 		}
 	}
-	if (all ? optind != argc : optind + 1 != argc)
-		return cli_usage(u, all ? "-a takes no dataset" : "expected one dataset");
-	if (all && recursive)
-		return cli_usage(u, "-a and -r exclude each other");
-	cairn_store *st;
-	if (cli_open(&st))
-		return 1;
-	int rc = 0;
-	if (!all && !recursive) {
-		int r = cairn_unload_key(st, argv[optind]);
-		if (r < 0)
-			rc = cli_fail(st, argv[optind], r);
-	} else {
-		char **roots = NULL;
-		size_t n = 0, done = 0;
-		int r = cairn_encryption_roots(st, all ? NULL : argv[optind], &roots, &n);
-		if (r < 0)
-			rc = cli_fail(st, all ? NULL : argv[optind], r);
-		for (size_t i = 0; i < n; i++) {
-			/* Keys not loaded are simply skipped with -r/-a. */
-			r = cairn_unload_key(st, roots[i]);
-			if (r == 0)
-				done++;
-			else if (r != -ENOKEY)
-				rc = cli_fail(st, roots[i], r);
-			free(roots[i]);
-		}
-		free(roots);
-		if (rc == 0)
-			printf("%zu keys unloaded\n", done);
-	}
-	cairn_store_close(st);
-	return rc;
+	return keyroots_cmd(argc, argv, all, recursive, u, unload_one, NULL, "unloaded");
 }

@@ -2,7 +2,9 @@
 #include "keyprompt.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <termios.h>
 #include <unistd.h>
@@ -108,4 +110,68 @@ int keyprompt_read(const char *root, const char *fmt, bool confirm, uint8_t buf[
 		return 1;
 	}
 	return 0;
+}
+
+const char *keyprompt_prop(const cairn_prop *props, size_t n, const char *name)
+{
+	const char *v = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(props[i].name, name))
+			v = props[i].value;
+	return v;
+}
+
+int keyprompt_for(const char *root, const char *fmt, const char *loc, bool confirm,
+		  uint8_t buf[KEYPROMPT_MAX], cairn_key_opts *ko)
+{
+	if (strcmp(loc, "prompt"))
+		return 0;
+	if (keyprompt_read(root, fmt, confirm, buf, &ko->secret_len))
+		return 1;
+	ko->secret = buf;
+	return 0;
+}
+
+static int keyroots_check_args(int argc, bool all, bool recursive, const char *usage)
+{
+	if (all ? optind != argc : optind + 1 != argc)
+		return cli_usage(usage, all ? "-a takes no dataset" : "expected one dataset");
+	if (all && recursive)
+		return cli_usage(usage, "-a and -r exclude each other");
+	return 0;
+}
+
+static int keyroots_run(cairn_store *st, const char *ds, bool all, bool recursive,
+			keyroot_fn fn, void *arg, const char *verb)
+{
+	if (!all && !recursive)
+		return fn(st, ds, false, arg) == 1;
+	char **roots = NULL;
+	size_t n = 0, done = 0, failed = 0;
+	int r = cairn_encryption_roots(st, all ? NULL : ds, &roots, &n);
+	if (r < 0)
+		return cli_fail(st, all ? NULL : ds, r);
+	for (size_t i = 0; i < n; i++) {
+		int k = fn(st, roots[i], true, arg);
+		if (k == 1)
+			failed++;
+		else if (k == 0)
+			done++;
+		free(roots[i]);
+	}
+	free(roots);
+	printf("%zu / %zu keys %s\n", done, done + failed, verb);
+	return failed ? 1 : 0;
+}
+
+int keyroots_cmd(int argc, char **argv, bool all, bool recursive, const char *usage,
+		 keyroot_fn fn, void *arg, const char *verb)
+{
+	int rc = keyroots_check_args(argc, all, recursive, usage);
+	cairn_store *st;
+	if (rc || cli_open(&st))
+		return rc ? rc : 1;
+	rc = keyroots_run(st, all ? NULL : argv[optind], all, recursive, fn, arg, verb);
+	cairn_store_close(st);
+	return rc;
 }

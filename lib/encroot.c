@@ -663,8 +663,8 @@ int encroot_refuse_plain_send(cairn_store *st, const ds_row_t *ds)
 	int r = encroot_find(st, ds, &root);
 	if (r == 1)
 		r = store_err(st, -EINVAL,
-			      "%s: dataset is encrypted (encryption root %s); a plain send "
-			      "stream cannot carry it",
+			      "%s: dataset is encrypted (encryption root %s); cairn cannot "
+			      "send it decrypted yet: use send -w (raw)",
 			      ds->name, root.name);
 	ds_row_clear(&root);
 	return r;

@@ -679,10 +679,15 @@ static int recv_crypt_apply(rctx_t *c, const rds_t *d, bool created)
 	int r = catalog_ds_by_name(c->st->cat, d->local, &row);
 	if (r < 0)
 		return store_err(c->st, r, "%s: %s", d->local, catalog_errmsg(c->st->cat));
+	/* An existing root takes the stream's wrapping (same master keys,
+	 * checked first): a change-key on the sender travels with the data. */
+	bool rewrap = !created && d->key && encroot_is_root(c->st, &row) == 1;
 	if (created && d->key)
 		r = encroot_recv_root_in_txn(c->st, row.id, d->local, d->key);
 	if (r == 0)
 		r = encroot_recv_check(c->st, &row, stream_key(c, d));
+	if (r == 0 && rewrap)
+		r = encroot_recv_root_in_txn(c->st, row.id, d->local, d->key);
 	ds_row_clear(&row);
 	return r;
 }

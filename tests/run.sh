@@ -96,18 +96,32 @@ run() {
 	rm -f "$log"
 }
 
-for t in "$B"/tests/test_*; do
-	[ -x "$t" ] && run "unit/$(basename "$t")" "$t"
-done
-for f in "$B"/fuzz/fuzz_*; do
-	[ -x "$f" ] || continue
-	n=$(basename "$f")
-	run "fuzz-replay/$n" "$f" "tests/fuzz/corpus/${n#fuzz_}"
-done
+# Tiers: a CLI test with a line "# tier: stress" (kill, race and cut loops)
+# runs in the stress tier, everything else in the quick tier.  CAIRN_TIER:
+# quick (default: `make check`, `make asan`), stress (`make check-stress`),
+# all (also what CAIRN_LONG=1 means).
+tier=${CAIRN_TIER:-quick}
+[ "${CAIRN_LONG:-}" = 1 ] && tier=all
+case $tier in quick | stress | all) ;; *) echo "CAIRN_TIER: quick, stress or all" >&2; exit 2 ;; esac
+is_stress() { grep -q '^# tier: stress$' "$1"; }
+if [ "$tier" != stress ]; then
+	for t in "$B"/tests/test_*; do
+		[ -x "$t" ] && run "unit/$(basename "$t")" "$t"
+	done
+	for f in "$B"/fuzz/fuzz_*; do
+		[ -x "$f" ] || continue
+		n=$(basename "$f")
+		run "fuzz-replay/$n" "$f" "tests/fuzz/corpus/${n#fuzz_}"
+	done
+fi
 pattern='tests/cli/t[0-9]*.sh'
 [ "${CAIRN_LONG:-}" = 1 ] && pattern="$pattern tests/cli/long-*.sh"
 for s in $pattern; do
 	[ -f "$s" ] || continue
+	case $tier in
+	quick) is_stress "$s" && continue ;;
+	stress) is_stress "$s" || continue ;;
+	esac
 	run "cli/$(basename "$s" .sh)" bash "$s"
 done
 if [ ${#failed[@]} -gt 0 ]; then

@@ -76,6 +76,20 @@ use_xattr_dir() {
 }
 trap '[ -n "${KEEP:-}" ] || rm -rf "$TESTDIR" ${XATTR_DIRS:-}' EXIT
 
+# manifest DIR: the files' content (md5sum per path), to compare a restore
+# with the source as it was (tests needing modes/owners/times use same_tree).
+manifest() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum); }
+# sleep_ms N: sleeps N mod 1000 milliseconds (random delays in race tests).
+sleep_ms() { sleep "$(printf '0.%03d' $(($1 % 1000)))"; }
+# overlapped A B: the runs stamped in files A and B (start and end lines,
+# date +%s%N) overlapped in time; race tests count these to prove the race.
+overlapped() {
+	local a b
+	mapfile -t a <"$1"
+	mapfile -t b <"$2"
+	[ ${#a[@]} = 2 ] && [ ${#b[@]} = 2 ] && [ "${a[0]}" -lt "${b[1]}" ] && [ "${b[0]}" -lt "${a[1]}" ]
+}
+
 new_store() {
 	rm -rf "$CAIRN_STORE"
 	"$CAIRN" init >/dev/null || fail "init"

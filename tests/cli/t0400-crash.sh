@@ -1,4 +1,5 @@
 #!/bin/bash
+# tier: stress
 # Crash test: kill -9 `cairn snapshot` and `cairn restore` at random moments
 # and check that the store only ever shows the old or the new state.
 #

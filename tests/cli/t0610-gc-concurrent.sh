@@ -1,4 +1,5 @@
 #!/bin/bash
+# tier: stress
 # GC during concurrent backups: no committed snapshot may ever lose a chunk.
 #
 # gc_atime_cutoff is 0, so GC removes every chunk it did not see in use:
@@ -39,10 +40,6 @@ for i in 0 1; do head -c $((300000 + RANDOM * 10)) /dev/urandom >"$SRC/b/big$i.b
 ok cairn create -o source="$SRC/a" -o chunksize=64K ta
 ok cairn create -o source="$SRC/b" -o chunksize=64K tb
 
-manifest() {
-	(cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum)
-}
-
 # mutate DIR ROUND: changes that make both new chunks and reused ones,
 # and that bring back content older snapshots had (garbage by now).
 mutate() {
@@ -60,16 +57,6 @@ mutate() {
 	# remember some content to bring back after it became garbage
 	[ $((r % 5)) = 0 ] && cp "$d/big0.bin" "$TESTDIR/old.bin" 2>/dev/null
 	rm -f "$d/copy$((r - 3)).bin" "$d/revived$((r - 4)).bin"
-}
-
-sleep_ms() { sleep "$(printf '0.%03d' $(($1 % 1000)))"; }
-
-# overlapped A B: the runs stamped in files A and B (start, end) overlapped.
-overlapped() {
-	local a b
-	mapfile -t a <"$1"
-	mapfile -t b <"$2"
-	[ ${#a[@]} = 2 ] && [ ${#b[@]} = 2 ] && [ "${a[0]}" -lt "${b[1]}" ] && [ "${b[0]}" -lt "${a[1]}" ]
 }
 
 start=$(date +%s)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# tier: stress
 # GC killed at random points (SIGKILL, or SIGINT/SIGTERM for a clean
 # stop), with garbage to collect and a backup sometimes running: after
 # every kill the store verifies, and every snapshot still restores.  A
@@ -24,9 +25,6 @@ ok cairn create -o source="$SRC" -o chunksize=64K tank
 t0=$(date +%s%N)
 ok cairn gc
 gcms=$((($(date +%s%N) - t0) / 1000000 + 50))
-manifest() {
-	(cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum)
-}
 # all_there PATH...: every chunk file is still in the store.
 all_there() {
 	local g

@@ -30,7 +30,6 @@ head -c 8000000 /dev/urandom >"$SRC/big.bin"
 ok cairn snapshot tank@2
 ok cairn config gc_atime_cutoff=0
 ok cairn gc # its lock file exists from now on
-manifest() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum); }
 manifest "$SRC" >"$TESTDIR/man2"
 
 # Garbage to collect (the catalog needs space to say so).

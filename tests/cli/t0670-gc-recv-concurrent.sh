@@ -1,4 +1,5 @@
 #!/bin/bash
+# tier: stress
 # GC on the receiving store while receives and syncs run into it: no
 # received snapshot may ever lose a chunk.
 #
@@ -9,7 +10,7 @@
 # content back, so the round's stream carries chunks that B's GC is about to
 # remove: recv must deduplicate against them safely (writer registry, touch,
 # sweep's rename-and-recheck).  The transfer is `send -i | recv` or `sync`,
-# at random; the GC starts before or after it with random delays, and half
+# by turns; the GC starts before or after it with random delays, and half
 # the GCs pause inside sweep's removal window.  After each round B verifies;
 # every few rounds and at the end, B's snapshots restore to the manifest the
 # source had when A took them.
@@ -34,22 +35,11 @@ cp -a /usr/include/linux/[a-h]*.h "$SRC/"
 for i in 0 1 2; do head -c $((200000 + RANDOM * 10)) /dev/urandom >"$SRC/big$i.bin"; done
 ok ca create -o source="$SRC" -o chunksize=64K ta
 
-manifest() {
-	(cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum)
-}
-sleep_ms() { sleep "$(printf '0.%03d' $(($1 % 1000)))"; }
-overlapped() {
-	local a b
-	mapfile -t a <"$1"
-	mapfile -t b <"$2"
-	[ ${#a[@]} = 2 ] && [ ${#b[@]} = 2 ] && [ "${a[0]}" -lt "${b[1]}" ] && [ "${b[0]}" -lt "${a[1]}" ]
-}
-
 ok ca snapshot ta@r0
 manifest "$SRC" >"$MAN/ta@r0"
 ca send ta@r0 | cb recv ta || fail "first receive"
 start=$(date +%s)
-round=0 overlaps=0 removed_overlap=0 syncs=0
+round=0 overlaps=0 removed_overlap=0 syncs=0 m0=$((RANDOM % 2))
 while [ $(($(date +%s) - start)) -lt "$DURATION" ]; do
 	round=$((round + 1))
 	prev=r$((round - 1))
@@ -65,7 +55,7 @@ while [ $(($(date +%s) - start)) -lt "$DURATION" ]; do
 	manifest "$SRC" >"$MAN/ta@r$round"
 	# A keeps its history short too (sync needs the common base only).
 	ok ca prune --keep-last 2 ta >/dev/null
-	mode=$((RANDOM % 2))
+	mode=$(((round + m0) % 2)) # alternate, from a random start
 	gcfirst=$((RANDOM % 2))
 	(
 		[ $gcfirst = 1 ] && sleep_ms $((RANDOM % 300))

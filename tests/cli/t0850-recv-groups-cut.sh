@@ -1,4 +1,5 @@
 #!/bin/bash
+# tier: stress
 # Atomic recursive receive, cut anywhere.  `send -R -I` over 5 datasets x
 # 6 recursive snapshots is cut at record boundaries (all of them with CAIRN_LONG=1) and at random
 # bytes inside records; each cut is received (recv -s) into the same

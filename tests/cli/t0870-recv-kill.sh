@@ -1,4 +1,5 @@
 #!/bin/bash
+# tier: stress
 # kill -9 loop over recv and sync.  A `send -R -I` stream of 3 datasets x 5
 # recursive snapshots is fed to `recv -s` up to a random byte and, once
 # the receiver has consumed it and waits for more (it sleeps in read(0)),

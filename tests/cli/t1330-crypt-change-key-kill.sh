@@ -1,4 +1,5 @@
 #!/bin/bash
+# tier: stress
 # kill -9 during change-key never loses the key: change-key rewraps in one
 # catalog transaction, so after every kill the key loads (load-key -n) from
 # whatever keylocation the catalog now names, and every snapshot restores.
