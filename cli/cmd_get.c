@@ -1,4 +1,5 @@
 /* cmd_get.c - cairn get: property values with their sources, after zfs get. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +12,14 @@ static const char *u =
 	"       [-s SOURCE[,SOURCE]...] all | PROP[,PROP]... [DATASET|SNAPSHOT|BOOKMARK]...\n"
 	"  -d wins over -r whatever their order; -t snapshot or -t bookmark alone with\n"
 	"  a dataset means -d 1; no dataset means every dataset (recursively).\n"
+	"  FIELD: name, property, value, received, source\n"
 	"  SOURCE: local, default, inherited, temporary, received, none";
 
-enum { F_NAME, F_PROPERTY, F_VALUE, F_SOURCE, F_COUNT };
+enum { F_NAME, F_PROPERTY, F_VALUE, F_RECEIVED, F_SOURCE, F_COUNT };
 
 static int parse_fields(const char *s, int *f, int *nf)
 {
-	static const char *names[] = {"name", "property", "value", "source"};
+	static const char *names[] = {"name", "property", "value", "received", "source"};
 	char *dup = strdup(s), *save;
 	*nf = 0;
 	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -47,6 +49,28 @@ static int all_columns(column_t **cols, size_t *n)
 	*n = 0;
 	for (const prop_def_t *p = prop_table(); p->name; p++)
 		(*cols)[(*n)++].def = p;
+	return 0;
+}
+
+/* The user properties set on or inherited by one object, as columns. */
+static int user_columns(cairn_store *st, const char *name, column_t **cols, size_t *n)
+{
+	char **names;
+	size_t k;
+	*cols = NULL;
+	*n = 0;
+	int r = cairn_user_props(st, name, &names, &k);
+	if (r < 0 || !k)
+		return r;
+	*cols = calloc(k, sizeof(column_t));
+	if (!*cols) {
+		cairn_user_props_free(names, k);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < k; i++)
+		(*cols)[i].user = names[i]; /* ownership moves to the column */
+	free(names);
+	*n = k;
 	return 0;
 }
 
@@ -87,6 +111,8 @@ static void json_prop(const char *name, int type, bool *first_ds, bool first_pro
 		stype = "LOCAL";
 	else if (!strcmp(src, "default"))
 		stype = "DEFAULT";
+	else if (!strcmp(src, "received"))
+		stype = "RECEIVED";
 	else if (!strncmp(src, "inherited from ", 15)) {
 		stype = "INHERITED";
 		data = src + 15;
@@ -145,6 +171,8 @@ static int source_kind(const char *src)
 		return S_DEFAULT;
 	if (!strncmp(src, "inherited", 9))
 		return S_INHERITED;
+	if (!strcmp(src, "received"))
+		return S_RECEIVED;
 	return S_NONE;
 }
 
@@ -155,6 +183,7 @@ int cmd_get(int argc, char **argv)
 					   {0}};
 	bool scripted = false, exact = false, json = false, depth_set = false, recursive = false;
 	int fields[8] = {F_NAME, F_PROPERTY, F_VALUE, F_SOURCE}, nf = 4, sources = 0;
+	bool want_received = false;
 	cairn_list_spec spec = {.depth = 0,
 				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME |
 					 CAIRN_TYPE_SNAPSHOT | CAIRN_TYPE_BOOKMARK};
@@ -203,7 +232,8 @@ int cmd_get(int argc, char **argv)
 					     spec.types == CAIRN_TYPE_BOOKMARK) ? 1 : 0;
 	column_t *cols;
 	size_t ncols;
-	if (!strcmp(argv[optind], "all") ? all_columns(&cols, &ncols) < 0
+	bool all = !strcmp(argv[optind], "all");
+	if (all ? all_columns(&cols, &ncols) < 0
 					 : columns_parse(argv[optind], &cols, &ncols, u) < 0)
 		return EXIT_USAGE;
 	for (size_t c = 0; c < ncols; c++)
@@ -222,8 +252,10 @@ int cmd_get(int argc, char **argv)
 	cairn_list_batch b = {0};
 	rowref_t ref = {.st = st, .b = &b};
 	cairn_store_available(st, &ref.available);
-	static const char *hdr[] = {"NAME", "PROPERTY", "VALUE", "SOURCE"};
-	static const int width[] = {24, 18, 22, 0};
+	static const char *hdr[] = {"NAME", "PROPERTY", "VALUE", "RECEIVED", "SOURCE"};
+	static const int width[] = {24, 18, 22, 22, 0};
+	for (int k = 0; k < nf; k++)
+		want_received |= fields[k] == F_RECEIVED;
 	if (json && r == 0)
 		printf("{\"output_version\":{\"command\":\"zfs get\",\"vers_major\":0,"
 		       "\"vers_minor\":1},\"datasets\":{");
@@ -235,32 +267,39 @@ int cmd_get(int argc, char **argv)
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0) {
 		for (size_t i = 0; i < b.n && r >= 0; i++) {
 			ref.i = i;
-			for (size_t c = 0; c < ncols && r >= 0; c++) {
-				if (cols[c].def && !(cols[c].def->types & b.type[i]) &&
-				    !strcmp(argv[optind], "all"))
+			/* "all": the native properties, then the user ones that
+			 * apply to this object. */
+			column_t *ucols = NULL;
+			size_t nu = 0;
+			if (all)
+				r = user_columns(st, b.name[i], &ucols, &nu);
+			for (size_t c = 0; c < ncols + nu && r >= 0; c++) {
+				const column_t *col = c < ncols ? &cols[c] : &ucols[c - ncols];
+				if (col->def && !(col->def->types & b.type[i]) && all)
 					continue;
-				char val[8192], src[512];
+				char val[8192], src[512], rcv[8192] = "-";
 				uint64_t num;
 				bool has;
-				r = column_value(&ref, &cols[c], exact, val, sizeof(val), &num, &has);
+				r = column_value(&ref, col, exact, val, sizeof(val), &num, &has);
 				if (r >= 0)
-					r = column_source(&ref, &cols[c], src, sizeof(src));
+					r = column_source(&ref, col, src, sizeof(src));
+				if (r >= 0 && want_received)
+					r = column_received(&ref, col, rcv, sizeof(rcv));
 				if (r < 0)
 					break;
 				if (sources && !(sources & source_kind(src)))
 					continue;
+				const char *pname = col->def ? col->def->name : col->user;
 				if (json) {
-					json_prop(b.name[i], b.type[i], &first_ds, c == 0,
-						  cols[c].def ? cols[c].def->name : cols[c].user, val,
+					json_prop(b.name[i], b.type[i], &first_ds, c == 0, pname, val,
 						  src);
 					continue;
 				}
-				const char *v[F_COUNT] = {b.name[i],
-							  cols[c].def ? cols[c].def->name : cols[c].user,
-							  val, src};
+				const char *v[F_COUNT] = {b.name[i], pname, val, rcv, src};
 				for (int k = 0; k < nf; k++)
 					cell(v[fields[k]], width[fields[k]], k + 1 == nf, scripted);
 			}
+			cols_free(ucols, nu);
 		}
 	}
 	if (json && r >= 0)

@@ -1,4 +1,5 @@
-/* cmd_inherit.c - cairn inherit: drop a local value so it inherits again. */
+/* cmd_inherit.c - cairn inherit: drop a local value so it inherits again
+ * (-S: so the received value applies again). */
 #include <getopt.h>
 
 #include <stdio.h>
@@ -7,7 +8,8 @@
 #include "cli.h"
 #include "props.h"
 
-static const char *u = "inherit [-r] PROP DATASET...";
+static const char *u = "inherit [-rS] PROP DATASET|SNAPSHOT...\n"
+		       "  -S: revert to the received value, if there is one";
 
 /* zfs's answers: a native property that has no inherited value is refused
  * (read-only, or settable but not inheritable: exit 1); a name that is no
@@ -25,12 +27,14 @@ static int refuse_inherit(const char *usage, const char *prop)
 
 int cmd_inherit(int argc, char **argv)
 {
-	bool recursive = false;
+	bool recursive = false, received = false;
 	int ch;
-	while ((ch = getopt(argc, argv, "r")) != -1) {
-		if (ch != 'r')
-			return cli_usage(u, NULL);
-		recursive = true;
+	while ((ch = getopt(argc, argv, "rS")) != -1) {
+		switch (ch) {
+		case 'r': recursive = true; break;
+		case 'S': received = true; break;
+		default: return cli_usage(u, NULL);
+		}
 	}
 	if (argc - optind < 2)
 		return cli_usage(u, "expected a property and a dataset");
@@ -39,7 +43,7 @@ int cmd_inherit(int argc, char **argv)
 		return 1;
 	int rc = 0;
 	for (int i = optind + 1; i < argc && !rc; i++) {
-		int r = cairn_dataset_inherit(st, argv[i], argv[optind], recursive);
+		int r = cairn_prop_inherit(st, argv[i], argv[optind], recursive, received);
 		if (r == CAIRN_EBADPROP)
 			rc = refuse_inherit(u, argv[optind]);
 		else if (r < 0)

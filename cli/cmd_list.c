@@ -13,7 +13,8 @@
 
 static const char *u =
 	"list [-H] [-p] [-r | -d DEPTH] [-t TYPE[,TYPE]...] [-o PROP[,PROP]...]\n"
-	"       [-s PROP]... [-S PROP]... [-j [--json-int]] [DATASET|SNAPSHOT]...";
+	"       [-s PROP]... [-S PROP]... [-j [--json-int]] [DATASET|SNAPSHOT]...\n"
+	"  -o space: name,avail,used,usedsnap,usedds,usedrefreserv,usedchild";
 
 typedef struct sortkey {
 	column_t col;
@@ -125,6 +126,8 @@ static void json_row(lopts_t *o, const row_t *r)
 			type = "LOCAL";
 		else if (!strcmp(src, "default"))
 			type = "DEFAULT";
+		else if (!strcmp(src, "received"))
+			type = "RECEIVED";
 		else if (!strncmp(src, "inherited from ", 15))
 			type = "INHERITED", data = src + 15;
 		fprintf(f, ",\"source\":{\"type\":\"%s\",\"data\":", type);
@@ -137,6 +140,8 @@ static void json_row(lopts_t *o, const row_t *r)
 /* Numbers align right, text and dates left, as zfs list does. */
 static bool col_right(const column_t *c)
 {
+	if (c->written_at || (c->def && c->def->kind == K_RATIO))
+		return true;
 	return c->def && c->def->kind != K_STR && c->def->kind != K_DATE &&
 	       strcmp(c->def->name, "name");
 }
@@ -472,6 +477,12 @@ int cmd_list(int argc, char **argv)
 	}
 	if (o.json_int && !o.json)
 		return cli_usage(u, "--json-int needs -j");
+	/* zfs's shorthand: the space columns, of filesystems and volumes. */
+	if (!strcmp(cols, "space")) {
+		cols = "name,avail,used,usedsnap,usedds,usedrefreserv,usedchild";
+		if (!spec.types)
+			spec.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME;
+	}
 	if (columns_parse(cols, &o.cols, &o.ncols, u) < 0)
 		return EXIT_USAGE;
 	o.keys = keys;

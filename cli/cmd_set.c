@@ -1,10 +1,12 @@
-/* cmd_set.c - cairn set: local dataset properties, one transaction each. */
+/* cmd_set.c - cairn set: local dataset properties (user properties on
+ * snapshots), one transaction each. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
-static const char *u = "set PROP=VALUE... DATASET...";
+static const char *u = "set PROP=VALUE... DATASET|SNAPSHOT...\n"
+		       "  a snapshot takes user properties (module:name) only";
 
 int cmd_set(int argc, char **argv)
 {
@@ -30,7 +32,8 @@ int cmd_set(int argc, char **argv)
 		return 1;
 	int rc = 0;
 	for (; i < argc && !rc; i++) {
-		int r = cairn_dataset_set(st, argv[i], props, np);
+		int r = strchr(argv[i], '@') ? cairn_snapshot_set_user(st, argv[i], props, np)
+					     : cairn_dataset_set(st, argv[i], props, np);
 		if (r < 0)
 			rc = cli_fail(st, argv[i], r);
 	}

@@ -21,7 +21,14 @@ static const prop_def_t props[] = {
 	{"used", NULL, DS | SNAP, CAIRN_F_USED, K_SIZE},
 	{"referenced", "refer", DS | SNAP, CAIRN_F_REFERENCED, K_SIZE},
 	{"logicalreferenced", "lrefer", DS | SNAP, CAIRN_F_LOGICALREFERENCED, K_SIZE},
-	{"written", NULL, SNAP, CAIRN_F_WRITTEN, K_SIZE},
+	{"written", NULL, DS | SNAP, CAIRN_F_WRITTEN, K_SIZE},
+	{"logicalused", "lused", DS | SNAP, -1, K_SIZE},
+	{"usedbysnapshots", "usedsnap", DS, -1, K_SIZE},
+	{"usedbydataset", "usedds", DS, -1, K_SIZE},
+	{"usedbychildren", "usedchild", DS, -1, K_SIZE},
+	{"usedbyrefreservation", "usedrefreserv", DS, -1, K_SIZE},
+	{"compressratio", "ratio", DS | SNAP, -1, K_RATIO},
+	{"refcompressratio", "refratio", DS | SNAP, -1, K_RATIO},
 	{"objsetid", NULL, DS | SNAP, CAIRN_F_OBJSETID, K_NUM},
 	{"lastverified", NULL, SNAP, CAIRN_F_LASTVERIFIED, K_DATE},
 	{"available", "avail", DS, -1, K_SIZE},
@@ -63,7 +70,10 @@ int columns_parse(const char *list, column_t **cols, size_t *n, const char *usag
 	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		column_t c = {0};
 		c.def = prop_find(t);
-		if (!c.def) {
+		if (!c.def && !strncmp(t, "written@", 8) && t[8]) {
+			c.user = strdup(t); /* written@SNAP: computed per row */
+			c.written_at = true;
+		} else if (!c.def) {
 			char why[256];
 			if (!strchr(t, ':') || cairn_name_check(t, false, why, sizeof(why)) < 0 ||
 			    strchr(t, '/')) {
@@ -160,7 +170,7 @@ static int string_value(const rowref_t *r, const column_t *c, char *out, size_t 
 	char *v = NULL;
 	int e;
 	if (c->user && type == CAIRN_TYPE_SNAPSHOT)
-		e = cairn_snapshot_get_user(r->st, name, c->user, &v);
+		e = cairn_snapshot_user_get(r->st, name, c->user, &v, NULL);
 	else if (c->user || (type & DS))
 		e = cairn_dataset_get(r->st, name, c->user ? c->user : c->def->name, &v, NULL);
 	else {
@@ -174,11 +184,58 @@ static int string_value(const rowref_t *r, const column_t *c, char *out, size_t 
 	return 0;
 }
 
+/* The figures cairn_space_get derives (usedby*, logicalused, ratios). */
+static int space_value(const rowref_t *r, const char *prop, uint64_t *v)
+{
+	cairn_space sp;
+	int e = cairn_space_get(r->st, r->b->name[r->i], &sp);
+	if (e < 0)
+		return e;
+	if (!strcmp(prop, "logicalused"))
+		*v = sp.logicalused;
+	else if (!strcmp(prop, "usedbysnapshots"))
+		*v = sp.usedbysnapshots;
+	else if (!strcmp(prop, "usedbydataset"))
+		*v = sp.usedbydataset;
+	else if (!strcmp(prop, "usedbychildren"))
+		*v = sp.usedbychildren;
+	else if (!strcmp(prop, "usedbyrefreservation"))
+		*v = 0; /* cairn has no reservations */
+	else if (!strcmp(prop, "compressratio"))
+		/* zfs: of the used space for a dataset, of referenced for a snapshot */
+		*v = r->b->type[r->i] == CAIRN_TYPE_SNAPSHOT
+			     ? (sp.referenced ? sp.logicalreferenced * 100 / sp.referenced : 100)
+			     : (sp.used ? sp.logicalused * 100 / sp.used : 100);
+	else /* refcompressratio */
+		*v = sp.referenced ? sp.logicalreferenced * 100 / sp.referenced : 100;
+	return 0;
+}
+
+static bool is_space_prop(const char *p)
+{
+	return !strcmp(p, "logicalused") || !strncmp(p, "usedby", 6) ||
+	       !strcmp(p, "compressratio") || !strcmp(p, "refcompressratio");
+}
+
 int column_value(const rowref_t *r, const column_t *c, bool exact, char *out, size_t len,
 		 uint64_t *num, bool *has_num)
 {
 	int type = r->b->type[r->i];
 	*has_num = false;
+	if (c->written_at) {
+		if (!(type & (DS | SNAP))) {
+			snprintf(out, len, "-");
+			return 0;
+		}
+		uint64_t v;
+		int e = cairn_written_since(r->st, r->b->name[r->i], c->user + 8, &v);
+		if (e < 0)
+			return e;
+		*num = v;
+		*has_num = true;
+		cli_size(out, len, v, exact);
+		return 0;
+	}
 	if (c->user)
 		return string_value(r, c, out, len);
 	const prop_def_t *d = c->def;
@@ -203,6 +260,10 @@ int column_value(const rowref_t *r, const column_t *c, bool exact, char *out, si
 		v = r->b->field[d->field][r->i];
 	} else if (!strcmp(d->name, "available")) {
 		v = r->available;
+	} else if (is_space_prop(d->name)) {
+		int e = space_value(r, d->name, &v);
+		if (e < 0)
+			return e;
 	} else if (!strcmp(d->name, "chunksize")) {
 		int e = string_value(r, c, out, len);
 		if (e < 0)
@@ -228,6 +289,10 @@ int column_value(const rowref_t *r, const column_t *c, bool exact, char *out, si
 	case K_BOOL:
 		snprintf(out, len, "%s", v ? "on" : "off");
 		break;
+	case K_RATIO: /* hundredths; zfs prints 1.50x, and 1.50 with -p */
+		snprintf(out, len, "%llu.%02llu%s", (unsigned long long)(v / 100),
+			 (unsigned long long)(v % 100), exact ? "" : "x");
+		break;
 	default:
 		snprintf(out, len, "%llu", (unsigned long long)v);
 	}
@@ -246,11 +311,17 @@ int column_source(const rowref_t *r, const column_t *c, char *out, size_t len)
 						  !strcmp(c->def->name, "encryption") ||
 						  !strcmp(c->def->name, "keyformat") ||
 						  !strcmp(c->def->name, "keylocation")));
+	if (c->written_at)
+		inheritable = false;
 	if (!inheritable || !(type & DS)) {
-		if (c->user && type == CAIRN_TYPE_SNAPSHOT) {
-			char v[16];
-			string_value(r, c, v, sizeof(v));
-			snprintf(out, len, "%s", strcmp(v, "-") ? "local" : "-");
+		if (c->user && !c->written_at && type == CAIRN_TYPE_SNAPSHOT) {
+			char *v = NULL, *src = NULL;
+			int e = cairn_snapshot_user_get(r->st, r->b->name[r->i], c->user, &v, &src);
+			if (e < 0)
+				return e;
+			snprintf(out, len, "%s", src);
+			free(v);
+			free(src);
 		} else {
 			snprintf(out, len, "-");
 		}
@@ -264,6 +335,26 @@ int column_source(const rowref_t *r, const column_t *c, char *out, size_t len)
 	snprintf(out, len, "%s", src);
 	free(v);
 	free(src);
+	return 0;
+}
+
+int column_received(const rowref_t *r, const column_t *c, char *out, size_t len)
+{
+	const char *prop = c->user ? c->user : c->def->name;
+	bool settable = (c->user && !c->written_at) ||
+			(c->def && (!strcmp(prop, "source") || !strcmp(prop, "compression") ||
+				    !strcmp(prop, "chunksize") || !strcmp(prop, "exclude") ||
+				    !strcmp(prop, "exclude_caches") || !strcmp(prop, "cairnignore")));
+	if (!settable || !(r->b->type[r->i] & DS)) {
+		snprintf(out, len, "-");
+		return 0;
+	}
+	char *v = NULL;
+	int e = cairn_prop_get_received(r->st, r->b->name[r->i], prop, &v);
+	if (e < 0)
+		return e;
+	snprintf(out, len, "%s", v);
+	free(v);
 	return 0;
 }
 

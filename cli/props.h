@@ -4,7 +4,7 @@
 
 #include "cli.h"
 
-enum prop_kind { K_STR, K_NUM, K_SIZE, K_DATE, K_BOOL };
+enum prop_kind { K_STR, K_NUM, K_SIZE, K_DATE, K_BOOL, K_RATIO };
 
 typedef struct prop_def {
 	const char *name, *alias;
@@ -16,7 +16,8 @@ typedef struct prop_def {
 /* A column: a native property, or a user property (def == NULL). */
 typedef struct column {
 	const prop_def_t *def;
-	const char *user; /* module:name */
+	const char *user; /* module:name, or written@SNAP */
+	bool written_at;  /* user holds "written@SNAP" */
 	char header[64];
 } column_t;
 
@@ -38,6 +39,9 @@ int column_value(const rowref_t *r, const column_t *c, bool exact, char *out, si
 		 uint64_t *num, bool *has_num);
 /* The property's source for `get`/JSON: "-", "default", "local", "inherited from X". */
 int column_source(const rowref_t *r, const column_t *c, char *out, size_t len);
+
+/* The received value for get -o received: "-" when none or not settable. */
+int column_received(const rowref_t *r, const column_t *c, char *out, size_t len);
 
 const char *type_name(int type);
 /* "fs,snap,..." (names and zfs's aliases, "all") into a cairn_type mask;

@@ -643,6 +643,54 @@ void cairn_list_batch_free(cairn_list_batch *b);
 /** A snapshot's user property, or "-" when unset.  *value is malloc'd. */
 int cairn_snapshot_get_user(cairn_store *st, const char *snap, const char *prop, char **value);
 
+/** A property's received value on a dataset (what a -R stream set; see
+ * cairn_dataset_get for the value that applies), or "-" when it has none
+ * (and for snapshots and bookmarks).  *value is malloc'd.
+ * @return 0, -ENOENT, CAIRN_EBADNAME. */
+int cairn_prop_get_received(cairn_store *st, const char *name, const char *prop, char **value);
+
+/** zfs inherit: drops name's local value of prop so it is inherited again.
+ * name is a dataset or a snapshot (user properties only).  received
+ * (inherit -S): a received value applies again; without it a received
+ * value is kept but no longer applies (the parent's or the default does).
+ * recursive: every descendant too (for a snapshot: the descendants'
+ * snapshots of that name).  One transaction.
+ * @return 0, -ENOENT, CAIRN_EBADPROP (not inheritable), CAIRN_EBADNAME. */
+int cairn_prop_inherit(cairn_store *st, const char *name, const char *prop, bool recursive,
+		       bool received);
+
+/** Sets user properties (module:name) on a snapshot, in one transaction.
+ * @return 0, -ENOENT, CAIRN_EBADPROP (a native or invalid property). */
+int cairn_snapshot_set_user(cairn_store *st, const char *snap, const cairn_prop *props,
+			    size_t n);
+
+/** A snapshot's user property: its own value (source "local"), else its
+ * dataset's (source "inherited from X"), else "-" (source "-").  *value
+ * and *source are malloc'd; source may be NULL. @return 0, -ENOENT. */
+int cairn_snapshot_user_get(cairn_store *st, const char *snap, const char *prop, char **value,
+			    char **source);
+
+/** The names of the user properties set or received on a dataset or its
+ * ancestors (for a snapshot: on it and its dataset's line), sorted.
+ * *names is malloc'd: free with cairn_user_props_free. @return 0, -ENOENT. */
+int cairn_user_props(cairn_store *st, const char *name, char ***names, size_t *n);
+void cairn_user_props_free(char **names, size_t n);
+
+/** Space figures of a dataset or snapshot, in stored bytes
+ * (docs/ZFS-COMPAT.md says how each is derived). */
+typedef struct cairn_space {
+	uint64_t used, usedbysnapshots, usedbydataset, usedbychildren;
+	uint64_t referenced, logicalreferenced, logicalused, written;
+} cairn_space;
+/** @return 0, -ENOENT, CAIRN_EBADNAME. */
+int cairn_space_get(cairn_store *st, const char *name, cairn_space *sp);
+
+/** zfs written@SNAP: stored bytes that name (a snapshot, or a dataset's
+ * newest snapshot) references and since ("snap" or "ds@snap", an earlier
+ * snapshot of the same dataset) does not.
+ * @return 0, -ENOENT, -EINVAL (another dataset's or a later snapshot). */
+int cairn_written_since(cairn_store *st, const char *name, const char *since, uint64_t *bytes);
+
 /** Free bytes of the filesystem holding the store (property available). */
 int cairn_store_available(cairn_store *st, uint64_t *bytes);
 

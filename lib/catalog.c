@@ -26,6 +26,9 @@ struct catalog {
 	 * active" after SQLite already rolled back on a full disk). */
 	char err[256];
 	bool err_saved;
+	/* The rprop table (received property values) exists: false only for
+	 * an old store opened read-only, which has no received values. */
+	bool has_rprop;
 };
 
 /* Bulky per-snapshot roots live in snapdata so that scans of snapshot
@@ -64,6 +67,20 @@ static const char *schema =
 	"CREATE TABLE recvstate(id INTEGER PRIMARY KEY, dataset TEXT NOT NULL UNIQUE,"
 	" token TEXT NOT NULL, state BLOB NOT NULL, idx BLOB NOT NULL);"
 	"COMMIT;";
+
+/* Received property values (zfs's "received" source), added after format 1
+ * shipped: stores created before it get the table on their first writable
+ * open (migrate_rprop).  A value here is shadowed by a local one in dprop;
+ * masked = 1 records a plain `inherit` over it (the value stays, visible
+ * with get -o received, until inherit -S brings it back).  The trigger
+ * drops a destroyed dataset's rows, whatever version of cairn destroys it,
+ * so a reused dataset id never inherits another dataset's values. */
+static const char *rprop_schema =
+	"CREATE TABLE IF NOT EXISTS rprop(dataset INTEGER NOT NULL, name TEXT NOT NULL,"
+	" value TEXT NOT NULL, masked INTEGER NOT NULL DEFAULT 0,"
+	" PRIMARY KEY(dataset, name)) WITHOUT ROWID;"
+	"CREATE TRIGGER IF NOT EXISTS rprop_gone AFTER DELETE ON dataset"
+	" BEGIN DELETE FROM rprop WHERE dataset = OLD.id; END;";
 
 static int sql_err(int rc)
 {
@@ -189,6 +206,8 @@ int catalog_create(const char *path)
 	if (r < 0)
 		return r;
 	int rc = sqlite3_exec(db, schema, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, rprop_schema, NULL, NULL, NULL);
 	sqlite3_close(db);
 	return sql_err(rc);
 }
@@ -255,6 +274,33 @@ static int open_immutable(const char *path, sqlite3 **db)
 	return open_db(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, db);
 }
 
+static bool table_exists(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", -1,
+			       &s, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+	bool yes = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	return yes;
+}
+
+/* Adds the rprop table to a store created before it.  Best effort: a
+ * store that cannot be written (read-only filesystem or file) stays
+ * readable, as a store without received values. */
+static void migrate_rprop(catalog_t *c)
+{
+	if (!table_exists(c->db, "rprop") && !sqlite3_db_readonly(c->db, "main") &&
+	    sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
+		if (sqlite3_exec(c->db, rprop_schema, NULL, NULL, NULL) == SQLITE_OK)
+			sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+		else
+			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	c->has_rprop = table_exists(c->db, "rprop");
+}
+
 int catalog_open(const char *path, catalog_t **out)
 {
 	*out = NULL;
@@ -280,6 +326,7 @@ int catalog_open(const char *path, catalog_t **out)
 		return r;
 	}
 	c->path = strdup(path);
+	migrate_rprop(c);
 	*out = c;
 	return 0;
 }
@@ -740,4 +787,137 @@ int catalog_snap_prop_set(catalog_t *c, int64_t snap, const char *name, const ch
 	r = sql_err(sqlite3_step(s));
 	sqlite3_finalize(s);
 	return r;
+}
+
+/* ---- received property values (rprop) ---- */
+
+int catalog_rprop_get(catalog_t *c, int64_t ds, const char *name, char **value, bool *masked)
+{
+	if (!c->has_rprop)
+		return -ENOENT;
+	sqlite3_stmt *s;
+	int r = prep(c, "SELECT value, masked FROM rprop WHERE dataset=? AND name=?", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, ds);
+	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*value = col_strdup(s, 0);
+		if (masked)
+			*masked = sqlite3_column_int(s, 1) != 0;
+		r = *value ? 0 : -ENOMEM;
+	} else {
+		r = rc == SQLITE_DONE ? -ENOENT : sql_err(rc);
+	}
+	sqlite3_finalize(s);
+	return r;
+}
+
+int catalog_prop_effective(catalog_t *c, int64_t ds, const char *name, char **value,
+			   bool *received)
+{
+	*received = false;
+	int r = catalog_prop_get(c, ds, name, value);
+	if (r != -ENOENT)
+		return r;
+	bool masked = false;
+	r = catalog_rprop_get(c, ds, name, value, &masked);
+	if (r == 0 && masked) {
+		free(*value);
+		*value = NULL;
+		return -ENOENT;
+	}
+	*received = r == 0;
+	return r;
+}
+
+/* The names of ds's masked received values, to keep their masks across a
+ * new received set. */
+static int masked_names(catalog_t *c, int64_t ds, char ***names, size_t *n)
+{
+	*names = NULL;
+	*n = 0;
+	sqlite3_stmt *s;
+	int r = prep(c, "SELECT name FROM rprop WHERE dataset=? AND masked=1", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, ds);
+	int rc;
+	while (r == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		char **p = realloc(*names, (*n + 1) * sizeof(*p));
+		char *v = p ? col_strdup(s, 0) : NULL;
+		if (p)
+			*names = p;
+		if (!v)
+			r = -ENOMEM;
+		else
+			(*names)[(*n)++] = v;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = sql_err(rc) ?: -EIO;
+	sqlite3_finalize(s);
+	return r;
+}
+
+static void names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int catalog_rprop_replace(catalog_t *c, int64_t ds, const char *const *names,
+			  const char *const *values, size_t n)
+{
+	if (!c->has_rprop)
+		return -EROFS; /* an old store that could not be migrated */
+	char **masked;
+	size_t nm;
+	int r = masked_names(c, ds, &masked, &nm);
+	sqlite3_stmt *s = NULL;
+	if (r == 0)
+		r = prep(c, "DELETE FROM rprop WHERE dataset=?", &s);
+	if (r == 0) {
+		sqlite3_bind_int64(s, 1, ds);
+		r = sql_err(sqlite3_step(s));
+		sqlite3_finalize(s);
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		bool m = false;
+		for (size_t k = 0; k < nm && !m; k++)
+			m = !strcmp(masked[k], names[i]);
+		r = prep(c, "INSERT OR REPLACE INTO rprop VALUES(?, ?, ?, ?)", &s);
+		if (r < 0)
+			break;
+		sqlite3_bind_int64(s, 1, ds);
+		sqlite3_bind_text(s, 2, names[i], -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 3, values[i], -1, SQLITE_STATIC);
+		sqlite3_bind_int(s, 4, m);
+		r = sql_err(sqlite3_step(s));
+		sqlite3_finalize(s);
+	}
+	names_free(masked, nm);
+	return r;
+}
+
+int catalog_rprop_mask(catalog_t *c, int64_t ds, const char *name, bool masked)
+{
+	if (!c->has_rprop)
+		return 0; /* no received values to mask */
+	sqlite3_stmt *s;
+	int r = prep(c, "UPDATE rprop SET masked=? WHERE dataset=? AND name=?", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int(s, 1, masked);
+	sqlite3_bind_int64(s, 2, ds);
+	sqlite3_bind_text(s, 3, name, -1, SQLITE_STATIC);
+	r = sql_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return r;
+}
+
+bool catalog_has_rprop(catalog_t *c)
+{
+	return c->has_rprop;
 }

@@ -73,6 +73,21 @@ int catalog_ds_subtree(catalog_t *c, int64_t id, int64_t **ids, size_t *n);
 /* Local property value (malloc'd) or -ENOENT. */
 int catalog_prop_get(catalog_t *c, int64_t ds, const char *name, char **value);
 int catalog_prop_set(catalog_t *c, int64_t ds, const char *name, const char *value);
+/* Received values (recv of a -R stream), see rprop_schema in catalog.c.
+ * catalog_rprop_get: the value even when masked (*masked tells; masked
+ * may be NULL), or -ENOENT. */
+int catalog_rprop_get(catalog_t *c, int64_t ds, const char *name, char **value, bool *masked);
+/* The value that applies on ds itself: the local one, else the received
+ * one unless masked by inherit.  *received tells which.  -ENOENT: none. */
+int catalog_prop_effective(catalog_t *c, int64_t ds, const char *name, char **value,
+			   bool *received);
+/* Replaces ds's received values by names[i]=values[i] (masks of names
+ * still received are kept).  -EROFS on an old store never migrated. */
+int catalog_rprop_replace(catalog_t *c, int64_t ds, const char *const *names,
+			  const char *const *values, size_t n);
+/* Sets or clears the mask (plain inherit / inherit -S) of a received value. */
+int catalog_rprop_mask(catalog_t *c, int64_t ds, const char *name, bool masked);
+bool catalog_has_rprop(catalog_t *c);
 
 int catalog_snap_lookup(catalog_t *c, int64_t ds, const char *name, snap_row_t *out);
 /* The snapshot of ds with the highest createtxg below before_txg

@@ -212,7 +212,8 @@ int dataset_prop(cairn_store *st, const ds_row_t *ds, const char *prop, char **v
 		if (r < 0)
 			return store_err(st, r, "%s: %s", ds->name, catalog_errmsg(st->cat));
 		char *v = NULL;
-		r = catalog_prop_get(st->cat, id, prop, &v);
+		bool received;
+		r = catalog_prop_effective(st->cat, id, prop, &v, &received);
 		if (r == 0) {
 			if (!strcmp(prop, "source") && !first && strcmp(v, "none")) {
 				/* Inherited like a ZFS mountpoint: parent path + the
@@ -227,7 +228,7 @@ int dataset_prop(cairn_store *st, const ds_row_t *ds, const char *prop, char **v
 			*value = v;
 			if (source) {
 				if (first)
-					*source = strdup("local");
+					*source = strdup(received ? "received" : "local");
 				else if (asprintf(source, "inherited from %s", cur.name) < 0)
 					*source = NULL;
 			}

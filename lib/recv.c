@@ -25,6 +25,7 @@
 
 #include "blob.h"
 #include "dataset.h"
+#include "rprops.h"
 #include "encroot.h"
 #include "snapio.h"
 #include "snapshot.h"
@@ -873,14 +874,13 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 		if (r == 0)
 			note(c, "renamed", d->local);
 	}
-	size_t np = d->nprops + (top ? c->o->nprops : 0);
+	/* -o is a local value; the stream's are received values (below). */
+	size_t np = top ? c->o->nprops : 0;
 	cairn_prop *props = calloc(np + 1, sizeof(*props));
 	if (!props)
 		return -ENOMEM;
-	if (d->nprops) /* d->props may be NULL when there are none */
-		memcpy(props, d->props, d->nprops * sizeof(*props));
-	if (top && c->o->nprops)
-		memcpy(props + d->nprops, c->o->props, c->o->nprops * sizeof(*props));
+	if (np)
+		memcpy(props, c->o->props, np * sizeof(*props));
 	ds_row_t row = {0};
 	bool created = false;
 	encroot_receiving(true);
@@ -904,6 +904,8 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 	} else {
 		r = k;
 	}
+	if (r == 0 && (c->flags & STREAM_F_RECURSIVE))
+		r = props_receive(c->st, d->local, d->props, d->nprops);
 	encroot_receiving(false);
 	ds_row_clear(&row);
 	free(props);

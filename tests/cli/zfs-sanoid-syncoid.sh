@@ -42,11 +42,21 @@ ok zfs create -o source="$S/a1" tank/a/one
 ok zfs create -o source="$S/b" tank/b
 ok zfs create -o source="$S/b" backup
 
-# snaps POOLDS: "relative-name guid" of every snapshot below POOLDS.
+# snaps POOLDS: "relative-name guid" of every snapshot below POOLDS, read
+# from the store's catalog: the truth does not depend on the listing code
+# under test (a `zfs list` that dropped a snapshot on both sides would
+# otherwise compare equal).  zfs list must agree with it.
 snaps() {
-	zfs list -H -p -o name,guid -t snapshot -r "$1" >"$TESTDIR/snaps.tmp" ||
-		fail "list snapshots of $1"
-	sed "s#^$1##" "$TESTDIR/snaps.tmp" | sort
+	local store=$A
+	case $1 in backup*) store=$B ;; esac
+	sqlite3 -separator '	' "$store/catalog.db" \
+		"SELECT d.name || '@' || s.name, s.guid FROM snapshot s JOIN dataset d ON d.id = s.dataset
+		 WHERE d.name = '$1' OR d.name LIKE '$1/%'" >"$TESTDIR/snaps.cat" ||
+		fail "catalog snapshots of $1"
+	zfs list -H -o name -t snapshot -r "$1" >"$TESTDIR/snaps.tmp" || fail "list snapshots of $1"
+	[ "$(cut -f1 "$TESTDIR/snaps.cat" | sort)" = "$(sort "$TESTDIR/snaps.tmp")" ] ||
+		fail "zfs list -t snapshot -r $1 disagrees with the catalog"
+	sed "s#^$1##" "$TESTDIR/snaps.cat" | sort
 }
 
 # same_side SRC DST [subset]: names and guids equal (or SRC's within
