@@ -775,6 +775,14 @@ int catalog_snap_roots(catalog_t *c, int64_t id, buf_t *tree, buf_t *index)
 	return r;
 }
 
+int catalog_snap_index(catalog_t *c, int64_t id, buf_t *index)
+{
+	buf_t tree = {0};
+	int r = catalog_snap_roots(c, id, &tree, index);
+	buf_free(&tree);
+	return r;
+}
+
 int catalog_snap_prop_set(catalog_t *c, int64_t snap, const char *name, const char *value)
 {
 	sqlite3_stmt *s;

@@ -99,6 +99,8 @@ int catalog_snap_insert(catalog_t *c, snap_row_t *r, const buf_t *tree, const bu
 int catalog_snap_set_used(catalog_t *c, int64_t id, uint64_t used);
 /* The packed chunk_ref lists of a snapshot's tree and index streams. */
 int catalog_snap_roots(catalog_t *c, int64_t id, buf_t *tree, buf_t *index);
+/* catalog_snap_roots for the index root only (space accounting). */
+int catalog_snap_index(catalog_t *c, int64_t id, buf_t *index);
 int catalog_snap_prop_set(catalog_t *c, int64_t snap, const char *name, const char *value);
 
 #endif

@@ -267,18 +267,10 @@ static int ds_snapshots(cairn_store *st, int64_t ds, snapent_t **out, size_t *n)
 	return r;
 }
 
-static int index_of(cairn_store *st, int64_t id, buf_t *idx)
-{
-	buf_t tree = {0};
-	int r = catalog_snap_roots(st->cat, id, &tree, idx);
-	buf_free(&tree);
-	return r;
-}
-
 static int add_index_to(cairn_store *st, int64_t id, refset_t *set)
 {
 	buf_t idx = {0};
-	int r = index_of(st, id, &idx);
+	int r = catalog_snap_index(st->cat, id, &idx);
 	idxrd_t x;
 	idxrd_open(&x, st->cs, &idx);
 	chunk_ref_t ref;
@@ -320,11 +312,11 @@ static int update_survivor(cairn_store *st, int64_t id, int64_t prev, int64_t ne
 			   bool prev_changed)
 {
 	buf_t self = {0}, p = {0}, n = {0};
-	int r = index_of(st, id, &self);
+	int r = catalog_snap_index(st->cat, id, &self);
 	if (r == 0 && prev)
-		r = index_of(st, prev, &p);
+		r = catalog_snap_index(st->cat, prev, &p);
 	if (r == 0 && next)
-		r = index_of(st, next, &n);
+		r = catalog_snap_index(st->cat, next, &n);
 	uint64_t used = 0, written = 0;
 	if (r == 0)
 		r = index_unique_bytes(st->cs, &self, prev ? &p : NULL, next ? &n : NULL, &used);

@@ -449,14 +449,6 @@ int cairn_space_get(cairn_store *st, const char *name, cairn_space *sp)
 	return r;
 }
 
-static int snap_index(cairn_store *st, int64_t id, buf_t *idx)
-{
-	buf_t tree = {0};
-	int r = catalog_snap_roots(st->cat, id, &tree, idx);
-	buf_free(&tree);
-	return r;
-}
-
 int cairn_written_since(cairn_store *st, const char *name, const char *since, uint64_t *bytes)
 {
 	*bytes = 0;
@@ -492,9 +484,9 @@ int cairn_written_since(cairn_store *st, const char *name, const char *since, ui
 	}
 	buf_t a = {0}, b = {0};
 	if (r == 0)
-		r = snap_index(st, self.id, &a);
+		r = catalog_snap_index(st->cat, self.id, &a);
 	if (r == 0)
-		r = snap_index(st, old.id, &b);
+		r = catalog_snap_index(st->cat, old.id, &b);
 	if (r == 0)
 		r = index_unique_bytes(st->cs, &a, &b, NULL, bytes);
 	if (r < 0 && !st->errdetail[0])

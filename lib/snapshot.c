@@ -5,14 +5,6 @@
 
 #include "snapio.h"
 
-static int snap_index(cairn_store *st, int64_t id, buf_t *idx)
-{
-	buf_t tree = {0};
-	int r = catalog_snap_roots(st->cat, id, &tree, idx);
-	buf_free(&tree);
-	return r;
-}
-
 /* written of the new snapshot, and the new used of its predecessor. */
 static int account(cairn_store *st, const snapnew_t *s, snap_row_t *row)
 {
@@ -24,14 +16,14 @@ static int account(cairn_store *st, const snapnew_t *s, snap_row_t *row)
 		return 0;
 	}
 	if (r == 0)
-		r = snap_index(st, prev.id, &pidx);
+		r = catalog_snap_index(st->cat, prev.id, &pidx);
 	if (r == 0)
 		r = index_unique_bytes(st->cs, s->idx, &pidx, NULL, &row->written);
 	row->used = row->written;
 	if (r == 0) {
 		int q = catalog_snap_prev(st->cat, s->ds, prev.createtxg, &pprev);
 		if (q == 0)
-			r = snap_index(st, pprev.id, &ppidx);
+			r = catalog_snap_index(st->cat, pprev.id, &ppidx);
 		else if (q != -ENOENT)
 			r = q;
 	}
