@@ -673,9 +673,19 @@ static int put_pairs(swriter_t *w, cairn_store *st, const char *sql, int64_t id)
 	return 0;
 }
 
+/* A dataset's properties as its replicas must see them: local values, and
+ * received ones that no local value overrides and no `inherit` masks (so a
+ * replica of a replica gets them too, as with zfs send -R). */
 static int put_props(swriter_t *w, cairn_store *st, int64_t ds)
 {
-	return put_pairs(w, st, "SELECT name, value FROM dprop WHERE dataset=? ORDER BY name", ds);
+	if (!catalog_has_rprop(st->cat))
+		return put_pairs(w, st, "SELECT name, value FROM dprop WHERE dataset=?1 ORDER BY name",
+				 ds);
+	return put_pairs(w, st,
+			 "SELECT name, value FROM dprop WHERE dataset=?1 UNION ALL"
+			 " SELECT name, value FROM rprop WHERE dataset=?1 AND masked=0 AND name NOT IN"
+			 " (SELECT name FROM dprop WHERE dataset=?1) ORDER BY name",
+			 ds);
 }
 
 static int put_snapprops(swriter_t *w, cairn_store *st, int64_t snap)

@@ -33,6 +33,18 @@ ok cairn -s "$B" recv backup/tank <"$TESTDIR/full"
 # source is never received.
 [ "$(g backup/tank source value,source)" = "none	default" ] ||
 	fail "source was received: $(g backup/tank source value,source)"
+# A replica of the replica gets them too: send -R carries received values
+# (not masked, not overridden) as well as local ones.
+D="$TESTDIR/d"
+ok cairn -s "$D" init
+ok cairn -s "$D" create hop
+cairn -s "$B" send -R backup/tank@1 >"$TESTDIR/hop" || fail "send -R from the replica"
+ok cairn -s "$D" recv hop/tank <"$TESTDIR/hop"
+for pv in "com.x:tag red" "compression zstd-3"; do
+	set -- $pv
+	v=$(cairn -s "$D" get -H -o value,source "$1" hop/tank) || fail "get $1 on the second replica"
+	[ "$v" = "$2	received" ] || fail "second replica: $1 is '$v', want '$2	received'"
+done
 # The default field list has no received column; get -s received filters.
 out=$(cairn -s "$B" get -H -s received -o property all backup/tank) || fail "get -s received"
 [ "$(echo "$out" | sort | tr '\n' ' ')" = "com.x:gone com.x:tag compression " ] ||
