@@ -412,8 +412,11 @@ int cairn_space_get(cairn_store *st, const char *name, cairn_space *sp)
 			sp->used = s.used;
 			sp->referenced = s.referenced;
 			sp->logicalreferenced = s.logicalreferenced;
-			sp->logicalused = s.referenced ? s.used * s.logicalreferenced / s.referenced
-						       : s.used;
+			/* 128 bits: the product of two sizes overflows 64. */
+			sp->logicalused =
+				s.referenced ? (uint64_t)((unsigned __int128)s.used *
+							  s.logicalreferenced / s.referenced)
+					     : s.used;
 			sp->written = s.written;
 		}
 	} else {

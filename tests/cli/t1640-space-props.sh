@@ -104,4 +104,9 @@ ok cairn inherit com.x:team pool@3
 fails_with 1 "user properties only" cairn set compression=off pool@2
 fails_with 1 "does not exist" cairn set com.x:a=b pool@nosuch
 [ "$(cairn get -H -o value com.x:a pool@2)" = "-" ] || fail "a refused set changed something"
+# sizes whose product overflows 64 bits (a 10 GB snapshot)
+sqlite3 "$CAIRN_STORE/catalog.db" "UPDATE snapshot SET used=1e10, written=1e10, referenced=1e10, logicalreferenced=2e10 WHERE name='2'" ||
+	fail "sqlite3 update"
+v=$(cairn get -H -p -o value logicalused pool@2) || fail "get logicalused pool@2"
+[ "$v" = 20000000000 ] || fail "logicalused of a 10 GB snapshot: $v"
 exit $((fails > 0))
