@@ -304,8 +304,9 @@ int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *opts)
 int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursive,
 		 bool parents);
 
-/** Removes a local property so the value is inherited again; with
- * recursive, from every descendant too.  One transaction. */
+/** cairn_prop_inherit without received (zfs inherit without -S): removes a
+ * local property so the value is inherited again; with recursive, from
+ * every descendant too.  One transaction. */
 int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, bool recursive);
 /** @} */
 

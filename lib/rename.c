@@ -154,26 +154,6 @@ int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursi
 
 int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, bool recursive)
 {
-	st->errdetail[0] = 0;
-	char *norm = NULL;
-	if (strcmp(prop, "source") && strcmp(prop, "compression") && strcmp(prop, "chunksize") &&
-	    !exclude_is_prop(prop) &&
-	    !strchr(prop, ':'))
-		return store_err(st, CAIRN_EBADPROP, "%s: not an inheritable property", prop);
-	free(norm);
-	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
-	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
-	ds_row_t ds = {0};
-	r = dataset_lookup(st, name, &ds);
-	int64_t *ids = NULL;
-	size_t n = 1;
-	if (r == 0 && recursive)
-		r = catalog_ds_subtree(st->cat, ds.id, &ids, &n);
-	for (size_t i = 0; r == 0 && i < n; i++)
-		r = catalog_prop_set(st->cat, recursive ? ids[i] : ds.id, prop, NULL);
-	free(ids);
-	ds_row_clear(&ds);
-	return store_txn_end(st, r);
+	/* The older entry point: zfs inherit without -S (props.c). */
+	return cairn_prop_inherit(st, name, prop, recursive, false);
 }
