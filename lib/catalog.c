@@ -274,31 +274,42 @@ static int open_immutable(const char *path, sqlite3 **db)
 	return open_db(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, db);
 }
 
-static bool table_exists(sqlite3 *db, const char *name)
+/* Whether the schema has an object of that type and name. */
+static bool schema_has(sqlite3 *db, const char *type, const char *name)
 {
 	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", -1,
-			       &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type=? AND name=?", -1, &s,
+			       NULL) != SQLITE_OK)
 		return false;
-	sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 1, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
 	bool yes = sqlite3_step(s) == SQLITE_ROW;
 	sqlite3_finalize(s);
 	return yes;
 }
 
-/* Adds the rprop table to a store created before it.  Best effort: a
- * store that cannot be written (read-only filesystem or file) stays
- * readable, as a store without received values. */
+static bool has_rprop_schema(sqlite3 *db)
+{
+	return schema_has(db, "table", "rprop") && schema_has(db, "trigger", "rprop_gone");
+}
+
+/* Adds the rprop table (and its trigger) to a store created before them.
+ * Best effort, and never waiting: a store that cannot be written
+ * (read-only filesystem or file) or whose writer lock is taken right now
+ * stays readable as a store without received values, and the next
+ * command that opens it tries again. */
 static void migrate_rprop(catalog_t *c)
 {
-	if (!table_exists(c->db, "rprop") && !sqlite3_db_readonly(c->db, "main") &&
-	    sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
-		if (sqlite3_exec(c->db, rprop_schema, NULL, NULL, NULL) == SQLITE_OK)
-			sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-		else
-			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	if (!has_rprop_schema(c->db) && !sqlite3_db_readonly(c->db, "main")) {
+		sqlite3_busy_timeout(c->db, 0); /* a listing must not wait for a writer */
+		if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
+			if (sqlite3_exec(c->db, rprop_schema, NULL, NULL, NULL) != SQLITE_OK ||
+			    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+				sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		}
+		sqlite3_busy_timeout(c->db, 600000);
 	}
-	c->has_rprop = table_exists(c->db, "rprop");
+	c->has_rprop = has_rprop_schema(c->db);
 }
 
 int catalog_open(const char *path, catalog_t **out)

@@ -54,7 +54,9 @@ int props_receive(cairn_store *st, const char *name, const cairn_prop *props, si
 		r = catalog_rprop_replace(st->cat, ds.id, names, (const char *const *)values, k);
 		if (r == -EROFS)
 			r = store_err(st, r, "%s: this store predates received properties and "
-					     "could not be upgraded (read-only)", name);
+					     "was not upgraded when opened (it is read-only, or "
+					     "another command held its write lock: run again)",
+				      name);
 		else if (r < 0)
 			r = store_err(st, r, "%s: %s", name, catalog_errmsg(st->cat));
 	}
