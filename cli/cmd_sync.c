@@ -559,9 +559,10 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, bool force, bo
 				.estimate = first_to, .arg = label};
 	int r = cairn_send(st, NULL, &plan);
 	if (r == CAIRN_ECORRUPT || r == -ENOENT || r == -EINVAL) {
-		if (verbose)
-			printf("discarding the partial receive into %s (%s)\n", dst->dataset,
-			       cairn_store_errdetail(st));
+		/* Said even without -v: progress is being thrown away. */
+		const char *why = cairn_store_errdetail(st);
+		fprintf(stderr, "cairn: sync: %s: discarding the partial receive (%s)\n",
+			dst->dataset, *why ? why : cairn_strerror(r));
 		const char *av2[] = {"recv", "-A", dst->dataset, NULL};
 		char *out;
 		rc = dest_output(dst, av2, &out, &err);
