@@ -26,8 +26,8 @@ static void skip_untagged(cairn_store *st, holdargs_t *h, size_t from, const cha
 	size_t keep = from;
 	for (size_t i = from; i < h->n; i++) {
 		tagq_t q = {tag, false};
-		cairn_holds_iter(st, h->items[i].snapshot, tag_seen, &q);
-		if (q.found) {
+		/* One that cannot be read is kept: its release names the error. */
+		if (cairn_holds_iter(st, h->items[i].snapshot, tag_seen, &q) < 0 || q.found) {
 			char *o = h->owned[keep];
 			h->owned[keep] = h->owned[i];
 			h->owned[i] = o;

@@ -239,6 +239,8 @@ static char *child_reason(const char *err, int status, bool pass_on, bool *kept)
 	char *why = NULL, *last = NULL;
 	size_t wl = 0;
 	FILE *f = open_memstream(&why, &wl);
+	if (!f)
+		return strdup(err && *err ? err : "out of memory");
 	bool any = false;
 	for (const char *l = err ? err : ""; *l;) {
 		size_t n = strcspn(l, "\n");
@@ -509,6 +511,9 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 	} else if (r < 0 && (r != -EPIPE || child == 0)) {
 		/* The sender failed by itself; the receiver only saw the stream stop. */
 		const char *d = cairn_store_errdetail(st);
+		size_t ll = strlen(label);
+		if (d && !strncmp(d, label, ll) && !strncmp(d + ll, ": ", 2))
+			d += ll + 2; /* the detail names the snapshot too: once is enough */
 		cli_err(label, "%s%s", d && *d ? d : cairn_strerror(r),
 			child ? "; the receive on the destination stopped with it" : "");
 		rc = 1;
