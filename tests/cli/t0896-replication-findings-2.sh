@@ -45,11 +45,12 @@ ends=($(groupends "$TESTDIR/s37"))
 [ "${#ends[@]}" = 4 ] || fail "expected 4 groups, got ${#ends[@]}"
 cut=$((ends[1] + 500)) # inside group @6
 head -c "$cut" "$TESTDIR/s37" | cb recv bk >/dev/null 2>&1 && fail "the cut stream was accepted"
+got=$(cb list -H -o name -t snapshot -r bk) || fail "list bk after the cut"
 for k in 4 5; do
-	n=$(cb list -H -o name -t snapshot -r bk | grep -c "@$k$")
+	n=$(echo "$got" | grep -c "@$k$")
 	[ "$n" = 4 ] || fail "group @$k has $n of 4 snapshots after the cut"
 done
-[ "$(cb list -H -o name -t snapshot -r bk | grep -c "@6$")" = 0 ] || fail "group @6 torn"
+[ "$(echo "$got" | grep -c "@6$")" = 0 ] || fail "group @6 torn"
 cp -a "$B" "$TESTDIR/b.cut"
 ca send -R -I @5 tank@7 | cb recv bk || fail "send -R -I tank@5 tank@7 | recv after the cut"
 [ "$(list "$CAIRN_STORE" tank)" = "$(list "$B" bk)" ] || fail "-I @5 @7 after the cut: no convergence"
@@ -66,6 +67,7 @@ ca send -R -I @7 tank@8 >"$TESTDIR/s78" || fail "send -R -I @7 @8"
 # every property but available (the free space of the filesystem)
 props() { cb get -H -p -r -o name,property,value,source all bk | awk -F'\t' '$2 != "available"'; }
 before=$(props)
+[ -n "$before" ] || fail "get all bk printed nothing"
 ends=($(groupends "$TESTDIR/s78"))
 n=0
 for cut in 300 $((ends[0] / 3)) $((ends[0] / 2)) $((ends[0] - 10)); do

@@ -19,7 +19,9 @@ ok cairn snapshot pool@2
 rm "$S/r"
 ok cairn snapshot pool@3
 
-num() { cairn get -Hp -o value "$1" "$2" || fail "get $1 $2"; }
+# num PROP NAME: the exact value; a failed get prints "get-failed", which
+# no comparison below accepts (fail inside $( ) would not be counted).
+num() { cairn get -Hp -o value "$1" "$2" || echo get-failed; }
 used=$(num used pool) snap=$(num usedbysnapshots pool) ds=$(num usedbydataset pool)
 child=$(num usedbychildren pool) refres=$(num usedbyrefreservation pool)
 [ "$used" -gt 0 ] || fail "used is $used"
