@@ -76,7 +76,8 @@ check: deps
 	$(MAKE) all unit $(FUZZ_BIN)
 	tests/run.sh
 
-# The kill, race and cut loops (tests marked "# tier: stress"): minutes, so
+# The kill, race and cut loops and the listing parity sweep (tests marked
+# "# tier: stress"): minutes, so
 # apart from make check; CI runs both.
 check-stress: deps
 	$(MAKE) all

@@ -1,4 +1,5 @@
 #!/bin/bash
+# tier: stress
 # `cairn list`: the batched projection must print exactly what the
 # one-row-at-a-time reference path (CAIRN_LIST_REFERENCE=1) prints, byte
 # for byte with the same exit code, for every property, every subset of
