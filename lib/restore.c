@@ -1,6 +1,8 @@
 /* restore.c - writing a snapshot back out: a directory tree or an image.
  *
- * Every chunk is checked against its digest as it is read.  Paths come
+ * Every chunk is checked against its digest as it is read.  Reading,
+ * checking and decompressing run ahead on worker threads (ahead.h) while
+ * this thread creates and writes files, strictly in stream order.  Paths come
  * from a tree stream that may have been received from elsewhere, so every
  * parent directory is opened with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS: a
  * hostile tree cannot make restore write outside the target.
@@ -18,6 +20,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "ahead.h"
 #include "dataset.h"
 #include "encroot.h"
 #include "snapio.h"
@@ -38,9 +41,7 @@ typedef struct rctx {
 	int pdir_fd;
 	dirmeta_t *dirs;
 	size_t ndirs, capdirs;
-	digest_t bundle_d;
-	bool have_bundle;
-	buf_t bundle, chunk;
+	ahead_t *ah; /* the entries and their decoded chunks, in order */
 	bool *found; /* per requested path */
 	bool as_root;
 	int first_err;
@@ -154,14 +155,15 @@ static int write_extents(rctx_t *c, int fd, const tree_entry_t *e, bool zero_hol
 			off += x->length;
 			continue;
 		}
-		int r = chunkstore_get_key(c->st->cs, c->key, &x->ref.digest, &c->chunk);
+		const buf_t *chunk;
+		int r = ahead_chunk(c->ah, &x->ref, &chunk);
 		if (r < 0)
 			return chunk_fail(c, e->path, &x->ref, r), r;
-		r = pwrite_full(fd, c->chunk.data, c->chunk.len, off);
+		r = pwrite_full(fd, chunk->data, chunk->len, off);
 		if (r < 0)
 			return fail(c, e->path, r, "write: %s", strerror(-r)), r;
-		off += c->chunk.len;
-		c->opts->bytes += c->chunk.len;
+		off += chunk->len;
+		c->opts->bytes += chunk->len;
 		progress(c, false);
 	}
 	if (ftruncate(fd, off) < 0)
@@ -171,18 +173,14 @@ static int write_extents(rctx_t *c, int fd, const tree_entry_t *e, bool zero_hol
 
 static int write_bundle_part(rctx_t *c, int fd, const tree_entry_t *e)
 {
-	if (!c->have_bundle || digest_cmp(&c->bundle_d, &e->bundle.digest)) {
-		c->have_bundle = false;
-		int r = chunkstore_get_key(c->st->cs, c->key, &e->bundle.digest, &c->bundle);
-		if (r < 0)
-			return chunk_fail(c, e->path, &e->bundle, r), r;
-		c->bundle_d = e->bundle.digest;
-		c->have_bundle = true;
-	}
-	if ((uint64_t)e->bundle_off + e->size > c->bundle.len)
+	const buf_t *bundle;
+	int r = ahead_bundle(c->ah, &e->bundle, &bundle);
+	if (r < 0)
+		return chunk_fail(c, e->path, &e->bundle, r), r;
+	if ((uint64_t)e->bundle_off + e->size > bundle->len)
 		return fail(c, e->path, CAIRN_ECORRUPT, "bundle reference out of range"),
 		       CAIRN_ECORRUPT;
-	int r = write_full(fd, c->bundle.data + e->bundle_off, e->size);
+	r = write_full(fd, bundle->data + e->bundle_off, e->size);
 	if (r < 0)
 		return fail(c, e->path, r, "write: %s", strerror(-r)), r;
 	c->opts->bytes += e->size;
@@ -433,6 +431,29 @@ static int wanted(rctx_t *c, const char *path)
 
 /* ---- entry points ---- */
 
+/* Which entries restore_tree takes, and which of them need their chunks:
+ * the regular files restore_entry will write (not a root image). */
+static ahead_want_t tree_filter(const tree_entry_t *e, void *arg)
+{
+	rctx_t *c = arg;
+	if (!wanted(c, e->path))
+		return AHEAD_SKIP;
+	return e->type == TREE_REG && *e->path ? AHEAD_DATA : AHEAD_META;
+}
+
+static ahead_want_t volume_filter(const tree_entry_t *e, void *arg)
+{
+	return AHEAD_DATA;
+}
+
+/* Decode-ahead window in bytes: CAIRN_RESTORE_WINDOW (for tests and
+ * benchmarks), else the default. */
+static size_t ahead_window(void)
+{
+	const char *s = getenv("CAIRN_RESTORE_WINDOW");
+	return s && *s ? strtoull(s, NULL, 10) : 0;
+}
+
 static int open_target_dir(cairn_store *st, const char *target, bool force)
 {
 	if (mkdir(target, 0700) < 0 && errno != EEXIST)
@@ -470,19 +491,21 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	c.found = calloc(opts->npaths + 1, sizeof(bool));
 	snaptree_t t;
 	int r = c.found ? snaptree_open_key(&t, st->cs, key, roots) : -ENOMEM;
-	tree_entry_t e = {0};
-	while (r >= 0 && (r = snaptree_next(&t, &e)) == 1) {
-		if (wanted(&c, e.path))
-			r = restore_entry(&c, &e);
-		tree_entry_clear(&e);
-	}
-	if (r < 0 && !c.first_err) {
+	bool tree_open = r == 0;
+	if (r == 0)
+		r = ahead_open(&c.ah, st->cs, key, &t, tree_filter, &c, ahead_window(), 0);
+	tree_entry_t *e;
+	while (r >= 0 && (r = ahead_next(c.ah, &e)) == 1)
+		r = restore_entry(&c, e);
+	ahead_close(c.ah);
+	if (r < 0 && !c.first_err && tree_open) {
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&t.m.failed.digest, hex);
 		store_err(st, r, "tree stream chunk %s: %s", hex,
 			  r == -ENOENT ? "missing from the chunk store" : cairn_strerror(r));
 	}
-	snaptree_close(&t);
+	if (tree_open)
+		snaptree_close(&t);
 	finish_dirs(&c);
 	for (size_t i = 0; r >= 0 && i < opts->npaths; i++)
 		if (!c.found[i])
@@ -493,8 +516,6 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 		close(c.pdir_fd);
 	free(c.pdir_path);
 	free(c.found);
-	buf_free(&c.bundle);
-	buf_free(&c.chunk);
 	close(c.rootfd);
 	if (r < 0)
 		return r;
@@ -517,23 +538,26 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 		return store_err(st, -errno, "%s: %s", target, strerror(errno));
 	rctx_t c = {.st = st, .opts = opts, .rootfd = -1, .pdir_fd = -1, .key = key};
 	snaptree_t t;
-	tree_entry_t e = {0};
+	tree_entry_t *e;
 	int r = snaptree_open_key(&t, st->cs, key, roots);
-	if (r == 0 && (r = snaptree_next(&t, &e)) == 1) {
-		if (e.type != TREE_REG || *e.path) {
+	bool tree_open = r == 0;
+	if (r == 0)
+		r = ahead_open(&c.ah, st->cs, key, &t, volume_filter, NULL, ahead_window(), 0);
+	if (r == 0 && (r = ahead_next(c.ah, &e)) == 1) {
+		if (e->type != TREE_REG || *e->path) {
 			r = store_err(st, CAIRN_ECORRUPT, "volume tree has no image entry");
 		} else {
 			/* A block device is not sparse: its holes must become zeros. */
-			write_extents(&c, fd, &e, blockdev);
+			write_extents(&c, fd, e, blockdev);
 			opts->files = 1;
 			r = 0;
 		}
-		tree_entry_clear(&e);
 	} else if (r == 0) {
 		r = store_err(st, CAIRN_ECORRUPT, "volume tree is empty");
 	}
-	snaptree_close(&t);
-	buf_free(&c.chunk);
+	ahead_close(c.ah);
+	if (tree_open)
+		snaptree_close(&t);
 	if (fsync(fd) < 0 && r == 0 && !c.first_err)
 		r = store_err(st, -errno, "%s: %s", target, strerror(errno));
 	close(fd);
