@@ -492,13 +492,14 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	snaptree_t t;
 	int r = c.found ? snaptree_open_key(&t, st->cs, key, roots) : -ENOMEM;
 	bool tree_open = r == 0;
-	if (r == 0)
-		r = ahead_open(&c.ah, st->cs, key, &t, tree_filter, &c, ahead_window(), 0);
+	if (r == 0 && (r = ahead_open(&c.ah, st->cs, key, &t, tree_filter, &c, ahead_window(),
+				      0)) < 0)
+		store_err(st, r, "starting the decode-ahead threads: %s", strerror(-r));
 	tree_entry_t *e;
 	while (r >= 0 && (r = ahead_next(c.ah, &e)) == 1)
 		r = restore_entry(&c, e);
 	ahead_close(c.ah);
-	if (r < 0 && !c.first_err && tree_open) {
+	if (r < 0 && !c.first_err && tree_open && c.ah) {
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&t.m.failed.digest, hex);
 		store_err(st, r, "tree stream chunk %s: %s", hex,
@@ -541,8 +542,9 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 	tree_entry_t *e;
 	int r = snaptree_open_key(&t, st->cs, key, roots);
 	bool tree_open = r == 0;
-	if (r == 0)
-		r = ahead_open(&c.ah, st->cs, key, &t, volume_filter, NULL, ahead_window(), 0);
+	if (r == 0 && (r = ahead_open(&c.ah, st->cs, key, &t, volume_filter, NULL, ahead_window(),
+				      0)) < 0)
+		store_err(st, r, "starting the decode-ahead threads: %s", strerror(-r));
 	if (r == 0 && (r = ahead_next(c.ah, &e)) == 1) {
 		if (e->type != TREE_REG || *e->path) {
 			r = store_err(st, CAIRN_ECORRUPT, "volume tree has no image entry");
