@@ -28,7 +28,6 @@ typedef struct slot {
 	uint64_t seq; /* the entry it belongs to */
 	bool bundle;
 	buf_t out;
-	size_t cap_seen; /* out.cap as counted in a->retained */
 } slot_t;
 
 typedef struct ent {
@@ -62,13 +61,16 @@ struct ahead {
 	size_t shead, scount;
 	bool head_held;  /* slots[shead] is handed out by ahead_chunk */
 	size_t inflight; /* plain bytes of the slots in use */
-	size_t retained; /* capacity of every slot buffer and the cache */
+
+	/* Buffers of released slots, the most recent last: reused while
+	 * their pages are still mapped and warm, up to `window` bytes. */
+	buf_t spare[AHEAD_SLOTS];
+	size_t nspare, spare_bytes;
 
 	bool cache_valid;
 	digest_t cache_d;
 	int cache_err;
 	buf_t cache;
-	size_t cache_cap_seen;
 };
 
 static void run_slot(chunkjob_t *j)
@@ -149,6 +151,10 @@ static void submit(ahead_t *a, const chunk_ref_t *ref, bool bundle, uint64_t seq
 	s->bundle = bundle;
 	s->j.run = run_slot;
 	s->j.err = 0;
+	if (a->nspare) {
+		s->out = a->spare[--a->nspare];
+		a->spare_bytes -= s->out.cap;
+	}
 	a->inflight += ref->plain_len;
 	if (bundle) {
 		a->sub_bundle = ref->digest;
@@ -193,21 +199,16 @@ static void finish(ahead_t *a, slot_t *s)
 		pool_wait(a->pool, &s->j);
 }
 
-static void account(ahead_t *a, slot_t *s)
-{
-	a->retained += s->out.cap - s->cap_seen;
-	s->cap_seen = s->out.cap;
-}
-
-/* Frees the head slot; its buffer is kept for reuse unless the buffers
- * kept already exceed the window. */
+/* Frees the head slot; its buffer goes to the spares unless they hold
+ * the window's worth already.  Fresh buffers cost a page fault per page. */
 static void release_head(ahead_t *a)
 {
 	slot_t *s = slot_head(a);
-	account(a, s);
-	if (a->retained > a->window) {
-		a->retained -= s->cap_seen;
-		s->cap_seen = 0;
+	if (s->out.data && a->nspare < AHEAD_SLOTS && a->spare_bytes + s->out.cap <= a->window) {
+		a->spare_bytes += s->out.cap;
+		a->spare[a->nspare++] = s->out;
+		s->out = (buf_t){0};
+	} else {
 		buf_free(&s->out);
 	}
 	a->inflight -= s->ref.plain_len;
@@ -220,13 +221,9 @@ static void release_head(ahead_t *a)
 static void adopt_head(ahead_t *a)
 {
 	slot_t *s = slot_head(a);
-	account(a, s);
 	buf_t b = a->cache;
 	a->cache = s->out;
 	s->out = b;
-	size_t seen = a->cache_cap_seen;
-	a->cache_cap_seen = s->cap_seen;
-	s->cap_seen = seen;
 	a->cache_d = s->ref.digest;
 	a->cache_err = s->j.err;
 	a->cache_valid = true;
@@ -364,6 +361,8 @@ void ahead_close(ahead_t *a)
 	pool_free(a->pool);
 	for (size_t i = 0; i < AHEAD_SLOTS; i++)
 		buf_free(&a->slots[i].out);
+	for (size_t i = 0; i < a->nspare; i++)
+		buf_free(&a->spare[i]);
 	for (size_t i = 0; i < a->ecount; i++)
 		tree_entry_clear(&ent_at(a, i)->e);
 	buf_free(&a->cache);

@@ -8,8 +8,9 @@
  * decode the chunks of the following entries, in the same order, within a
  * window: at most `window` plain bytes decoded and not yet released (one
  * chunk is always allowed, so a chunk bigger than the window still goes),
- * and at most AHEAD_MAX_ENTRIES entries read ahead.  Memory therefore does
- * not grow with file size or tree size.
+ * and at most AHEAD_MAX_ENTRIES entries read ahead; released buffers are
+ * kept for reuse up to another `window` bytes.  Memory therefore does not
+ * grow with file size or tree size.
  *
  * Whatever the writer does not take of an entry (it failed half way, or
  * skipped the file) is dropped when it asks for the next entry, so the
@@ -25,7 +26,7 @@
 #include "snapio.h"
 
 #define AHEAD_MAX_ENTRIES 8192
-#define AHEAD_DEFAULT_WINDOW (32u << 20)
+#define AHEAD_DEFAULT_WINDOW (16u << 20)
 
 typedef struct ahead ahead_t;
 
