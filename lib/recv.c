@@ -17,6 +17,8 @@
  * Retrying is safe: snapshots the target already has (same guid) are
  * skipped, so the same stream received again converges. */
 #include <errno.h>
+#include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -64,6 +66,7 @@ typedef struct rds {
 /* A verified snapshot waiting for its group's commit. */
 typedef struct psnap {
 	char target[NAME_BUF];
+	const char *sent_ds; /* the sender's dataset name (owned by its rds) */
 	char *name;
 	uint64_t guid, fromguid;
 	int64_t creation;
@@ -107,6 +110,19 @@ typedef struct rctx {
 	/* -v lines, printed once the commit they describe has happened */
 	buf_t items;
 	bool state_saved;
+	/* -n (dry run): nothing may reach the store.  st->cs is swapped for
+	 * a scratch chunk store in a temporary directory (never flushed,
+	 * removed at the end) that reads through to the store's: the chunks
+	 * the checks must read (each snapshot's tree and index roots) are put
+	 * there, data chunks only remembered by digest.  The commits run as
+	 * usual, inside one outer transaction that is rolled back, so every
+	 * refusal a real receive would make is made here too. */
+	chunkstore_t *scratch, *real_cs;
+	uint64_t dry_txg;
+	char scratch_dir[PATH_MAX];
+	refset_t seen; /* every chunk the stream carried */
+	refset_t roots; /* tree and index roots of the snapshot being read */
+	bool dry_txn;
 } rctx_t;
 
 static int bad(rctx_t *c, const char *what)
@@ -115,10 +131,24 @@ static int bad(rctx_t *c, const char *what)
 			 (unsigned long long)c->rd.offset, what);
 }
 
+/* What a dry run says instead of what a receive did. */
+static const char *dry_word(const char *what)
+{
+	static const char *const map[][2] = {{"created", "would create"},
+					     {"destroyed", "would destroy"},
+					     {"renamed", "would rename to"}};
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(map[i][0], what))
+			return map[i][1];
+	return what;
+}
+
 static void note(rctx_t *c, const char *what, const char *name)
 {
 	if (!c->o->item)
 		return;
+	if (c->o->dryrun)
+		what = dry_word(what);
 	buf_append(&c->items, what, strlen(what) + 1);
 	buf_append(&c->items, name, strlen(name) + 1);
 }
@@ -1042,6 +1072,7 @@ static int read_snap(rctx_t *c)
 	if (!c->cur_ds)
 		return bad(c, "snapshot of a dataset the stream did not declare");
 	snprintf(s->target, sizeof(s->target), "%s", c->cur_ds->local);
+	s->sent_ds = c->cur_ds->name;
 	/* Groups come in increasing createtxg; a new one starts here. */
 	if (c->npend || c->nskipped_in_group) {
 		if (txg != c->group_txg)
@@ -1071,11 +1102,52 @@ static int read_snap(rctx_t *c)
 	if (c->skipping) {
 		snprintf(full, sizeof(full), "%s@%s", s->target, s->name);
 		if (c->o->item)
-			c->o->item("skipped (already present)", full, c->o->arg);
+			c->o->item(c->o->dryrun ? "would skip (already present)"
+						: "skipped (already present)",
+				   full, c->o->arg);
+	}
+	if (c->scratch && !c->skipping) {
+		/* the chunks to keep in the scratch store when they come */
+		refset_free(&c->roots);
+		for (int pass = 0; pass < 2; pass++) {
+			const buf_t *b = pass ? &s->idx : &s->tree;
+			for (size_t i = 0; i < b->len / CHUNK_REF_WIRE; i++) {
+				chunk_ref_t ref;
+				chunk_ref_unpack(b->data + i * CHUNK_REF_WIRE, &ref);
+				if (refset_add(&c->roots, &ref) < 0)
+					return -ENOMEM;
+			}
+		}
 	}
 	/* Only a snapshot that passed its checks may leave partial state. */
 	c->in_snap = true;
 	return 0;
+}
+
+/* A verified chunk in a dry run: counted, remembered, and kept (in the
+ * scratch store) only when it is a tree or index root the checks read. */
+static int dry_chunk(rctx_t *c, chunk_ref_t *ref, const void *blob, size_t len)
+{
+	ref->stored_len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	if (!refset_has(&c->seen, &ref->digest) && chunkstore_has(c->real_cs, &ref->digest) < 0)
+		c->o->chunks_new++;
+	int r = 0;
+	if (refset_has(&c->roots, &ref->digest)) {
+		uint32_t stored;
+		bool isnew;
+		r = chunkstore_put_blob(c->st->cs, &ref->digest, blob, len, &stored, &isnew);
+		if (r < 0)
+			return store_err(c->st, r, "scratch chunk store: %s", strerror(-r));
+	}
+	if (refset_add(&c->seen, ref) < 0)
+		return -ENOMEM;
+	c->group_pos++;
+	if (c->o->progress && mono_ns() - c->last_progress > 200000000) {
+		c->last_progress = mono_ns();
+		cairn_progress p = {.phase = "recv", .object = c->cur.target, .bytes = c->rd.offset};
+		c->o->progress(&p, c->o->arg);
+	}
+	return r;
 }
 
 static int read_chunk(rctx_t *c)
@@ -1111,6 +1183,8 @@ static int read_chunk(rctx_t *c)
 				 (unsigned long long)c->rd.offset, hex);
 	}
 	chunk_ref_t ref = {.digest = dg, .plain_len = plain_len};
+	if (c->scratch)
+		return dry_chunk(c, &ref, blob, len);
 	bool isnew;
 	r = chunkstore_put_blob(c->st->cs, &dg, blob, len, &ref.stored_len, &isnew);
 	if (r < 0)
@@ -1222,6 +1296,16 @@ static void treecheck_free(treecheck_t *t)
  * the target had it); touching it also tells GC it is used.  The tree must
  * parse, pass tree_entry_check and reference only chunks its index lists,
  * so a committed snapshot always restores. */
+/* 0 when the chunk was sent or the store has it.  A real receive
+ * touches it (GC then keeps it); a dry run reads through its scratch
+ * store, whose touch only looks at the store. */
+static int have_chunk(rctx_t *c, const digest_t *d)
+{
+	if (refset_has(&c->seen, d))
+		return 0;
+	return chunkstore_touch(c->st->cs, d);
+}
+
 /* 1 when the snapshot's tree chunks are encrypted (allowed only in a raw
  * stream), 0 when plain. */
 static int tree_sealed(rctx_t *c, const psnap_t *s)
@@ -1246,7 +1330,7 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	for (size_t i = 0; i < s->tree.len / CHUNK_REF_WIRE; i++) {
 		chunk_ref_t ref;
 		chunk_ref_unpack(s->tree.data + i * CHUNK_REF_WIRE, &ref);
-		if (chunkstore_touch(c->st->cs, &ref.digest) < 0)
+		if (have_chunk(c, &ref.digest) < 0)
 			return bad(c, "tree chunk neither sent nor present");
 	}
 	refset_t listed = {0};
@@ -1255,7 +1339,7 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	chunk_ref_t ref;
 	int k, r = 0;
 	while (r == 0 && (k = idxrd_next(&x, &ref)) == 1) {
-		if (chunkstore_touch(c->st->cs, &ref.digest) < 0) {
+		if (have_chunk(c, &ref.digest) < 0) {
 			char hex[DIGEST_HEX_LEN + 1];
 			digest_to_hex(&ref.digest, hex);
 			r = store_err(c->st, CAIRN_ECORRUPT,
@@ -1318,7 +1402,7 @@ static int read_snapend(rctx_t *c)
 		psnap_clear(&c->cur);
 		return 0;
 	}
-	int r = chunkstore_flush(c->st->cs);
+	int r = c->scratch ? 0 : chunkstore_flush(c->st->cs);
 	if (r < 0)
 		return store_err(c->st, r, "chunk store: %s", strerror(-r));
 	r = check_complete(c, &c->cur, c->cur_ds->type);
@@ -1425,8 +1509,15 @@ static int insert_snap(rctx_t *c, psnap_t *s, uint64_t txg)
 		r = store_err(c->st, r, "%s@%s: snapshot already exists", s->target, s->name);
 	char full[NAME_BUF + 300];
 	snprintf(full, sizeof(full), "%s@%s", s->target, s->name);
-	if (r == 0)
+	if (r == 0 && !c->o->dryrun) {
 		note(c, "received", full);
+	} else if (r == 0) {
+		/* zfs's wording for receive -nv */
+		char what[NAME_BUF + 400];
+		snprintf(what, sizeof(what), "would receive %s stream of %s@%s into",
+			 s->fromguid ? "incremental" : "full", s->sent_ds, s->name);
+		note(c, what, full);
+	}
 	free(drop);
 	ds_row_clear(&ds);
 	return r;
@@ -1438,9 +1529,20 @@ static int commit_group(rctx_t *c)
 {
 	c->ready = false;
 	uint64_t txg;
-	int r = catalog_begin_write(c->st->cat, &txg);
+	int r = 0;
+	if (c->o->dryrun && !c->dry_txn) {
+		/* rolled back by cairn_recv: the groups below are savepoints */
+		r = catalog_begin_write(c->st->cat, &c->dry_txg);
+		c->dry_txn = r == 0;
+	}
+	if (r == 0)
+		r = catalog_begin_write(c->st->cat, &txg);
 	if (r < 0)
 		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
+	/* A savepoint shares the outer transaction's txg: each group of a dry
+	 * run takes the next one, as each commit of a real receive would. */
+	if (c->o->dryrun)
+		txg = c->dry_txg++;
 	if (!c->meta_applied)
 		r = apply_meta(c);
 	for (size_t i = 0; r == 0 && i < c->npend; i++)
@@ -1575,6 +1677,8 @@ static void ctx_free(rctx_t *c)
 {
 	sr_free(&c->rd);
 	refset_free(&c->got);
+	refset_free(&c->seen);
+	refset_free(&c->roots);
 	buf_free(&c->plain);
 	buf_free(&c->items);
 	pend_clear(c);
@@ -1598,6 +1702,52 @@ static void ctx_free(rctx_t *c)
 	free(c->local_guids);
 }
 
+/* ---- the scratch chunk store of a dry run ---- */
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static int scratch_open(rctx_t *c)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(c->scratch_dir, sizeof(c->scratch_dir), "%s/cairn-recv-n.XXXXXX",
+		 tmp && tmp[0] ? tmp : "/tmp");
+	if (!mkdtemp(c->scratch_dir)) {
+		int e = -errno;
+		c->scratch_dir[0] = 0;
+		return store_err(c->st, e, "dry run: scratch directory: %s", strerror(-e));
+	}
+	char dir[PATH_MAX + 16];
+	snprintf(dir, sizeof(dir), "%s/chunks", c->scratch_dir);
+	int r = chunkstore_create(dir);
+	if (r == 0)
+		r = chunkstore_open(dir, &c->scratch);
+	if (r < 0) {
+		nftw(c->scratch_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		c->scratch_dir[0] = 0;
+		return store_err(c->st, r, "dry run: scratch chunk store: %s", strerror(-r));
+	}
+	/* Never flushed: its chunks stay temporary files, so nothing syncs. */
+	chunkstore_set_batch(c->scratch, UINT32_MAX, UINT64_MAX);
+	return 0;
+}
+
+static void scratch_close(rctx_t *c)
+{
+	if (c->scratch)
+		chunkstore_close(c->scratch);
+	c->scratch = NULL;
+	if (c->scratch_dir[0])
+		nftw(c->scratch_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	c->scratch_dir[0] = 0;
+}
+
 int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 {
 	st->errdetail[0] = 0;
@@ -1613,8 +1763,21 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 				 r == CAIRN_EVERSION ? "stream has an unknown version"
 						     : "input is not a cairn send stream");
 	}
-	r = writer_register(st);
-	if (r == 0) {
+	int64_t changes_before = sqlite3_total_changes(catalog_db(st->cat));
+	r = o->dryrun ? scratch_open(&c) : writer_register(st);
+	if (r == 0 && o->dryrun) {
+		c.real_cs = st->cs;
+		chunkstore_set_fallback(c.scratch, st->cs);
+		st->cs = c.scratch;
+		r = run(&c);
+		st->cs = c.real_cs;
+		if (c.dry_txn)
+			catalog_rollback(st->cat);
+		/* Nothing changed: nothing for the store's close to publish. */
+		if (st->published_changes == changes_before)
+			st->published_changes = sqlite3_total_changes(catalog_db(st->cat));
+		scratch_close(&c);
+	} else if (r == 0) {
 		r = run(&c);
 		/* A group in flight keeps its chunks and a token (-s); a group
 		 * refused by the target (-EEXIST) can never commit: no token. */
