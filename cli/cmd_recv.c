@@ -81,7 +81,9 @@ int cmd_recv(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	cli_progress_done();
 	int rc = r < 0 ? cli_fail(st, o.target, r) : 0;
-	if (r < 0 && o.resumable && !abort_partial && !o.dryrun) {
+	/* The hint only when resuming can finish it: never after a refusal
+	 * (sync reads this line to decide whether to say "run sync again"). */
+	if (r < 0 && o.partial_kept) {
 		char *tok = NULL;
 		if (cairn_dataset_get(st, o.target, "receive_resume_token", &tok, NULL) == 0 &&
 		    strcmp(tok, "-"))

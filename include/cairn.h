@@ -469,6 +469,13 @@ typedef struct cairn_recv_opts {
 	 * wording); snapshots and chunks_new count what would be received.
 	 * Returns what the real receive would return. */
 	bool dryrun;
+	/** Result: the receive stopped on something a retry can get past
+	 * (the stream cut or damaged, a read error) and, with
+	 * resumable, kept its partial state: the dataset's
+	 * receive_resume_token resumes it.  False after a refusal (the target
+	 * diverged, needs -F, another stream's partial state...), even when
+	 * an older token is still there: resuming would be refused again. */
+	bool partial_kept;
 } cairn_recv_opts;
 
 /** Reads a stream and commits each snapshot atomically.  The stream is

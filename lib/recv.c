@@ -1791,6 +1791,7 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 			c.state_saved = checkpoint(&c) == 0;
 			memcpy(st->errdetail, saved, sizeof(saved));
 		}
+		o->partial_kept = c.state_saved;
 		writer_unregister(st);
 	}
 	o->bytes = c.rd.offset;
