@@ -47,6 +47,24 @@
 /* No file in a snapshot may claim more than 2^50 bytes (1 PiB). */
 #define FILE_SIZE_MAX (1ull << 50)
 
+/* The snapshots a target dataset has, read from the catalog once and then
+ * kept up to date by the receive itself: each incoming snapshot looks its
+ * guid and name up in two hash tables instead of reading the dataset's
+ * whole snapshot list (which made a stream of N snapshots cost N^2). */
+typedef struct lsnap {
+	int64_t id;
+	uint64_t guid;
+	char *name;
+} lsnap_t;
+
+typedef struct snapcache {
+	int64_t dsid; /* the dataset they belong to; 0 = not loaded */
+	lsnap_t *v;   /* in createtxg order */
+	size_t n, cap;
+	size_t *byguid, *byname; /* open addressing: index + 1, 0 = free */
+	size_t hcap;		 /* a power of two, at least twice n */
+} snapcache_t;
+
 /* A dataset the stream declares (DATASET record, then SNAPLIST with -R). */
 typedef struct rds {
 	char *name; /* the sender's */
@@ -60,6 +78,7 @@ typedef struct rds {
 	uint32_t nsnaps;
 	bool has_list;
 	uint64_t group_mark; /* the group (sender's txg) of its last snapshot */
+	snapcache_t snaps;   /* of its local dataset (loaded on first use) */
 	encroot_wrapped_t *key; /* CRYPTKEY (raw streams): it becomes a root */
 } rds_t;
 
@@ -67,6 +86,7 @@ typedef struct rds {
 typedef struct psnap {
 	char target[NAME_BUF];
 	const char *sent_ds; /* the sender's dataset name (owned by its rds) */
+	struct rds *rds;     /* its stream dataset (stable once snapshots come) */
 	char *name;
 	uint64_t guid, fromguid;
 	int64_t creation;
@@ -977,6 +997,133 @@ static int read_refs(rctx_t *c, buf_t *out)
 	return buf_append(out, p, (size_t)n * CHUNK_REF_WIRE);
 }
 
+/* ---- the target's snapshots, per dataset ---- */
+
+static void snapcache_clear(snapcache_t *sc)
+{
+	for (size_t i = 0; i < sc->n; i++)
+		free(sc->v[i].name);
+	free(sc->v);
+	free(sc->byguid);
+	free(sc->byname);
+	memset(sc, 0, sizeof(*sc));
+}
+
+/* Forgets every dataset's snapshots: after apply_meta (renames, destroys)
+ * and after a commit that failed (its inserts were rolled back). */
+static void snapcaches_drop(rctx_t *c)
+{
+	for (size_t i = 0; i < c->nds; i++)
+		snapcache_clear(&c->ds[i].snaps);
+}
+
+static size_t guid_slot(const snapcache_t *sc, uint64_t g)
+{
+	return XXH3_64bits(&g, sizeof(g)) & (sc->hcap - 1);
+}
+
+static size_t sname_slot(const snapcache_t *sc, const char *name)
+{
+	return XXH3_64bits(name, strlen(name)) & (sc->hcap - 1);
+}
+
+static void snapcache_index(snapcache_t *sc, size_t i)
+{
+	size_t h = guid_slot(sc, sc->v[i].guid);
+	while (sc->byguid[h])
+		h = (h + 1) & (sc->hcap - 1);
+	sc->byguid[h] = i + 1;
+	h = sname_slot(sc, sc->v[i].name);
+	while (sc->byname[h])
+		h = (h + 1) & (sc->hcap - 1);
+	sc->byname[h] = i + 1;
+}
+
+/* Appends a snapshot (the newest), growing the tables to stay half empty. */
+static int snapcache_add(snapcache_t *sc, int64_t id, uint64_t guid, const char *name)
+{
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? 2 * sc->cap : 64;
+		lsnap_t *v = realloc(sc->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		sc->v = v;
+		sc->cap = cap;
+	}
+	char *dup = strdup(name);
+	if (!dup)
+		return -ENOMEM;
+	sc->v[sc->n++] = (lsnap_t){id, guid, dup};
+	if (2 * sc->n > sc->hcap) {
+		size_t hcap = sc->hcap ? 2 * sc->hcap : 128;
+		size_t *a = calloc(hcap, sizeof(*a)), *b = calloc(hcap, sizeof(*b));
+		if (!a || !b) {
+			free(a);
+			free(b);
+			free(sc->v[--sc->n].name);
+			return -ENOMEM;
+		}
+		free(sc->byguid);
+		free(sc->byname);
+		sc->byguid = a;
+		sc->byname = b;
+		sc->hcap = hcap;
+		for (size_t i = 0; i + 1 < sc->n; i++)
+			snapcache_index(sc, i);
+	}
+	snapcache_index(sc, sc->n - 1);
+	return 0;
+}
+
+/* The index of the snapshot with this guid, or SIZE_MAX. */
+static size_t snapcache_guid(const snapcache_t *sc, uint64_t g)
+{
+	if (!sc->hcap)
+		return SIZE_MAX;
+	for (size_t h = guid_slot(sc, g); sc->byguid[h]; h = (h + 1) & (sc->hcap - 1))
+		if (sc->v[sc->byguid[h] - 1].guid == g)
+			return sc->byguid[h] - 1;
+	return SIZE_MAX;
+}
+
+static size_t snapcache_name(const snapcache_t *sc, const char *name)
+{
+	if (!sc->hcap)
+		return SIZE_MAX;
+	for (size_t h = sname_slot(sc, name); sc->byname[h]; h = (h + 1) & (sc->hcap - 1))
+		if (!strcmp(sc->v[sc->byname[h] - 1].name, name))
+			return sc->byname[h] - 1;
+	return SIZE_MAX;
+}
+
+/* The snapshots of dataset dsid (the local dataset of d), read once. */
+static int snapcache_get(rctx_t *c, rds_t *d, int64_t dsid, snapcache_t **out)
+{
+	snapcache_t *sc = &d->snaps;
+	*out = sc;
+	if (sc->dsid == dsid)
+		return 0;
+	snapcache_clear(sc);
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
+			       "SELECT id, name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, dsid);
+	int r = 0, k;
+	while (r == 0 && (k = sqlite3_step(q)) == SQLITE_ROW)
+		r = snapcache_add(sc, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 2),
+				  (const char *)sqlite3_column_text(q, 1));
+	if (r == 0 && k != SQLITE_DONE)
+		r = -EIO;
+	sqlite3_finalize(q);
+	if (r < 0)
+		snapcache_clear(sc);
+	else
+		sc->dsid = dsid;
+	return r;
+}
+
 /* What the target has of this snapshot: 1 = the same guid is there (skip
  * it), 0 = nothing in the way; an error for the same name with another
  * guid (without -F) or a full stream onto a dataset with snapshots. */
@@ -985,29 +1132,17 @@ static int target_has(rctx_t *c, const psnap_t *s)
 	ds_row_t d = {0};
 	if (catalog_ds_by_name(c->st->cat, s->target, &d) < 0)
 		return 0;
-	sqlite3_stmt *q;
-	int r = 0;
-	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
-			       "SELECT name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg", -1,
-			       &q, NULL)) {
+	snapcache_t *sc;
+	int r = snapcache_get(c, s->rds, d.id, &sc);
+	if (r < 0) {
 		ds_row_clear(&d);
-		return -EIO;
+		return r;
 	}
-	sqlite3_bind_int64(q, 1, d.id);
-	char first[300] = "";
-	uint64_t other = 0;
-	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
-		const char *n = (const char *)sqlite3_column_text(q, 0);
-		uint64_t g = sqlite3_column_int64(q, 1);
-		if (!first[0])
-			snprintf(first, sizeof(first), "%s", n);
-		if (g == s->guid)
-			r = 1;
-		else if (!strcmp(n, s->name))
-			other = g;
-	}
-	sqlite3_finalize(q);
-	if (r == 0 && other && !c->o->force)
+	size_t same = snapcache_guid(sc, s->guid), named = snapcache_name(sc, s->name);
+	uint64_t other = named != SIZE_MAX ? sc->v[named].guid : 0;
+	if (same != SIZE_MAX)
+		r = 1;
+	else if (other && !c->o->force)
 		r = store_err(c->st, -EEXIST,
 			      "%s@%s: exists with guid %llu, the stream's %s@%s has guid %llu "
 			      "(not the same snapshot)",
@@ -1015,10 +1150,10 @@ static int target_has(rctx_t *c, const psnap_t *s)
 			      (unsigned long long)s->guid);
 	/* zfs refuses this even with -F: a full stream never overwrites
 	 * a dataset that has snapshots. */
-	if (r == 0 && !s->fromguid && first[0])
+	else if (!s->fromguid && sc->n)
 		r = store_err(c->st, -EEXIST,
 			      "destination has snapshots (eg. %s@%s)\nmust destroy them to overwrite it",
-			      s->target, first);
+			      s->target, sc->v[0].name);
 	ds_row_clear(&d);
 	return r;
 }
@@ -1073,6 +1208,7 @@ static int read_snap(rctx_t *c)
 		return bad(c, "snapshot of a dataset the stream did not declare");
 	snprintf(s->target, sizeof(s->target), "%s", c->cur_ds->local);
 	s->sent_ds = c->cur_ds->name;
+	s->rds = (rds_t *)c->cur_ds;
 	/* Groups come in increasing createtxg; a new one starts here. */
 	if (c->npend || c->nskipped_in_group) {
 		if (txg != c->group_txg)
@@ -1424,55 +1560,34 @@ static int read_snapend(rctx_t *c)
 static int check_base(rctx_t *c, const ds_row_t *ds, const psnap_t *s, int64_t **drop,
 		      size_t *ndrop)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
-			       "SELECT id, name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg",
-			       -1, &q, NULL))
-		return -EIO;
-	sqlite3_bind_int64(q, 1, ds->id);
-	int64_t *ids = NULL;
-	size_t n = 0, base = SIZE_MAX;
-	int r = 0;
-	char first[300] = "";
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		int64_t *p = realloc(ids, (n + 1) * sizeof(*p));
-		if (!p) {
-			r = -ENOMEM;
-			break;
-		}
-		ids = p;
-		if (!first[0])
-			snprintf(first, sizeof(first), "%s", sqlite3_column_text(q, 1));
-		if (s->fromguid && (uint64_t)sqlite3_column_int64(q, 2) == s->fromguid)
-			base = n;
-		ids[n++] = sqlite3_column_int64(q, 0);
-	}
-	sqlite3_finalize(q);
-	if (r == 0 && !s->fromguid && n)
-		r = store_err(c->st, -EEXIST,
-			      "destination has snapshots (eg. %s@%s)\nmust destroy them to overwrite it",
-			      ds->name, first);
-	if (r == 0 && s->fromguid && base == SIZE_MAX)
-		r = store_err(c->st, -ENOENT,
-			      "%s: the stream's incremental source (guid %llu) is not on the target",
-			      ds->name, (unsigned long long)s->fromguid);
+	snapcache_t *sc;
+	int r = snapcache_get(c, s->rds, ds->id, &sc);
+	if (r < 0)
+		return r;
+	size_t n = sc->n, base = s->fromguid ? snapcache_guid(sc, s->fromguid) : SIZE_MAX;
+	if (!s->fromguid && n)
+		return store_err(c->st, -EEXIST,
+				 "destination has snapshots (eg. %s@%s)\nmust destroy them to overwrite it",
+				 ds->name, sc->v[0].name);
+	if (s->fromguid && base == SIZE_MAX)
+		return store_err(c->st, -ENOENT,
+				 "%s: the stream's incremental source (guid %llu) is not on the target",
+				 ds->name, (unsigned long long)s->fromguid);
 	size_t keep = s->fromguid ? base + 1 : 0;
-	if (r == 0 && keep < n && !c->o->force)
-		r = store_err(c->st, -EEXIST,
-			      "%s: has %zu snapshot(s) newer than the stream's source (use -F to "
-			      "roll back)",
-			      ds->name, n - keep);
-	if (r == 0 && keep < n) {
+	if (keep < n && !c->o->force)
+		return store_err(c->st, -EEXIST,
+				 "%s: has %zu snapshot(s) newer than the stream's source (use -F to "
+				 "roll back)",
+				 ds->name, n - keep);
+	if (keep < n) {
 		*drop = malloc((n - keep) * sizeof(int64_t));
 		if (!*drop)
-			r = -ENOMEM;
-		else {
-			memcpy(*drop, ids + keep, (n - keep) * sizeof(int64_t));
-			*ndrop = n - keep;
-		}
+			return -ENOMEM;
+		for (size_t i = keep; i < n; i++)
+			(*drop)[i - keep] = sc->v[i].id;
+		*ndrop = n - keep;
 	}
-	free(ids);
-	return r;
+	return 0;
 }
 
 static int insert_snap(rctx_t *c, psnap_t *s, uint64_t txg)
@@ -1483,8 +1598,10 @@ static int insert_snap(rctx_t *c, psnap_t *s, uint64_t txg)
 	int r = dataset_lookup(c->st, s->target, &ds);
 	if (r == 0)
 		r = check_base(c, &ds, s, &drop, &ndrop);
-	if (r == 0 && ndrop)
+	if (r == 0 && ndrop) {
 		r = destroy_snapshots_in_txn(c->st, drop, ndrop, NULL);
+		snapcache_clear(&s->rds->snaps); /* read again when next needed */
+	}
 	uint64_t referenced = 0, logical = 0;
 	if (r == 0) {
 		/* Space is recomputed from the index, not taken from the stream. */
@@ -1505,6 +1622,10 @@ static int insert_snap(rctx_t *c, psnap_t *s, uint64_t txg)
 			.nprops = s->nprops};
 	if (r == 0)
 		r = snapshot_insert(c->st, &sn, txg);
+	/* The newest snapshot now: appended while the list is the dataset's. */
+	snapcache_t *sc = &s->rds->snaps;
+	if (r == 0 && sc->dsid == ds.id && snapcache_add(sc, sn.id, s->guid, s->name) < 0)
+		snapcache_clear(sc);
 	if (r == -EEXIST && !c->st->errdetail[0])
 		r = store_err(c->st, r, "%s@%s: snapshot already exists", s->target, s->name);
 	char full[NAME_BUF + 300];
@@ -1543,13 +1664,17 @@ static int commit_group(rctx_t *c)
 	 * run takes the next one, as each commit of a real receive would. */
 	if (c->o->dryrun)
 		txg = c->dry_txg++;
-	if (!c->meta_applied)
+	if (!c->meta_applied) {
 		r = apply_meta(c);
+		snapcaches_drop(c); /* renames and destroys: read again */
+	}
 	for (size_t i = 0; r == 0 && i < c->npend; i++)
 		r = insert_snap(c, &c->pend[i], txg);
 	if (r == 0)
 		r = drop_state(c->st, c->o->target);
 	r = store_txn_end(c->st, r);
+	if (r < 0)
+		snapcaches_drop(c); /* the inserts are gone with the transaction */
 	flush_items(c, r == 0);
 	if (r == 0) {
 		c->meta_applied = true;
@@ -1692,6 +1817,7 @@ static void ctx_free(rctx_t *c)
 			encroot_wrapped_clear(d->key);
 			free(d->key);
 		}
+		snapcache_clear(&d->snaps);
 		for (uint32_t k = 0; k < d->nsnaps; k++)
 			free(d->snapnames[k]);
 		free(d->snapnames);
