@@ -70,7 +70,7 @@ dry_refused() {
 SRC=$TESTDIR/src
 mkdir -p "$SRC/sub" "$SRC/c"
 for i in $(seq 1 20); do echo "file $i $RANDOM" >"$SRC/sub/f$i"; done
-head -c 3000000 /dev/urandom >"$SRC/big.bin"
+head -c 1000000 /dev/urandom >"$SRC/big.bin"
 echo child >"$SRC/c/x"
 ok ca create -o source="$SRC" tank
 ok ca create -o source="$SRC/c" tank/c
