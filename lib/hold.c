@@ -246,9 +246,9 @@ int cairn_hold(cairn_store *st, cairn_hold_item *items, size_t n, bool temporary
 	}
 	if (r < 0)
 		return store_err(st, r, "holders: %s", strerror(-r));
-	r = catalog_begin_write(st->cat, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	r = holdctx_init(&h, st);
 	int pid = temporary ? getpid() : 0;
 	int64_t now = time(NULL);

@@ -126,9 +126,9 @@ int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *o)
 		return store_err(st, -EINVAL, "keep_within is negative (%lld s)",
 				 (long long)o->keep_within);
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	ds_row_t ds = {0};
 	psnap_t *v = NULL;
 	size_t n = 0;
