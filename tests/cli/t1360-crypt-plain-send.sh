@@ -1,7 +1,7 @@
 #!/bin/bash
 # Plain send (no -w) of an encrypted dataset, as zfs does it: with the key
 # loaded the stream is decrypted and is exactly what an unencrypted dataset
-# holding the same files would send (plain blobs named by SHA-256, plain
+# holding the same chunks would send (plain blobs named by SHA-256, plain
 # tree and index streams), so the receiver stores it unencrypted, restores
 # it with full fidelity, applies plain incrementals (-i, -I) and resumes it,
 # and deduplicates it against unencrypted data.  Refusals: key not loaded
