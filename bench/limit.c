@@ -51,7 +51,7 @@ static size_t nfiles, capfiles;
 static piece_t *pieces;
 static size_t npieces, cappieces;
 static atomic_size_t next_piece;
-static int level = 1;
+static int level = 2; /* the store's default compression */
 
 static void *xrealloc(void *p, size_t n)
 {

@@ -674,32 +674,6 @@ static pending_t *pending_push(bctx_t *c)
 
 /* ---- one filesystem object ---- */
 
-static void entry_from_stat(tree_entry_t *e, const struct stat *st)
-{
-	e->mode = st->st_mode & 07777;
-	e->uid = st->st_uid;
-	e->gid = st->st_gid;
-	/* atime is not recorded (0): every read of a file would change it and
-	 * stop the tree stream from deduplicating.  Restore uses mtime. */
-	e->atime_ns = 0;
-	e->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-	e->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
-	e->size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
-	e->ino = st->st_ino;
-	e->dev = st->st_dev;
-	e->rdev = st->st_rdev;
-	e->nlink = st->st_nlink;
-	switch (st->st_mode & S_IFMT) {
-	case S_IFREG: e->type = TREE_REG; break;
-	case S_IFDIR: e->type = TREE_DIR; break;
-	case S_IFLNK: e->type = TREE_SYMLINK; break;
-	case S_IFCHR: e->type = TREE_CHR; break;
-	case S_IFBLK: e->type = TREE_BLK; break;
-	case S_IFIFO: e->type = TREE_FIFO; break;
-	default: e->type = TREE_SOCK; break;
-	}
-}
-
 static int read_xattrs(const char *full, tree_entry_t *e)
 {
 	char names[65536];
@@ -837,7 +811,7 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	if (!p)
 		return -ENOMEM;
 	tree_entry_t *e = &p->e;
-	entry_from_stat(e, st);
+	tree_entry_from_stat(e, st);
 	e->path = strdup(path);
 	if (!e->path)
 		return -ENOMEM;
@@ -1132,7 +1106,7 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 		if (!(p = pending_push(c)))
 			r = -ENOMEM;
 		else {
-			entry_from_stat(&p->e, &st);
+			tree_entry_from_stat(&p->e, &st);
 			p->e.type = TREE_REG;
 			p->e.path = strdup("");
 			p->e.content = TREE_CONTENT_EXTENTS;
@@ -1142,7 +1116,7 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 	} else if (!(p = pending_push(c))) {
 		r = -ENOMEM;
 	} else {
-		entry_from_stat(&p->e, &st);
+		tree_entry_from_stat(&p->e, &st);
 		p->e.path = strdup("");
 		r = read_xattrs(src, &p->e);
 		if (r == 0)

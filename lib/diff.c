@@ -587,29 +587,6 @@ typedef struct live {
 	excl_t *excl; /* the rules a backup would apply */
 } live_t;
 
-static void live_entry(tree_entry_t *e, const struct stat *st)
-{
-	e->mode = st->st_mode & 07777;
-	e->uid = st->st_uid;
-	e->gid = st->st_gid;
-	e->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-	e->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
-	e->size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
-	e->ino = st->st_ino;
-	e->dev = st->st_dev;
-	e->rdev = st->st_rdev;
-	e->nlink = st->st_nlink;
-	switch (st->st_mode & S_IFMT) {
-	case S_IFREG: e->type = TREE_REG; break;
-	case S_IFDIR: e->type = TREE_DIR; break;
-	case S_IFLNK: e->type = TREE_SYMLINK; break;
-	case S_IFCHR: e->type = TREE_CHR; break;
-	case S_IFBLK: e->type = TREE_BLK; break;
-	case S_IFIFO: e->type = TREE_FIFO; break;
-	default: e->type = TREE_SOCK; break;
-	}
-}
-
 /* The first path of a multiply linked inode, as a backup records it. */
 static const char *live_link(live_t *l, const struct stat *st, const char *path)
 {
@@ -635,7 +612,7 @@ static int live_emit(live_t *l, int dfd, const char *name, const char *path,
 		     const struct stat *st)
 {
 	tree_entry_t e = {0};
-	live_entry(&e, st);
+	tree_entry_from_stat(&e, st);
 	e.path = (char *)path;
 	char target[PATH_MAX];
 	if (e.type == TREE_SYMLINK) {
@@ -743,7 +720,7 @@ static int live_records(cairn_store *st, const ds_row_t *ds, buf_t *out)
 	}
 	live_t l = {.out = out, .root = src, .rootdev = sb.st_dev};
 	tree_entry_t root = {0};
-	live_entry(&root, &sb);
+	tree_entry_from_stat(&root, &sb);
 	root.path = "";
 	r = exclude_open(st, ds, &l.excl);
 	if (r == 0)

@@ -18,7 +18,7 @@
 static const cairn_config_info config_table[] = {
 	{"chunk_size", "average content chunk size (power of two)", 64 << 10, 8 << 20, 1 << 20,
 	 "bytes"},
-	{"compression", "default zstd level for new data (0 = off)", 0, 19, 1, "level"},
+	{"compression", "default zstd level for new data (0 = off)", 0, 19, 2, "level"},
 	{"list_batch_size", "snapshots per listing batch", 1, 4096, 1024, "entries"},
 	{"list_batch_time_us", "time budget of one listing batch", 1, 100000, 10000, "us"},
 	{"gc_atime_cutoff", "GC keeps unreferenced chunks touched this recently", 0,

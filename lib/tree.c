@@ -81,6 +81,34 @@ int tree_path_check(const char *p, size_t len)
  * entries
  * ------------------------------------------------------------------- */
 
+void tree_entry_from_stat(tree_entry_t *e, const struct stat *st)
+{
+	e->mode = st->st_mode & 07777;
+	e->uid = st->st_uid;
+	e->gid = st->st_gid;
+	/* atime is not recorded (0): every read of a file would change it and
+	 * stop the tree stream from deduplicating.  Restore uses mtime.  Backup
+	 * and diff's view of the live tree both come through here, so they
+	 * agree on what a file looks like. */
+	e->atime_ns = 0;
+	e->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	e->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	e->size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
+	e->ino = st->st_ino;
+	e->dev = st->st_dev;
+	e->rdev = st->st_rdev;
+	e->nlink = st->st_nlink;
+	switch (st->st_mode & S_IFMT) {
+	case S_IFREG: e->type = TREE_REG; break;
+	case S_IFDIR: e->type = TREE_DIR; break;
+	case S_IFLNK: e->type = TREE_SYMLINK; break;
+	case S_IFCHR: e->type = TREE_CHR; break;
+	case S_IFBLK: e->type = TREE_BLK; break;
+	case S_IFIFO: e->type = TREE_FIFO; break;
+	default: e->type = TREE_SOCK; break;
+	}
+}
+
 void tree_entry_clear(tree_entry_t *e)
 {
 	if (!e)

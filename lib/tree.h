@@ -33,6 +33,7 @@
 #define CAIRN_TREE_H
 
 #include "util.h"
+#include <sys/stat.h>
 
 #define TREE_MAGIC "CAIRNTRE"
 #define TREE_HEADER_LEN 12
@@ -109,6 +110,10 @@ typedef struct tree_entry {
 
 /* Frees what e owns and zeroes it; NULL is allowed. */
 void tree_entry_clear(tree_entry_t *e);
+
+/* Fills E's metadata and type from ST (no name, target, xattrs or chunks);
+ * atime is left 0, as backups record it. */
+void tree_entry_from_stat(tree_entry_t *e, const struct stat *st);
 
 /* Deep copy; returns 0 or -ENOMEM. */
 int tree_entry_copy(tree_entry_t *dst, const tree_entry_t *src);

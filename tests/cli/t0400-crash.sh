@@ -5,13 +5,17 @@
 #
 # Each round changes the source, starts a snapshot (recursive every other
 # round, so two datasets share one transaction) in the background and kills
-# it after 0..KILL_MS ms (default 300).  Then:
+# it after 0..W-1 ms, where W starts at KILL_MS (default 300) and shrinks
+# to three quarters of the last uninterrupted snapshot's time whenever a
+# snapshot finished before its kill: a fast machine still sees kills land
+# before the commit.  Then:
 #   - a snapshot whose command exited 0 is listed;
 #   - a killed snapshot is either not listed at all or listed completely
 #     (the kill came after the commit): -r snapshots are all-or-none;
 #   - a killed, unlisted snapshot is taken again under the same name and
 #     that must succeed;
-#   - the newest snapshot is restored, the restore is killed after 0..150 ms,
+#   - the newest snapshot is restored, the restore is killed after 0..150 ms
+#     (a window that shrinks the same way),
 #     and `restore --force` into the same directory must complete;
 #   - restored trees must match the checksum manifest of the source saved
 #     when the snapshot was taken (content, types, modes, owners, sizes,
@@ -58,6 +62,7 @@ ok cairn create -o source="$SRC" -o chunksize=64K -o compression=zstd-9 tank
 ok cairn create tank/linux # inherits source $SRC/linux
 
 # Counters for the summary.
+window=$KILL_MS rwindow=150 # kill windows (ms) for snapshots and restores
 n_done=0 n_killed_before=0 n_killed_after=0 n_rkilled=0 n_verified=0
 
 esc() { echo "${1//\//%}"; }
@@ -188,11 +193,14 @@ for round in $(seq 1 "$ROUNDS"); do
 	save_manifests "$name" "$rec"
 	args=(snapshot)
 	[ $rec = 1 ] && args+=(-r)
+	started=$(date +%s%N)
 	"$CAIRN" "${args[@]}" "tank@$name" >"$TESTDIR/snap.log" 2>&1 &
 	if [ $((round % 10)) = 5 ]; then
 		kill_at_commit $! "tank@$name"
 	else
-		kill_after "$KILL_MS" $!
+		kill_after "$window" $!
+		# Finished first: aim the next kills inside the time it took.
+		[ "$rc" = 0 ] && window=$(((($(date +%s%N) - started) / 1000000) * 3 / 4 + 1))
 	fi
 	a=0 b=0
 	is_listed "tank@$name" && a=1
@@ -228,8 +236,10 @@ for round in $(seq 1 "$ROUNDS"); do
 	if is_listed "tank@$name"; then
 		rd=$TESTDIR/restore
 		rmtree "$rd"
+		started=$(date +%s%N)
 		"$CAIRN" restore "tank@$name" "$rd" >"$TESTDIR/restore.log" 2>&1 &
-		kill_after 150 $!
+		kill_after "$rwindow" $!
+		[ "$rc" = 0 ] && rwindow=$(((($(date +%s%N) - started) / 1000000) * 3 / 4 + 1))
 		[ "$rc" = 137 ] && n_rkilled=$((n_rkilled + 1))
 		[ "$rc" = 0 ] || [ "$rc" = 137 ] ||
 			fail "round $round: restore exited $rc: $(cat "$TESTDIR/restore.log")"

@@ -327,7 +327,7 @@ for ds in ox ox/c3 ox/c3/g; do
 	[ "$(cb get -H -o value user:team $ds)" = green ] || fail "-o: user:team of $ds"
 	[ $ds = ox ] || [ "$(cb get -H -o source user:team $ds)" = "inherited from ox" ] ||
 		fail "-o: user:team of $ds is $(cb get -H -o source user:team $ds), not inherited"
-	[ "$(cb get -H -o value compression $ds)" = zstd-1 ] || fail "-x compression: $ds has $(cb get -H -o value compression $ds)"
+	[ "$(cb get -H -o value compression $ds)" = zstd-2 ] || fail "-x compression: $ds has $(cb get -H -o value compression $ds)"
 done
 [ "$(cb get -H -o source user:team ox)" = local ] || fail "-o: not local on the top dataset"
 [ "$(cb get -H -o value source ox)" = none ] || fail "-R: source property received"
