@@ -99,6 +99,23 @@ n1=$(chunks_of "$C" | wc -l)
 ok cc restore fromcrypt@s "$XDIR/rs"
 same_tree "$SMALL" "$XDIR/rs"
 
+# an encrypted volume, decrypted: received as a plain volume, holes kept
+IMG=$TESTDIR/img
+head -c 3000000 /dev/urandom >"$IMG" && truncate -s 8M "$IMG"
+ok cairn create -V -o source="$IMG" tank/vol
+ok cairn snapshot tank/vol@1
+cp "$IMG" "$TESTDIR/img1"
+echo x | dd of="$IMG" bs=1 seek=6000000 conv=notrunc status=none
+ok cairn snapshot tank/vol@2
+cairn send tank/vol@1 | cb recv v || fail "decrypted volume"
+cairn send -i @1 tank/vol@2 | cb recv v || fail "decrypted volume -i"
+[ "$(cb get -H -o value type,encryption v | tr '\n' ' ')" = "volume off " ] || fail "received volume"
+ok cb restore v@1 "$TESTDIR/v1"
+cmp "$TESTDIR/img1" "$TESTDIR/v1" || fail "volume @1 differs"
+ok cb restore v@2 "$TESTDIR/v2"
+cmp "$IMG" "$TESTDIR/v2" || fail "volume @2 differs"
+[ "$(du -k "$TESTDIR/v2" | cut -f1)" -lt 6000 ] || fail "volume holes not kept"
+
 # key not loaded: refused, naming the dataset and both ways out; nothing
 # written, no hold left, the store as it was
 ok cairn unload-key tank
