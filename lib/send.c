@@ -572,7 +572,8 @@ static int roots_of(cairn_store *st, const sendsnap_t *s, buf_t *tree, buf_t *id
 
 /* Calls fn for each chunk the receiver may lack, in a fixed order: the
  * snapshot's index entries the source's index lacks (digest order), then
- * the index stream's own chunks.  Resuming counts positions in this order. */
+ * the index stream's own chunks (unless !own: a decrypted stream sends
+ * plain ones instead).  Resuming counts positions in this order. */
 static int each_new_chunk(cairn_store *st, const buf_t *idx, const buf_t *fidx, bool own,
 			  chunk_fn fn, void *arg)
 {
