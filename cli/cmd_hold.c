@@ -41,23 +41,6 @@ static void skip_untagged(cairn_store *st, holdargs_t *h, size_t from, const cha
 	h->n = keep;
 }
 
-/* Appends src's items to dst (ownership moves). */
-static void holdargs_append(holdargs_t *dst, holdargs_t *src)
-{
-	cairn_hold_item *p = realloc(dst->items, (dst->n + src->n + 1) * sizeof(*p));
-	char **q = realloc(dst->owned, (dst->n + src->n + 1) * sizeof(*q));
-	if (!p || !q)
-		abort();
-	dst->items = p;
-	dst->owned = q;
-	for (size_t i = 0; i < src->n; i++) {
-		dst->items[dst->n] = src->items[i];
-		dst->owned[dst->n++] = src->owned[i];
-	}
-	src->n = 0;
-	holdargs_free(src);
-}
-
 /* release -r: one operand at a time, each without its untagged snapshots. */
 static int release_args(cairn_store *st, const char *tag, char **snaps, int n, holdargs_t *h)
 {
@@ -70,7 +53,9 @@ static int release_args(cairn_store *st, const char *tag, char **snaps, int n, h
 			return r;
 		}
 		skip_untagged(st, &one, 0, tag);
-		holdargs_append(h, &one);
+		r = holdargs_append(h, &one);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }

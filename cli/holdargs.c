@@ -5,6 +5,27 @@
 
 #include "holdargs.h"
 
+/* Room for `more` items: the arrays grow by doubling, since a recursive
+ * batch can hold tens of thousands of items (and growing by each
+ * argument's few items copies the arrays over and over). */
+static int reserve(holdargs_t *out, size_t more)
+{
+	if (out->n + more <= out->cap)
+		return 0;
+	size_t cap = out->cap ? out->cap : 64;
+	while (cap < out->n + more)
+		cap *= 2;
+	cairn_hold_item *p = realloc(out->items, cap * sizeof(*p));
+	if (p)
+		out->items = p;
+	char **q = p ? realloc(out->owned, cap * sizeof(*q)) : NULL;
+	if (!q)
+		return -ENOMEM;
+	out->owned = q;
+	out->cap = cap;
+	return 0;
+}
+
 int holdargs_build(cairn_store *st, const char *tag, char **snaps, int n, bool recursive,
 		   holdargs_t *out)
 {
@@ -17,15 +38,18 @@ int holdargs_build(cairn_store *st, const char *tag, char **snaps, int n, bool r
 		if (!recursive || cairn_snapshot_expand(st, snaps[i], &names, &k) < 0) {
 			free(names);
 			names = malloc(sizeof(char *));
-			names[0] = strdup(snaps[i]);
+			if (names && !(names[0] = strdup(snaps[i]))) {
+				free(names);
+				names = NULL;
+			}
 			k = 1;
 		}
-		cairn_hold_item *p = realloc(out->items, (out->n + k) * sizeof(*p));
-		char **q = realloc(out->owned, (out->n + k) * sizeof(*q));
-		if (!p || !q)
-			abort();
-		out->items = p;
-		out->owned = q;
+		if (!names || reserve(out, k) < 0) {
+			for (size_t j = 0; names && j < k; j++)
+				free(names[j]);
+			free(names);
+			return -ENOMEM;
+		}
 		for (size_t j = 0; j < k; j++) {
 			out->owned[out->n] = names[j];
 			out->items[out->n++] = (cairn_hold_item){.snapshot = names[j], .tag = tag};
@@ -33,6 +57,19 @@ int holdargs_build(cairn_store *st, const char *tag, char **snaps, int n, bool r
 		free(names);
 	}
 	return 0;
+}
+
+int holdargs_append(holdargs_t *dst, holdargs_t *src)
+{
+	int r = reserve(dst, src->n);
+	for (size_t i = 0; r == 0 && i < src->n; i++) {
+		dst->items[dst->n] = src->items[i];
+		dst->owned[dst->n++] = src->owned[i];
+	}
+	if (r == 0)
+		src->n = 0;
+	holdargs_free(src);
+	return r;
 }
 
 int holdargs_report(const holdargs_t *h, const char *what)

@@ -1197,9 +1197,9 @@ static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 static int commit_all(cairn_store *st, snapjob_t *jobs, size_t n, cairn_snapshot_opts *opts)
 {
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	int64_t now = time(NULL);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		snapjob_t *j = &jobs[i];

@@ -122,9 +122,9 @@ int cairn_bookmark_many(cairn_store *st, const char *const *sources, size_t n,
 {
 	st->errdetail[0] = 0;
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	for (size_t i = 0; r == 0 && i < n; i++)
 		r = bookmark_one(st, sources[i], bookmark);
 	return store_txn_end(st, r);

@@ -376,9 +376,9 @@ int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
 						 props[i].value);
 		}
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	int64_t parent, id;
 	r = dataset_ensure_parent(st, name, parents, txg, &parent);
 	if (r == 0)
@@ -407,9 +407,9 @@ int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
 int cairn_dataset_set(cairn_store *st, const char *name, const cairn_prop *props, size_t nprops)
 {
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	ds_row_t ds = {0};
 	r = dataset_lookup(st, name, &ds);
 	for (size_t i = 0; r == 0 && i < nprops; i++)

@@ -493,9 +493,9 @@ int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *o)
 	st->errdetail[0] = 0;
 	o->freed = 0;
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	plan_t p = {0};
 	if (strchr(target, '#')) {
 		const char *h = strchr(target, '#');

@@ -246,9 +246,9 @@ int cairn_hold(cairn_store *st, cairn_hold_item *items, size_t n, bool temporary
 	}
 	if (r < 0)
 		return store_err(st, r, "holders: %s", strerror(-r));
-	r = catalog_begin_write(st->cat, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	r = holdctx_init(&h, st);
 	int pid = temporary ? getpid() : 0;
 	int64_t now = time(NULL);
@@ -434,15 +434,13 @@ int hold_reap(cairn_store *st)
 			       "SELECT DISTINCT pid, pstart FROM hold WHERE pid != 0", -1, &s, NULL))
 		return -EIO;
 	owner_t *dead = NULL;
-	size_t ndead = 0;
+	size_t ndead = 0, deadcap = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		owner_t o = {sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1)};
 		if (!owner_dead(st, o.pid, o.pstart))
 			continue;
-		owner_t *p = realloc(dead, (ndead + 1) * sizeof(*p));
-		if (!p)
+		if (array_reserve(&dead, &deadcap, ndead + 1, sizeof(*dead)) < 0)
 			break;
-		dead = p;
 		dead[ndead++] = o;
 	}
 	sqlite3_finalize(s);
@@ -451,7 +449,7 @@ int hold_reap(cairn_store *st)
 	uint64_t txg;
 	int r = catalog_begin_write(st->cat, &txg);
 	int64_t *ids = NULL;
-	size_t nids = 0;
+	size_t nids = 0, idcap = 0;
 	for (size_t i = 0; r == 0 && i < ndead; i++) {
 		sqlite3_stmt *q;
 		if (sqlite3_prepare_v2(catalog_db(st->cat),
@@ -463,12 +461,10 @@ int hold_reap(cairn_store *st)
 		sqlite3_bind_int(q, 1, dead[i].pid);
 		sqlite3_bind_int64(q, 2, dead[i].pstart);
 		while (sqlite3_step(q) == SQLITE_ROW) {
-			int64_t *p = realloc(ids, (nids + 1) * sizeof(*p));
-			if (!p) {
+			if (array_reserve(&ids, &idcap, nids + 1, sizeof(*ids)) < 0) {
 				r = -ENOMEM;
 				break;
 			}
-			ids = p;
 			ids[nids++] = sqlite3_column_int64(q, 0);
 		}
 		sqlite3_finalize(q);

@@ -110,9 +110,9 @@ int cairn_change_key(cairn_store *st, const char *name, const cairn_prop *props,
 	if (r < 0)
 		return r;
 	uint64_t txg;
-	r = catalog_begin_write(st->cat, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	ds_row_t root = {0};
 	crypt_keys_t *k = NULL;
 	char *fmt = NULL, *loc = NULL;

@@ -31,9 +31,9 @@ static bool inheritable(const char *prop)
 int props_receive(cairn_store *st, const char *name, const cairn_prop *props, size_t n)
 {
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	ds_row_t ds = {0};
 	r = dataset_lookup(st, name, &ds);
 	const char **names = calloc(n + 1, sizeof(*names));
@@ -174,9 +174,9 @@ int cairn_prop_inherit(cairn_store *st, const char *name, const char *prop, bool
 	if (!inheritable(prop))
 		return store_err(st, CAIRN_EBADPROP, "%s: not an inheritable property", prop);
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	r = strchr(name, '@') ? inherit_snapshot(st, name, prop, recursive)
 			      : inherit_dataset(st, name, prop, recursive, received);
 	return store_txn_end(st, r);
@@ -206,9 +206,9 @@ int cairn_snapshot_set_user(cairn_store *st, const char *snap, const cairn_prop 
 					 "properties only)",
 					 props[i].name);
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	ds_row_t ds = {0};
 	snap_row_t s = {0};
 	r = snap_lookup(st, snap, &ds, &s);

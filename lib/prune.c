@@ -97,14 +97,13 @@ static int load(cairn_store *st, int64_t ds, psnap_t **out, size_t *n, const cha
 		return -EIO;
 	sqlite3_bind_int64(s, 1, ds);
 	int r = 0;
+	size_t cap = 0;
 	while (r == 0 && sqlite3_step(s) == SQLITE_ROW) {
-		psnap_t *p = realloc(*out, (*n + 1) * sizeof(*p));
-		if (!p) {
+		if (array_reserve(out, &cap, *n + 1, sizeof(**out)) < 0) {
 			r = -ENOMEM;
 			break;
 		}
-		*out = p;
-		psnap_t *e = &p[(*n)++];
+		psnap_t *e = &(*out)[(*n)++];
 		memset(e, 0, sizeof(*e));
 		e->id = sqlite3_column_int64(s, 0);
 		if (asprintf(&e->name, "%s@%s", dsname, sqlite3_column_text(s, 1)) < 0)
@@ -127,9 +126,9 @@ int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *o)
 		return store_err(st, -EINVAL, "keep_within is negative (%lld s)",
 				 (long long)o->keep_within);
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	ds_row_t ds = {0};
 	psnap_t *v = NULL;
 	size_t n = 0;

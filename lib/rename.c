@@ -137,9 +137,9 @@ int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursi
 {
 	st->errdetail[0] = 0;
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	if (strchr(from, '@'))
 		r = rename_snapshot(st, from, to, recursive);
 	else if (strchr(to, '@'))

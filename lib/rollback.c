@@ -84,9 +84,9 @@ int cairn_rollback(cairn_store *st, const char *snap, cairn_rollback_opts *o)
 	if (!strchr(snap, '@'))
 		return store_err(st, CAIRN_EBADNAME, "%s: not a snapshot name", snap);
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	ds_row_t ds = {0};
 	snap_row_t s = {0};
 	const char *sname;

@@ -97,6 +97,14 @@ int store_err(cairn_store *st, int err, const char *fmt, ...)
 	return err;
 }
 
+int store_txn_begin(cairn_store *st, uint64_t *txg)
+{
+	int r = catalog_begin_write(st->cat, txg);
+	if (r < 0)
+		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+	return 0;
+}
+
 int store_txn_end(cairn_store *st, int r)
 {
 	if (r < 0) {
@@ -218,9 +226,9 @@ int cairn_config_set(cairn_store *st, const char *key, const char *value)
 	if (r < 0)
 		return r;
 	uint64_t txg;
-	r = catalog_begin_write(st->cat, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	r = catalog_config_set(st->cat, key, v);
 	if (r < 0)
 		store_err(st, r, "%s: %s", key, catalog_errmsg(st->cat));

@@ -34,6 +34,9 @@ int cairn_store_import(const char *path, const cairn_init_opts *o);
 int store_err(cairn_store *st, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Begins a write transaction (BEGIN IMMEDIATE) and gives its txg; on
+ * failure records the catalog's reason in errdetail.  0 or negative errno. */
+int store_txn_begin(cairn_store *st, uint64_t *txg);
 /* Ends the open write transaction: commits when r == 0 (recording a
  * failed commit in errdetail), else rolls back.  Returns the outcome. */
 int store_txn_end(cairn_store *st, int r);

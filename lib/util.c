@@ -72,6 +72,24 @@ void chunk_ref_unpack(const uint8_t in[CHUNK_REF_WIRE], chunk_ref_t *r)
 	r->stored_len = get_u32(in + 36);
 }
 
+int array_reserve(void *arr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 16;
+	while (c < need)
+		c *= 2;
+	if (c > SIZE_MAX / elem)
+		return -ENOMEM;
+	void **a = arr;
+	void *p = realloc(*a, c * elem);
+	if (!p)
+		return -ENOMEM;
+	*a = p;
+	*cap = c;
+	return 0;
+}
+
 int buf_reserve(buf_t *b, size_t extra)
 {
 	if (b->cap - b->len >= extra)

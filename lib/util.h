@@ -82,6 +82,13 @@ static inline uint64_t get_u64(const uint8_t *p)
 void chunk_ref_pack(const chunk_ref_t *r, uint8_t out[CHUNK_REF_WIRE]);
 void chunk_ref_unpack(const uint8_t in[CHUNK_REF_WIRE], chunk_ref_t *r);
 
+/* ---- growable arrays ---- */
+/* Makes room for `need` elements of `elem` bytes in the array *arr whose
+ * capacity is *cap (both updated), doubling: appending one row at a time
+ * stays linear (and does not copy the array on every row, which the
+ * sanitizer build's realloc always does).  0 or -ENOMEM (*arr unchanged). */
+int array_reserve(void *arr, size_t *cap, size_t need, size_t elem);
+
 /* ---- growable byte buffer ---- */
 typedef struct buf {
 	uint8_t *data;

@@ -7,7 +7,9 @@
 # and the run goes on.  A test that exits 77 is skipped; under CI=true a skip
 # counts as a failure, since CI installs everything tests need
 # (scripts/deps.sh) and runs as root.  CAIRN_LONG=1 adds the long stress runs
-# (tests/cli/long-*.sh).
+# (tests/cli/long-*.sh).  CAIRN_TESTS, a list of shell patterns, runs only
+# the tests whose names (e.g. unit/test_gc, cli/t0710-holds-atomic) match
+# one of them (for re-running a few under the sanitizer by hand).
 #
 # CAIRN_BUILD names the build directory (default build).  A sanitizer build
 # (build-asan) sets CAIRN_ASAN=1 for the tests, so a test can skip, visibly,
@@ -41,9 +43,21 @@ san_env() {
 	export UBSAN_OPTIONS="log_path=$dir/ubsan:exitcode=87:print_stacktrace=1:halt_on_error=1"
 }
 
+selected() {
+	[ -z "${CAIRN_TESTS:-}" ] && return 0
+	local p -
+	set -f # the patterns are matched against test names, not files
+	for p in $CAIRN_TESTS; do
+		# shellcheck disable=SC2053
+		[[ $1 == $p ]] && return 0
+	done
+	return 1
+}
+
 run() {
 	local name=$1
 	shift
+	selected "$name" || return 0
 	local log start end dir
 	log=$(mktemp)
 	dir="$sanlogs/${name//\//_}"
