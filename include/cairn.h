@@ -433,7 +433,10 @@ typedef struct cairn_send_opts {
 	/** -w: raw.  Encrypted datasets go as stored (encrypted blobs, keyed
 	 * ids) with their wrapped keys: the receiver holds them encrypted,
 	 * keystatus unavailable, and never needs the key.  Without it an
-	 * encrypted dataset is refused (-EINVAL). */
+	 * encrypted dataset is sent decrypted, exactly as an unencrypted
+	 * dataset with the same chunks (docs/SECURITY.md): that needs its
+	 * key (CAIRN_ENOKEY otherwise), and recursive is refused (-EINVAL)
+	 * when the subtree holds an encrypted dataset, as zfs refuses. */
 	bool raw;
 } cairn_send_opts;
 
