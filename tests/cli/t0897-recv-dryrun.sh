@@ -17,10 +17,7 @@ mkdir -p "$TMPDIR"
 
 # state: everything a receive could change in store B.
 state() {
-	python3 -c "
-import sqlite3, sys
-con = sqlite3.connect('file:' + sys.argv[1] + '/catalog.db?mode=ro', uri=True)
-print('\n'.join(con.iterdump()))" "$B" || echo "catalog unreadable"
+	sqlite3 -readonly "$B/catalog.db" .dump || echo "catalog unreadable"
 	(cd "$B" && find . -path ./catalog.db\* -prune -o -printf '%p %s %y\n' | LC_ALL=C sort)
 	cb list -H -p -r -t all -o name,guid,createtxg,referenced,used,written 2>&1
 }
