@@ -272,6 +272,23 @@ static char *child_reason(const char *err, int status, bool pass_on, bool *kept)
 	return why;
 }
 
+/* Whether running sync again can get past a failed receive on the
+ * destination: it was killed or its link cut (ssh says 255), the stream
+ * stopped short, or the disk was full or failing.  A refusal (the target
+ * diverged, needs -F, is encrypted otherwise...) is not: the same sync
+ * would be refused the same way, so it gets no "run sync again". */
+static bool recv_retryable(int status, const char *why)
+{
+	if (status > 128 || status == 255)
+		return true;
+	const char *transient[] = {"stream truncated", strerror(EIO), strerror(ENOSPC),
+				   strerror(EDQUOT)};
+	for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
+		if (why && strstr(why, transient[i]))
+			return true;
+	return false;
+}
+
 /* Runs `cairn VERB...` on the destination and returns its stdout (NUL
  * terminated, malloc'ed), its stderr in *err if err is not NULL (else it
  * is passed on), and its exit status. */
@@ -505,7 +522,9 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 		char *hwhy = child_reason(herr, hstatus, false, NULL);
 		cli_err(dst->dataset, "sending %s: the destination stopped answering which chunks it "
 				      "has: %s%s",
-			label, hwhy, kept ? "; its partial state is kept: run sync again to resume" : "");
+			label, hwhy,
+			kept ? "; its partial state is kept: run sync again to resume"
+			     : "; run sync again to retry");
 		free(hwhy);
 		rc = 1;
 	} else if (r < 0 && (r != -EPIPE || child == 0)) {
@@ -519,7 +538,9 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 		rc = 1;
 	} else if (child != 0) {
 		cli_err(dst->dataset, "receiving %s: %s%s", label, rwhy,
-			kept ? "; the partial state is kept: run sync again to resume" : "");
+			kept			       ? "; the partial state is kept: run sync again to resume"
+			: recv_retryable(child, rwhy) ? "; run sync again to retry"
+						       : "");
 		rc = 1;
 	}
 	free(rwhy);

@@ -433,7 +433,10 @@ typedef struct cairn_send_opts {
 	/** -w: raw.  Encrypted datasets go as stored (encrypted blobs, keyed
 	 * ids) with their wrapped keys: the receiver holds them encrypted,
 	 * keystatus unavailable, and never needs the key.  Without it an
-	 * encrypted dataset is refused (-EINVAL). */
+	 * encrypted dataset is sent decrypted, exactly as an unencrypted
+	 * dataset with the same chunks (docs/SECURITY.md): that needs its
+	 * key (CAIRN_ENOKEY otherwise), and recursive is refused (-EINVAL)
+	 * when the subtree holds an encrypted dataset, as zfs refuses. */
 	bool raw;
 } cairn_send_opts;
 
@@ -458,12 +461,30 @@ typedef struct cairn_recv_opts {
 	cairn_progress_fn progress;
 	void *arg;
 	uint64_t bytes, chunks_new, snapshots; /**< results */
+	/** -n: dry run.  The stream is read and verified in full (records,
+	 * checksums, chunk digests, every snapshot's tree and index, the END
+	 * record) and every check against the target is made, then nothing
+	 * is kept: no chunk, catalog row, resume state or writer
+	 * registration.  Tree and index chunks are staged in a scratch
+	 * directory under $TMPDIR (or /tmp), removed before returning.  The
+	 * catalog's write lock is held from the first group's checks to the
+	 * end of the stream.  item lines then say "would ..." (zfs's
+	 * wording); snapshots and chunks_new count what would be received.
+	 * Returns what the real receive would return. */
+	bool dryrun;
+	/** Result: the receive stopped on something a retry can get past
+	 * (the stream cut or damaged, a read error) and, with
+	 * resumable, kept its partial state: the dataset's
+	 * receive_resume_token resumes it.  False after a refusal (the target
+	 * diverged, needs -F, another stream's partial state...), even when
+	 * an older token is still there: resuming would be refused again. */
+	bool partial_kept;
 } cairn_recv_opts;
 
 /** Reads a stream and commits each snapshot atomically.  The stream is
  * untrusted: every record's checksum, every chunk's digest and the
  * whole-stream checksum are verified; nothing is written outside the
- * store.  @return 0, CAIRN_ECORRUPT (bad or hostile stream: detail says
+ * store (a dry run's scratch directory aside).  @return 0, CAIRN_ECORRUPT (bad or hostile stream: detail says
  * where), -EPIPE (truncated; with resumable the partial state is kept and
  * the dataset's receive_resume_token is set), -EEXIST, -ENOENT. */
 int cairn_recv(cairn_store *st, cairn_recv_opts *opts);

@@ -51,6 +51,7 @@ struct pending {
 
 struct chunkstore {
 	int dirfd;
+	chunkstore_t *fallback; /* read (never written or touched) on a miss */
 	pid_t pid;
 	/* Subdirectory fds, -1 until opened.  Published with a CAS so readers
 	 * need no lock. */
@@ -899,6 +900,8 @@ static int read_blob_checked(chunkstore_t *cs, const crypt_keys_t *k, const dige
 		if (!r && out)
 			r = blob_decode_key(k, raw->data, raw->len, d, out);
 	}
+	if (r == -ENOENT && cs->fallback)
+		return read_blob_checked(cs->fallback, k, d, raw, out);
 	return r;
 }
 
@@ -936,6 +939,31 @@ int chunkstore_touch(chunkstore_t *cs, const digest_t *d)
 	struct pending *s = pset_find(cs, d);
 	bool pending = s && s->state == SLOT_READY;
 	pthread_mutex_unlock(&cs->lock);
+	if (!pending && cs->fallback)
+		return chunkstore_has(cs->fallback, d);
+	return pending ? 0 : -ENOENT;
+}
+
+void chunkstore_set_fallback(chunkstore_t *cs, chunkstore_t *fallback)
+{
+	cs->fallback = fallback;
+}
+
+int chunkstore_has(chunkstore_t *cs, const digest_t *d)
+{
+	struct cpath p;
+	cpath_init(cs, d, &p);
+	struct stat st;
+	if (fstatat(p.at, p.name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return S_ISREG(st.st_mode) ? 0 : -ENOENT;
+	if (errno != ENOENT)
+		return -errno;
+	pthread_mutex_lock(&cs->lock);
+	struct pending *s = pset_find(cs, d);
+	bool pending = s && s->state == SLOT_READY;
+	pthread_mutex_unlock(&cs->lock);
+	if (!pending && cs->fallback)
+		return chunkstore_has(cs->fallback, d);
 	return pending ? 0 : -ENOENT;
 }
 

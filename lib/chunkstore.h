@@ -66,6 +66,17 @@ int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out);
 /* Touches one chunk's atime; returns 0 or -ENOENT. */
 int chunkstore_touch(chunkstore_t *cs, const digest_t *d);
 
+/* Like chunkstore_touch, but changes nothing (recv -n must leave the
+ * store as it was, atimes included): 0 when the chunk exists (on disk or
+ * pending), -ENOENT when not, another negative errno on error. */
+int chunkstore_has(chunkstore_t *cs, const digest_t *d);
+
+/* Makes fallback (not owned, must outlive cs) answer the reads that miss
+ * in cs: get, get_key, get_raw, and touch and has, which then only look
+ * (chunkstore_has).  Nothing is ever written to or touched in fallback.
+ * recv -n reads through a scratch store this way.  NULL: none. */
+void chunkstore_set_fallback(chunkstore_t *cs, chunkstore_t *fallback);
+
 /* Returns the fd of subdirectory idx (0..65535), opening (and, on first
  * use, making) it if needed; the
  * fd stays owned by cs.  Negative errno on failure. */

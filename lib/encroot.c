@@ -666,19 +666,6 @@ int encroot_keys_for_snapshot(cairn_store *st, int64_t snap_id, crypt_keys_t **o
 	return r;
 }
 
-int encroot_refuse_plain_send(cairn_store *st, const ds_row_t *ds)
-{
-	ds_row_t root = {0};
-	int r = encroot_find(st, ds, &root);
-	if (r == 1)
-		r = store_err(st, -EINVAL,
-			      "%s: dataset is encrypted (encryption root %s); cairn cannot "
-			      "send it decrypted yet: use send -w (raw)",
-			      ds->name, root.name);
-	ds_row_clear(&root);
-	return r;
-}
-
 int encroot_rename_check(cairn_store *st, const ds_row_t *ds, int64_t new_parent, const char *to)
 {
 	int r = encroot_is_root(st, ds);

@@ -92,11 +92,6 @@ int encroot_verify_chunk(chunkstore_t *cs, const encroot_keyset_t *ks, const dig
 /* The keys of the dataset snapshot snap_id belongs to (NULL: plain). */
 int encroot_keys_for_snapshot(cairn_store *st, int64_t snap_id, crypt_keys_t **out);
 
-/* A plain send stream carries blobs as stored and names them by
- * SHA-256: an encrypted dataset cannot go into one.  -EINVAL naming the
- * encryption root for an encrypted ds, else 0. */
-int encroot_refuse_plain_send(cairn_store *st, const ds_row_t *ds);
-
 /* A rename may not move a dataset to another encryption root (its
  * chunks are sealed with its root's keys): -EINVAL naming both, else 0.
  * An encryption root itself may move anywhere. */

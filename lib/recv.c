@@ -17,6 +17,8 @@
  * Retrying is safe: snapshots the target already has (same guid) are
  * skipped, so the same stream received again converges. */
 #include <errno.h>
+#include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -45,6 +47,24 @@
 /* No file in a snapshot may claim more than 2^50 bytes (1 PiB). */
 #define FILE_SIZE_MAX (1ull << 50)
 
+/* The snapshots a target dataset has, read from the catalog once and then
+ * kept up to date by the receive itself: each incoming snapshot looks its
+ * guid and name up in two hash tables instead of reading the dataset's
+ * whole snapshot list (which made a stream of N snapshots cost N^2). */
+typedef struct lsnap {
+	int64_t id;
+	uint64_t guid;
+	char *name;
+} lsnap_t;
+
+typedef struct snapcache {
+	int64_t dsid; /* the dataset they belong to; 0 = not loaded */
+	lsnap_t *v;   /* in createtxg order */
+	size_t n, cap;
+	size_t *byguid, *byname; /* open addressing: index + 1, 0 = free */
+	size_t hcap;		 /* a power of two, at least twice n */
+} snapcache_t;
+
 /* A dataset the stream declares (DATASET record, then SNAPLIST with -R). */
 typedef struct rds {
 	char *name; /* the sender's */
@@ -58,12 +78,15 @@ typedef struct rds {
 	uint32_t nsnaps;
 	bool has_list;
 	uint64_t group_mark; /* the group (sender's txg) of its last snapshot */
+	snapcache_t snaps;   /* of its local dataset (loaded on first use) */
 	encroot_wrapped_t *key; /* CRYPTKEY (raw streams): it becomes a root */
 } rds_t;
 
 /* A verified snapshot waiting for its group's commit. */
 typedef struct psnap {
 	char target[NAME_BUF];
+	const char *sent_ds; /* the sender's dataset name (owned by its rds) */
+	struct rds *rds;     /* its stream dataset (stable once snapshots come) */
 	char *name;
 	uint64_t guid, fromguid;
 	int64_t creation;
@@ -107,6 +130,19 @@ typedef struct rctx {
 	/* -v lines, printed once the commit they describe has happened */
 	buf_t items;
 	bool state_saved;
+	/* -n (dry run): nothing may reach the store.  st->cs is swapped for
+	 * a scratch chunk store in a temporary directory (never flushed,
+	 * removed at the end) that reads through to the store's: the chunks
+	 * the checks must read (each snapshot's tree and index roots) are put
+	 * there, data chunks only remembered by digest.  The commits run as
+	 * usual, inside one outer transaction that is rolled back, so every
+	 * refusal a real receive would make is made here too. */
+	chunkstore_t *scratch, *real_cs;
+	uint64_t dry_txg;
+	char scratch_dir[PATH_MAX];
+	refset_t seen; /* every chunk the stream carried */
+	refset_t roots; /* tree and index roots of the snapshot being read */
+	bool dry_txn;
 } rctx_t;
 
 static int bad(rctx_t *c, const char *what)
@@ -115,10 +151,24 @@ static int bad(rctx_t *c, const char *what)
 			 (unsigned long long)c->rd.offset, what);
 }
 
+/* What a dry run says instead of what a receive did. */
+static const char *dry_word(const char *what)
+{
+	static const char *const map[][2] = {{"created", "would create"},
+					     {"destroyed", "would destroy"},
+					     {"renamed", "would rename to"}};
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(map[i][0], what))
+			return map[i][1];
+	return what;
+}
+
 static void note(rctx_t *c, const char *what, const char *name)
 {
 	if (!c->o->item)
 		return;
+	if (c->o->dryrun)
+		what = dry_word(what);
 	buf_append(&c->items, what, strlen(what) + 1);
 	buf_append(&c->items, name, strlen(name) + 1);
 }
@@ -947,6 +997,133 @@ static int read_refs(rctx_t *c, buf_t *out)
 	return buf_append(out, p, (size_t)n * CHUNK_REF_WIRE);
 }
 
+/* ---- the target's snapshots, per dataset ---- */
+
+static void snapcache_clear(snapcache_t *sc)
+{
+	for (size_t i = 0; i < sc->n; i++)
+		free(sc->v[i].name);
+	free(sc->v);
+	free(sc->byguid);
+	free(sc->byname);
+	memset(sc, 0, sizeof(*sc));
+}
+
+/* Forgets every dataset's snapshots: after apply_meta (renames, destroys)
+ * and after a commit that failed (its inserts were rolled back). */
+static void snapcaches_drop(rctx_t *c)
+{
+	for (size_t i = 0; i < c->nds; i++)
+		snapcache_clear(&c->ds[i].snaps);
+}
+
+static size_t guid_slot(const snapcache_t *sc, uint64_t g)
+{
+	return XXH3_64bits(&g, sizeof(g)) & (sc->hcap - 1);
+}
+
+static size_t sname_slot(const snapcache_t *sc, const char *name)
+{
+	return XXH3_64bits(name, strlen(name)) & (sc->hcap - 1);
+}
+
+static void snapcache_index(snapcache_t *sc, size_t i)
+{
+	size_t h = guid_slot(sc, sc->v[i].guid);
+	while (sc->byguid[h])
+		h = (h + 1) & (sc->hcap - 1);
+	sc->byguid[h] = i + 1;
+	h = sname_slot(sc, sc->v[i].name);
+	while (sc->byname[h])
+		h = (h + 1) & (sc->hcap - 1);
+	sc->byname[h] = i + 1;
+}
+
+/* Appends a snapshot (the newest), growing the tables to stay half empty. */
+static int snapcache_add(snapcache_t *sc, int64_t id, uint64_t guid, const char *name)
+{
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? 2 * sc->cap : 64;
+		lsnap_t *v = realloc(sc->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		sc->v = v;
+		sc->cap = cap;
+	}
+	char *dup = strdup(name);
+	if (!dup)
+		return -ENOMEM;
+	sc->v[sc->n++] = (lsnap_t){id, guid, dup};
+	if (2 * sc->n > sc->hcap) {
+		size_t hcap = sc->hcap ? 2 * sc->hcap : 128;
+		size_t *a = calloc(hcap, sizeof(*a)), *b = calloc(hcap, sizeof(*b));
+		if (!a || !b) {
+			free(a);
+			free(b);
+			free(sc->v[--sc->n].name);
+			return -ENOMEM;
+		}
+		free(sc->byguid);
+		free(sc->byname);
+		sc->byguid = a;
+		sc->byname = b;
+		sc->hcap = hcap;
+		for (size_t i = 0; i + 1 < sc->n; i++)
+			snapcache_index(sc, i);
+	}
+	snapcache_index(sc, sc->n - 1);
+	return 0;
+}
+
+/* The index of the snapshot with this guid, or SIZE_MAX. */
+static size_t snapcache_guid(const snapcache_t *sc, uint64_t g)
+{
+	if (!sc->hcap)
+		return SIZE_MAX;
+	for (size_t h = guid_slot(sc, g); sc->byguid[h]; h = (h + 1) & (sc->hcap - 1))
+		if (sc->v[sc->byguid[h] - 1].guid == g)
+			return sc->byguid[h] - 1;
+	return SIZE_MAX;
+}
+
+static size_t snapcache_name(const snapcache_t *sc, const char *name)
+{
+	if (!sc->hcap)
+		return SIZE_MAX;
+	for (size_t h = sname_slot(sc, name); sc->byname[h]; h = (h + 1) & (sc->hcap - 1))
+		if (!strcmp(sc->v[sc->byname[h] - 1].name, name))
+			return sc->byname[h] - 1;
+	return SIZE_MAX;
+}
+
+/* The snapshots of dataset dsid (the local dataset of d), read once. */
+static int snapcache_get(rctx_t *c, rds_t *d, int64_t dsid, snapcache_t **out)
+{
+	snapcache_t *sc = &d->snaps;
+	*out = sc;
+	if (sc->dsid == dsid)
+		return 0;
+	snapcache_clear(sc);
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
+			       "SELECT id, name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, dsid);
+	int r = 0, k;
+	while (r == 0 && (k = sqlite3_step(q)) == SQLITE_ROW)
+		r = snapcache_add(sc, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 2),
+				  (const char *)sqlite3_column_text(q, 1));
+	if (r == 0 && k != SQLITE_DONE)
+		r = -EIO;
+	sqlite3_finalize(q);
+	if (r < 0)
+		snapcache_clear(sc);
+	else
+		sc->dsid = dsid;
+	return r;
+}
+
 /* What the target has of this snapshot: 1 = the same guid is there (skip
  * it), 0 = nothing in the way; an error for the same name with another
  * guid (without -F) or a full stream onto a dataset with snapshots. */
@@ -955,29 +1132,17 @@ static int target_has(rctx_t *c, const psnap_t *s)
 	ds_row_t d = {0};
 	if (catalog_ds_by_name(c->st->cat, s->target, &d) < 0)
 		return 0;
-	sqlite3_stmt *q;
-	int r = 0;
-	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
-			       "SELECT name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg", -1,
-			       &q, NULL)) {
+	snapcache_t *sc;
+	int r = snapcache_get(c, s->rds, d.id, &sc);
+	if (r < 0) {
 		ds_row_clear(&d);
-		return -EIO;
+		return r;
 	}
-	sqlite3_bind_int64(q, 1, d.id);
-	char first[300] = "";
-	uint64_t other = 0;
-	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
-		const char *n = (const char *)sqlite3_column_text(q, 0);
-		uint64_t g = sqlite3_column_int64(q, 1);
-		if (!first[0])
-			snprintf(first, sizeof(first), "%s", n);
-		if (g == s->guid)
-			r = 1;
-		else if (!strcmp(n, s->name))
-			other = g;
-	}
-	sqlite3_finalize(q);
-	if (r == 0 && other && !c->o->force)
+	size_t same = snapcache_guid(sc, s->guid), named = snapcache_name(sc, s->name);
+	uint64_t other = named != SIZE_MAX ? sc->v[named].guid : 0;
+	if (same != SIZE_MAX)
+		r = 1;
+	else if (other && !c->o->force)
 		r = store_err(c->st, -EEXIST,
 			      "%s@%s: exists with guid %llu, the stream's %s@%s has guid %llu "
 			      "(not the same snapshot)",
@@ -985,10 +1150,10 @@ static int target_has(rctx_t *c, const psnap_t *s)
 			      (unsigned long long)s->guid);
 	/* zfs refuses this even with -F: a full stream never overwrites
 	 * a dataset that has snapshots. */
-	if (r == 0 && !s->fromguid && first[0])
+	else if (!s->fromguid && sc->n)
 		r = store_err(c->st, -EEXIST,
 			      "destination has snapshots (eg. %s@%s)\nmust destroy them to overwrite it",
-			      s->target, first);
+			      s->target, sc->v[0].name);
 	ds_row_clear(&d);
 	return r;
 }
@@ -1042,6 +1207,8 @@ static int read_snap(rctx_t *c)
 	if (!c->cur_ds)
 		return bad(c, "snapshot of a dataset the stream did not declare");
 	snprintf(s->target, sizeof(s->target), "%s", c->cur_ds->local);
+	s->sent_ds = c->cur_ds->name;
+	s->rds = (rds_t *)c->cur_ds;
 	/* Groups come in increasing createtxg; a new one starts here. */
 	if (c->npend || c->nskipped_in_group) {
 		if (txg != c->group_txg)
@@ -1071,11 +1238,52 @@ static int read_snap(rctx_t *c)
 	if (c->skipping) {
 		snprintf(full, sizeof(full), "%s@%s", s->target, s->name);
 		if (c->o->item)
-			c->o->item("skipped (already present)", full, c->o->arg);
+			c->o->item(c->o->dryrun ? "would skip (already present)"
+						: "skipped (already present)",
+				   full, c->o->arg);
+	}
+	if (c->scratch && !c->skipping) {
+		/* the chunks to keep in the scratch store when they come */
+		refset_free(&c->roots);
+		for (int pass = 0; pass < 2; pass++) {
+			const buf_t *b = pass ? &s->idx : &s->tree;
+			for (size_t i = 0; i < b->len / CHUNK_REF_WIRE; i++) {
+				chunk_ref_t ref;
+				chunk_ref_unpack(b->data + i * CHUNK_REF_WIRE, &ref);
+				if (refset_add(&c->roots, &ref) < 0)
+					return -ENOMEM;
+			}
+		}
 	}
 	/* Only a snapshot that passed its checks may leave partial state. */
 	c->in_snap = true;
 	return 0;
+}
+
+/* A verified chunk in a dry run: counted, remembered, and kept (in the
+ * scratch store) only when it is a tree or index root the checks read. */
+static int dry_chunk(rctx_t *c, chunk_ref_t *ref, const void *blob, size_t len)
+{
+	ref->stored_len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	if (!refset_has(&c->seen, &ref->digest) && chunkstore_has(c->real_cs, &ref->digest) < 0)
+		c->o->chunks_new++;
+	int r = 0;
+	if (refset_has(&c->roots, &ref->digest)) {
+		uint32_t stored;
+		bool isnew;
+		r = chunkstore_put_blob(c->st->cs, &ref->digest, blob, len, &stored, &isnew);
+		if (r < 0)
+			return store_err(c->st, r, "scratch chunk store: %s", strerror(-r));
+	}
+	if (refset_add(&c->seen, ref) < 0)
+		return -ENOMEM;
+	c->group_pos++;
+	if (c->o->progress && mono_ns() - c->last_progress > 200000000) {
+		c->last_progress = mono_ns();
+		cairn_progress p = {.phase = "recv", .object = c->cur.target, .bytes = c->rd.offset};
+		c->o->progress(&p, c->o->arg);
+	}
+	return r;
 }
 
 static int read_chunk(rctx_t *c)
@@ -1111,6 +1319,8 @@ static int read_chunk(rctx_t *c)
 				 (unsigned long long)c->rd.offset, hex);
 	}
 	chunk_ref_t ref = {.digest = dg, .plain_len = plain_len};
+	if (c->scratch)
+		return dry_chunk(c, &ref, blob, len);
 	bool isnew;
 	r = chunkstore_put_blob(c->st->cs, &dg, blob, len, &ref.stored_len, &isnew);
 	if (r < 0)
@@ -1222,6 +1432,16 @@ static void treecheck_free(treecheck_t *t)
  * the target had it); touching it also tells GC it is used.  The tree must
  * parse, pass tree_entry_check and reference only chunks its index lists,
  * so a committed snapshot always restores. */
+/* 0 when the chunk was sent or the store has it.  A real receive
+ * touches it (GC then keeps it); a dry run reads through its scratch
+ * store, whose touch only looks at the store. */
+static int have_chunk(rctx_t *c, const digest_t *d)
+{
+	if (refset_has(&c->seen, d))
+		return 0;
+	return chunkstore_touch(c->st->cs, d);
+}
+
 /* 1 when the snapshot's tree chunks are encrypted (allowed only in a raw
  * stream), 0 when plain. */
 static int tree_sealed(rctx_t *c, const psnap_t *s)
@@ -1246,7 +1466,7 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	for (size_t i = 0; i < s->tree.len / CHUNK_REF_WIRE; i++) {
 		chunk_ref_t ref;
 		chunk_ref_unpack(s->tree.data + i * CHUNK_REF_WIRE, &ref);
-		if (chunkstore_touch(c->st->cs, &ref.digest) < 0)
+		if (have_chunk(c, &ref.digest) < 0)
 			return bad(c, "tree chunk neither sent nor present");
 	}
 	refset_t listed = {0};
@@ -1255,7 +1475,7 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	chunk_ref_t ref;
 	int k, r = 0;
 	while (r == 0 && (k = idxrd_next(&x, &ref)) == 1) {
-		if (chunkstore_touch(c->st->cs, &ref.digest) < 0) {
+		if (have_chunk(c, &ref.digest) < 0) {
 			char hex[DIGEST_HEX_LEN + 1];
 			digest_to_hex(&ref.digest, hex);
 			r = store_err(c->st, CAIRN_ECORRUPT,
@@ -1318,7 +1538,7 @@ static int read_snapend(rctx_t *c)
 		psnap_clear(&c->cur);
 		return 0;
 	}
-	int r = chunkstore_flush(c->st->cs);
+	int r = c->scratch ? 0 : chunkstore_flush(c->st->cs);
 	if (r < 0)
 		return store_err(c->st, r, "chunk store: %s", strerror(-r));
 	r = check_complete(c, &c->cur, c->cur_ds->type);
@@ -1340,55 +1560,34 @@ static int read_snapend(rctx_t *c)
 static int check_base(rctx_t *c, const ds_row_t *ds, const psnap_t *s, int64_t **drop,
 		      size_t *ndrop)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
-			       "SELECT id, name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg",
-			       -1, &q, NULL))
-		return -EIO;
-	sqlite3_bind_int64(q, 1, ds->id);
-	int64_t *ids = NULL;
-	size_t n = 0, base = SIZE_MAX;
-	int r = 0;
-	char first[300] = "";
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		int64_t *p = realloc(ids, (n + 1) * sizeof(*p));
-		if (!p) {
-			r = -ENOMEM;
-			break;
-		}
-		ids = p;
-		if (!first[0])
-			snprintf(first, sizeof(first), "%s", sqlite3_column_text(q, 1));
-		if (s->fromguid && (uint64_t)sqlite3_column_int64(q, 2) == s->fromguid)
-			base = n;
-		ids[n++] = sqlite3_column_int64(q, 0);
-	}
-	sqlite3_finalize(q);
-	if (r == 0 && !s->fromguid && n)
-		r = store_err(c->st, -EEXIST,
-			      "destination has snapshots (eg. %s@%s)\nmust destroy them to overwrite it",
-			      ds->name, first);
-	if (r == 0 && s->fromguid && base == SIZE_MAX)
-		r = store_err(c->st, -ENOENT,
-			      "%s: the stream's incremental source (guid %llu) is not on the target",
-			      ds->name, (unsigned long long)s->fromguid);
+	snapcache_t *sc;
+	int r = snapcache_get(c, s->rds, ds->id, &sc);
+	if (r < 0)
+		return r;
+	size_t n = sc->n, base = s->fromguid ? snapcache_guid(sc, s->fromguid) : SIZE_MAX;
+	if (!s->fromguid && n)
+		return store_err(c->st, -EEXIST,
+				 "destination has snapshots (eg. %s@%s)\nmust destroy them to overwrite it",
+				 ds->name, sc->v[0].name);
+	if (s->fromguid && base == SIZE_MAX)
+		return store_err(c->st, -ENOENT,
+				 "%s: the stream's incremental source (guid %llu) is not on the target",
+				 ds->name, (unsigned long long)s->fromguid);
 	size_t keep = s->fromguid ? base + 1 : 0;
-	if (r == 0 && keep < n && !c->o->force)
-		r = store_err(c->st, -EEXIST,
-			      "%s: has %zu snapshot(s) newer than the stream's source (use -F to "
-			      "roll back)",
-			      ds->name, n - keep);
-	if (r == 0 && keep < n) {
+	if (keep < n && !c->o->force)
+		return store_err(c->st, -EEXIST,
+				 "%s: has %zu snapshot(s) newer than the stream's source (use -F to "
+				 "roll back)",
+				 ds->name, n - keep);
+	if (keep < n) {
 		*drop = malloc((n - keep) * sizeof(int64_t));
 		if (!*drop)
-			r = -ENOMEM;
-		else {
-			memcpy(*drop, ids + keep, (n - keep) * sizeof(int64_t));
-			*ndrop = n - keep;
-		}
+			return -ENOMEM;
+		for (size_t i = keep; i < n; i++)
+			(*drop)[i - keep] = sc->v[i].id;
+		*ndrop = n - keep;
 	}
-	free(ids);
-	return r;
+	return 0;
 }
 
 static int insert_snap(rctx_t *c, psnap_t *s, uint64_t txg)
@@ -1399,8 +1598,10 @@ static int insert_snap(rctx_t *c, psnap_t *s, uint64_t txg)
 	int r = dataset_lookup(c->st, s->target, &ds);
 	if (r == 0)
 		r = check_base(c, &ds, s, &drop, &ndrop);
-	if (r == 0 && ndrop)
+	if (r == 0 && ndrop) {
 		r = destroy_snapshots_in_txn(c->st, drop, ndrop, NULL);
+		snapcache_clear(&s->rds->snaps); /* read again when next needed */
+	}
 	uint64_t referenced = 0, logical = 0;
 	if (r == 0) {
 		/* Space is recomputed from the index, not taken from the stream. */
@@ -1421,12 +1622,23 @@ static int insert_snap(rctx_t *c, psnap_t *s, uint64_t txg)
 			.nprops = s->nprops};
 	if (r == 0)
 		r = snapshot_insert(c->st, &sn, txg);
+	/* The newest snapshot now: appended while the list is the dataset's. */
+	snapcache_t *sc = &s->rds->snaps;
+	if (r == 0 && sc->dsid == ds.id && snapcache_add(sc, sn.id, s->guid, s->name) < 0)
+		snapcache_clear(sc);
 	if (r == -EEXIST && !c->st->errdetail[0])
 		r = store_err(c->st, r, "%s@%s: snapshot already exists", s->target, s->name);
 	char full[NAME_BUF + 300];
 	snprintf(full, sizeof(full), "%s@%s", s->target, s->name);
-	if (r == 0)
+	if (r == 0 && !c->o->dryrun) {
 		note(c, "received", full);
+	} else if (r == 0) {
+		/* zfs's wording for receive -nv */
+		char what[NAME_BUF + 400];
+		snprintf(what, sizeof(what), "would receive %s stream of %s@%s into",
+			 s->fromguid ? "incremental" : "full", s->sent_ds, s->name);
+		note(c, what, full);
+	}
 	free(drop);
 	ds_row_clear(&ds);
 	return r;
@@ -1438,16 +1650,31 @@ static int commit_group(rctx_t *c)
 {
 	c->ready = false;
 	uint64_t txg;
-	int r = catalog_begin_write(c->st->cat, &txg);
+	int r = 0;
+	if (c->o->dryrun && !c->dry_txn) {
+		/* rolled back by cairn_recv: the groups below are savepoints */
+		r = catalog_begin_write(c->st->cat, &c->dry_txg);
+		c->dry_txn = r == 0;
+	}
+	if (r == 0)
+		r = catalog_begin_write(c->st->cat, &txg);
 	if (r < 0)
 		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
-	if (!c->meta_applied)
+	/* A savepoint shares the outer transaction's txg: each group of a dry
+	 * run takes the next one, as each commit of a real receive would. */
+	if (c->o->dryrun)
+		txg = c->dry_txg++;
+	if (!c->meta_applied) {
 		r = apply_meta(c);
+		snapcaches_drop(c); /* renames and destroys: read again */
+	}
 	for (size_t i = 0; r == 0 && i < c->npend; i++)
 		r = insert_snap(c, &c->pend[i], txg);
 	if (r == 0)
 		r = drop_state(c->st, c->o->target);
 	r = store_txn_end(c->st, r);
+	if (r < 0)
+		snapcaches_drop(c); /* the inserts are gone with the transaction */
 	flush_items(c, r == 0);
 	if (r == 0) {
 		c->meta_applied = true;
@@ -1575,6 +1802,8 @@ static void ctx_free(rctx_t *c)
 {
 	sr_free(&c->rd);
 	refset_free(&c->got);
+	refset_free(&c->seen);
+	refset_free(&c->roots);
 	buf_free(&c->plain);
 	buf_free(&c->items);
 	pend_clear(c);
@@ -1588,6 +1817,7 @@ static void ctx_free(rctx_t *c)
 			encroot_wrapped_clear(d->key);
 			free(d->key);
 		}
+		snapcache_clear(&d->snaps);
 		for (uint32_t k = 0; k < d->nsnaps; k++)
 			free(d->snapnames[k]);
 		free(d->snapnames);
@@ -1596,6 +1826,52 @@ static void ctx_free(rctx_t *c)
 	free(c->ds);
 	free(c->dsidx);
 	free(c->local_guids);
+}
+
+/* ---- the scratch chunk store of a dry run ---- */
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static int scratch_open(rctx_t *c)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(c->scratch_dir, sizeof(c->scratch_dir), "%s/cairn-recv-n.XXXXXX",
+		 tmp && tmp[0] ? tmp : "/tmp");
+	if (!mkdtemp(c->scratch_dir)) {
+		int e = -errno;
+		c->scratch_dir[0] = 0;
+		return store_err(c->st, e, "dry run: scratch directory: %s", strerror(-e));
+	}
+	char dir[PATH_MAX + 16];
+	snprintf(dir, sizeof(dir), "%s/chunks", c->scratch_dir);
+	int r = chunkstore_create(dir);
+	if (r == 0)
+		r = chunkstore_open(dir, &c->scratch);
+	if (r < 0) {
+		nftw(c->scratch_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		c->scratch_dir[0] = 0;
+		return store_err(c->st, r, "dry run: scratch chunk store: %s", strerror(-r));
+	}
+	/* Never flushed: its chunks stay temporary files, so nothing syncs. */
+	chunkstore_set_batch(c->scratch, UINT32_MAX, UINT64_MAX);
+	return 0;
+}
+
+static void scratch_close(rctx_t *c)
+{
+	if (c->scratch)
+		chunkstore_close(c->scratch);
+	c->scratch = NULL;
+	if (c->scratch_dir[0])
+		nftw(c->scratch_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	c->scratch_dir[0] = 0;
 }
 
 int cairn_recv(cairn_store *st, cairn_recv_opts *o)
@@ -1613,8 +1889,21 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 				 r == CAIRN_EVERSION ? "stream has an unknown version"
 						     : "input is not a cairn send stream");
 	}
-	r = writer_register(st);
-	if (r == 0) {
+	int64_t changes_before = sqlite3_total_changes(catalog_db(st->cat));
+	r = o->dryrun ? scratch_open(&c) : writer_register(st);
+	if (r == 0 && o->dryrun) {
+		c.real_cs = st->cs;
+		chunkstore_set_fallback(c.scratch, st->cs);
+		st->cs = c.scratch;
+		r = run(&c);
+		st->cs = c.real_cs;
+		if (c.dry_txn)
+			catalog_rollback(st->cat);
+		/* Nothing changed: nothing for the store's close to publish. */
+		if (st->published_changes == changes_before)
+			st->published_changes = sqlite3_total_changes(catalog_db(st->cat));
+		scratch_close(&c);
+	} else if (r == 0) {
 		r = run(&c);
 		/* A group in flight keeps its chunks and a token (-s); a group
 		 * refused by the target (-EEXIST) can never commit: no token. */
@@ -1628,6 +1917,7 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 			c.state_saved = checkpoint(&c) == 0;
 			memcpy(st->errdetail, saved, sizeof(saved));
 		}
+		o->partial_kept = c.state_saved;
 		writer_unregister(st);
 	}
 	o->bytes = c.rd.offset;

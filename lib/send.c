@@ -13,6 +13,7 @@
 
 #include "dataset.h"
 #include "encroot.h"
+#include "plainsend.h"
 #include "snapio.h"
 #include "store.h"
 #include "stream.h"
@@ -42,6 +43,10 @@ typedef struct splan {
 	uint64_t resume_txg; /* resumed: the group in flight */
 	uint64_t toguid, fromguid; /* the top's last snapshot and its source */
 	uint32_t flags;
+	/* A plain stream of an encrypted dataset (never -R, so only one):
+	 * its keys and compression level, for the decrypting layer. */
+	crypt_keys_t *plain_key;
+	int plain_level;
 } splan_t;
 
 static volatile int g_stop;
@@ -59,6 +64,7 @@ static void plan_free(splan_t *p)
 	free(p->dsnames);
 	free(p->dsids);
 	free(p->top);
+	crypt_keys_free(p->plain_key);
 }
 
 static sendsnap_t *plan_push(splan_t *p)
@@ -209,11 +215,45 @@ static int pick_base(cairn_store *st, const ds_row_t *ds, uint64_t to_txg,
 	return 0;
 }
 
+/* A plain (not raw) send of an encrypted dataset goes out decrypted, as
+ * zfs does: that needs its key, and, as in zfs, never with -R (a
+ * replication stream of encrypted datasets must be raw). */
+static int plan_decrypted(cairn_store *st, splan_t *p, const ds_row_t *ds,
+			  const cairn_send_opts *o)
+{
+	ds_row_t root = {0};
+	int r = encroot_find(st, ds, &root);
+	if (r <= 0)
+		return r;
+	r = 0;
+	if (o->recursive)
+		r = store_err(st, -EINVAL,
+			      "%s: encrypted dataset (encryption root %s) may not be sent with -R "
+			      "(replicate) unless the stream is raw: use send -R -w",
+			      ds->name, root.name);
+	else if (p->plain_key)
+		r = store_err(st, -EINVAL, "%s: only one encrypted dataset per plain stream",
+			      ds->name);
+	if (r == 0) {
+		r = encroot_keys(st, ds, &p->plain_key);
+		if (r == CAIRN_ENOKEY)
+			r = store_err(st, r,
+				      "%s: encryption key not loaded (encryption root %s): a plain "
+				      "send decrypts, so run 'cairn load-key %s' first, or send it "
+				      "raw with send -w",
+				      ds->name, root.name, root.name);
+	}
+	if (r == 0)
+		r = dataset_compression(st, ds, &p->plain_level);
+	ds_row_clear(&root);
+	return r;
+}
+
 static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const char *to,
 			const char *from, const cairn_send_opts *o, bool top)
 {
 	snap_row_t tos = {0}, froms = {0};
-	int r = o->raw ? 0 : encroot_refuse_plain_send(st, ds);
+	int r = o->raw ? 0 : plan_decrypted(st, p, ds, o);
 	if (r < 0)
 		return r;
 	r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
@@ -532,9 +572,10 @@ static int roots_of(cairn_store *st, const sendsnap_t *s, buf_t *tree, buf_t *id
 
 /* Calls fn for each chunk the receiver may lack, in a fixed order: the
  * snapshot's index entries the source's index lacks (digest order), then
- * the index stream's own chunks.  Resuming counts positions in this order. */
-static int each_new_chunk(cairn_store *st, const buf_t *idx, const buf_t *fidx, chunk_fn fn,
-			  void *arg)
+ * the index stream's own chunks (unless !own: a decrypted stream sends
+ * plain ones instead).  Resuming counts positions in this order. */
+static int each_new_chunk(cairn_store *st, const buf_t *idx, const buf_t *fidx, bool own,
+			  chunk_fn fn, void *arg)
 {
 	idxrd_t a, b;
 	idxrd_open(&a, st->cs, idx);
@@ -561,7 +602,7 @@ static int each_new_chunk(cairn_store *st, const buf_t *idx, const buf_t *fidx, 
 	idxrd_close(&a);
 	if (incr)
 		idxrd_close(&b);
-	for (size_t i = 0; r == 0 && i < idx->len / CHUNK_REF_WIRE; i++) {
+	for (size_t i = 0; own && r == 0 && i < idx->len / CHUNK_REF_WIRE; i++) {
 		chunk_ref_t ref;
 		chunk_ref_unpack(idx->data + i * CHUNK_REF_WIRE, &ref);
 		r = fn(arg, &ref);
@@ -581,9 +622,15 @@ typedef struct sctx {
 	buf_t blob;
 	int64_t last_progress;
 	const char *object;
+	/* A decrypted stream: the translating layer, and the plain chunks
+	 * this group sent (a chunk goes out once). */
+	plainsend_t *ps;
+	refset_t sent;
 } sctx_t;
 
 static int send_one(sctx_t *c, const chunk_ref_t *ref);
+static int chunk_err(sctx_t *c, const digest_t *d, int r);
+static int put_chunk(sctx_t *c, const digest_t *d, const buf_t *blob);
 
 
 #define HAVE_BATCH 4096
@@ -633,16 +680,26 @@ static int send_one(sctx_t *c, const chunk_ref_t *ref)
 		return 0;
 	}
 	int r = chunkstore_get_raw(c->st->cs, &ref->digest, &c->blob);
-	if (r < 0) {
-		char hex[DIGEST_HEX_LEN + 1];
-		digest_to_hex(&ref->digest, hex);
-		return store_err(c->st, r, "chunk %s: %s", hex,
-				 r == -ENOENT ? "missing from the chunk store" : cairn_strerror(r));
-	}
+	if (r < 0)
+		return chunk_err(c, &ref->digest, r);
+	return put_chunk(c, &ref->digest, &c->blob);
+}
+
+static int chunk_err(sctx_t *c, const digest_t *d, int r)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(d, hex);
+	return store_err(c->st, r, "chunk %s: %s", hex,
+			 r == -ENOENT ? "missing from the chunk store" : cairn_strerror(r));
+}
+
+/* One CHUNK record: the blob under the name it is sent with. */
+static int put_chunk(sctx_t *c, const digest_t *d, const buf_t *blob)
+{
 	sw_begin(&c->w, REC_CHUNK);
-	buf_append(&c->w.rec, ref->digest.b, DIGEST_LEN);
-	buf_append(&c->w.rec, c->blob.data, c->blob.len);
-	r = sw_end(&c->w);
+	buf_append(&c->w.rec, d->b, DIGEST_LEN);
+	buf_append(&c->w.rec, blob->data, blob->len);
+	int r = sw_end(&c->w);
 	if (r < 0)
 		return store_err(c->st, r, "writing the stream: %s", strerror(-r));
 	if (c->o->progress && mono_ns() - c->last_progress > 200000000) {
@@ -727,6 +784,96 @@ static int put_snaplist(sctx_t *c, int64_t ds, const char *name)
 	return sw_end(&c->w);
 }
 
+/* ---- decrypted streams (plainsend.h) ---- */
+
+/* Sends a plain chunk once per group, counting positions for resume as
+ * send_chunk does.  blob NULL: the data chunk with keyed id `keyed`,
+ * decrypted and encoded only now that it goes out. */
+static int plain_out(sctx_t *c, const chunk_ref_t *ref, const digest_t *keyed,
+		     const buf_t *blob)
+{
+	if (g_stop)
+		return -EINTR;
+	int k = refset_add(&c->sent, ref);
+	if (k <= 0)
+		return k < 0 ? -ENOMEM : 0;
+	if (c->pos++ < c->skip)
+		return 0;
+	if (!blob) {
+		int r = plainsend_blob(c->ps, keyed, &c->blob);
+		if (r < 0)
+			return chunk_err(c, keyed, r);
+		blob = &c->blob;
+	}
+	return put_chunk(c, &ref->digest, blob);
+}
+
+/* A chunk of the snapshot's keyed index: a data chunk goes out plain;
+ * the chunks of the encrypted tree stream never do (the plain tree
+ * replaces them). */
+static int plain_data(void *arg, const chunk_ref_t *keyed)
+{
+	sctx_t *c = arg;
+	chunk_ref_t ref;
+	if (!plainsend_lookup(c->ps, &keyed->digest, &ref))
+		return 0;
+	return plain_out(c, &ref, &keyed->digest, NULL);
+}
+
+static int plain_meta(void *arg, const chunk_ref_t *ref, const buf_t *blob)
+{
+	return plain_out(arg, ref, NULL, blob);
+}
+
+static int plain_failed(sctx_t *c, const sendsnap_t *s, const chunk_ref_t *failed, int r)
+{
+	if (c->w.err || r == -EINTR || c->st->errdetail[0])
+		return r;
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(&failed->digest, hex);
+	return store_err(c->st, r, "%s@%s: decrypting chunk %s: %s", s->dsname, s->name, hex,
+			 r == -ENOENT ? "missing from the chunk store" : cairn_strerror(r));
+}
+
+/* The root lists of the snapshot's plain tree and index streams, which
+ * replace the encrypted ones in its SNAP record. */
+static int plain_roots(sctx_t *c, const sendsnap_t *s, buf_t *tree, buf_t *idx)
+{
+	buf_t ptree = {0}, pidx = {0};
+	chunk_ref_t failed = {0};
+	int r = plainsend_snapshot(c->ps, tree, NULL, NULL, &ptree, &pidx, &failed);
+	if (r == 0) {
+		buf_free(tree);
+		buf_free(idx);
+		*tree = ptree;
+		*idx = pidx;
+	} else {
+		buf_free(&ptree);
+		buf_free(&pidx);
+		r = plain_failed(c, s, &failed, r);
+	}
+	return r;
+}
+
+/* The chunks the receiver may lack: new data chunks (the keyed indexes
+ * still tell which are new), then the plain tree and index streams,
+ * rebuilt from the encrypted tree the same way plain_roots did. */
+static int plain_chunks(sctx_t *c, const sendsnap_t *s, const buf_t *ktree, const buf_t *kidx,
+			const buf_t *fidx)
+{
+	int r = each_new_chunk(c->st, kidx, fidx, false, plain_data, c);
+	buf_t t = {0}, x = {0};
+	chunk_ref_t failed = {0};
+	if (r == 0) {
+		r = plainsend_snapshot(c->ps, ktree, plain_meta, c, &t, &x, &failed);
+		if (r < 0)
+			r = plain_failed(c, s, &failed, r);
+	}
+	buf_free(&t);
+	buf_free(&x);
+	return r;
+}
+
 static int send_snapshot(sctx_t *c, const sendsnap_t *s, bool recursive)
 {
 	buf_t tree = {0}, idx = {0}, fidx = {0};
@@ -736,6 +883,23 @@ static int send_snapshot(sctx_t *c, const sendsnap_t *s, bool recursive)
 		buf_free(&idx);
 		buf_free(&fidx);
 		return store_err(c->st, r, "%s@%s: %s", s->dsname, s->name, cairn_strerror(r));
+	}
+	/* decrypted: the SNAP record names the plain streams */
+	buf_t ktree = {0}, kidx = {0};
+	if (c->ps) {
+		r = buf_append(&ktree, tree.data, tree.len);
+		if (r == 0)
+			r = buf_append(&kidx, idx.data, idx.len);
+		if (r == 0)
+			r = plain_roots(c, s, &tree, &idx);
+		if (r < 0) {
+			buf_free(&tree);
+			buf_free(&idx);
+			buf_free(&fidx);
+			buf_free(&ktree);
+			buf_free(&kidx);
+			return r;
+		}
 	}
 	swriter_t *w = &c->w;
 	sw_begin(w, REC_SNAP);
@@ -756,8 +920,10 @@ static int send_snapshot(sctx_t *c, const sendsnap_t *s, bool recursive)
 	char obj[600];
 	snprintf(obj, sizeof(obj), "%s@%s", s->dsname, s->name);
 	c->object = obj;
-	if (r == 0)
-		r = each_new_chunk(c->st, &idx, &fidx, send_chunk, c);
+	if (r == 0 && c->ps)
+		r = plain_chunks(c, s, &ktree, &kidx, &fidx);
+	else if (r == 0)
+		r = each_new_chunk(c->st, &idx, &fidx, true, send_chunk, c);
 	if (r == 0)
 		r = have_flush(c);
 	/* An index that cannot be read (a chunk of it missing) is this
@@ -771,6 +937,8 @@ static int send_snapshot(sctx_t *c, const sendsnap_t *s, bool recursive)
 		r = sw_end(w);
 	}
 	(void)recursive;
+	buf_free(&ktree);
+	buf_free(&kidx);
 	buf_free(&tree);
 	buf_free(&idx);
 	buf_free(&fidx);
@@ -890,6 +1058,7 @@ static int write_stream(sctx_t *c, splan_t *p)
 		if (i && p->v[i].createtxg != p->v[i - 1].createtxg) {
 			c->skip = 0;
 			c->pos = 0;
+			refset_free(&c->sent);
 		}
 		r = send_snapshot(c, &p->v[i], p->flags & STREAM_F_RECURSIVE);
 		c->o->snapshots += r == 0;
@@ -923,7 +1092,7 @@ static int estimate(sctx_t *c, splan_t *p)
 		}
 		r = roots_of(c->st, s, &tree, &idx, &fidx);
 		if (r == 0)
-			r = each_new_chunk(c->st, &idx, &fidx, send_chunk, c);
+			r = each_new_chunk(c->st, &idx, &fidx, true, send_chunk, c);
 		if (r == 0)
 			r = have_flush(c);
 		char to[600], from[600];
@@ -969,6 +1138,10 @@ int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 		r = hold_all(st, &p, false, tag);
 		held = r == 0;
 	}
+	/* Plain send of an encrypted dataset: through the decrypting layer
+	 * (a dry run estimates from the stored sizes and needs none). */
+	if (r == 0 && p.plain_key && !o->dry_run)
+		r = plainsend_new(st->cs, p.plain_key, p.plain_level, &c->ps);
 	if (r == 0 && o->dry_run)
 		r = estimate(c, &p);
 	else if (r == 0) {
@@ -996,6 +1169,8 @@ int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 			memcpy(st->errdetail, saved, sizeof(saved));
 	}
 	buf_free(&c->blob);
+	plainsend_free(c->ps);
+	refset_free(&c->sent);
 	free(c);
 	plan_free(&p);
 	return r;

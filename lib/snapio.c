@@ -1,6 +1,8 @@
 /* snapio.c - see snapio.h. */
 #include "snapio.h"
 
+#include "blob.h"
+
 #include <errno.h>
 #include <stdlib.h>
 
@@ -41,11 +43,22 @@ void cdcw_init(cdcw_t *w, chunkstore_t *cs, const chunker_params_t *p, int level
 	w->set = set;
 }
 
+/* Sink mode: the chunk's plain blob goes to the sink, not the store. */
+static int cdcw_sink(cdcw_t *w, const uint8_t *data, size_t len, chunk_ref_t *ref)
+{
+	digest_of(data, len, &ref->digest);
+	ref->plain_len = len;
+	int r = blob_encode(data, len, w->level, &w->blob);
+	ref->stored_len = w->blob.len;
+	return r < 0 ? r : w->sink(w->sink_arg, ref, &w->blob);
+}
+
 static int cdcw_emit(cdcw_t *w, const uint8_t *data, size_t len)
 {
 	chunk_ref_t ref;
-	bool isnew;
-	int r = chunk_store_data_key(w->cs, w->key, data, len, w->level, &ref, &isnew);
+	bool isnew = false;
+	int r = w->sink ? cdcw_sink(w, data, len, &ref)
+			: chunk_store_data_key(w->cs, w->key, data, len, w->level, &ref, &isnew);
 	if (r < 0)
 		return r;
 	if (isnew) {
@@ -93,6 +106,7 @@ int cdcw_finish(cdcw_t *w)
 
 void cdcw_free(cdcw_t *w)
 {
+	buf_free(&w->blob);
 	buf_free(&w->pending);
 	buf_free(&w->refs);
 }
@@ -283,37 +297,62 @@ void idxrd_close(idxrd_t *x)
 	buf_free(&x->carry);
 }
 
+static int index_write_cdcw(cdcw_t *w, const refset_t *set, buf_t *roots, uint64_t *referenced,
+			    uint64_t *logical);
+
 int index_write(chunkstore_t *cs, const refset_t *set, buf_t *roots, uint64_t *referenced,
 		uint64_t *logical)
 {
-	chunk_ref_t *v;
-	size_t n;
-	int r = refset_sorted(set, &v, &n);
-	if (r < 0)
-		return r;
 	chunker_params_t p;
 	chunker_params_init(&p, 64 << 10);
 	cdcw_t w;
 	cdcw_init(&w, cs, &p, 3, NULL);
+	return index_write_cdcw(&w, set, roots, referenced, logical);
+}
+
+int index_write_sink(const refset_t *set, int (*sink)(void *, const chunk_ref_t *, const buf_t *),
+		     void *arg, buf_t *roots)
+{
+	chunker_params_t p;
+	chunker_params_init(&p, 64 << 10);
+	cdcw_t w;
+	cdcw_init(&w, NULL, &p, 3, NULL);
+	w.sink = sink;
+	w.sink_arg = arg;
+	uint64_t referenced, logical;
+	return index_write_cdcw(&w, set, roots, &referenced, &logical);
+}
+
+/* Writes the sorted refs of set through w (which it frees). */
+static int index_write_cdcw(cdcw_t *w, const refset_t *set, buf_t *roots, uint64_t *referenced,
+			    uint64_t *logical)
+{
+	chunk_ref_t *v;
+	size_t n;
+	int r = refset_sorted(set, &v, &n);
+	if (r < 0) {
+		cdcw_free(w);
+		return r;
+	}
 	uint8_t hdr[INDEX_HEADER_LEN];
 	memcpy(hdr, INDEX_MAGIC, 8);
 	put_u32(hdr + 8, 1);
-	r = cdcw_write(&w, hdr, sizeof(hdr));
+	r = cdcw_write(w, hdr, sizeof(hdr));
 	*referenced = *logical = 0;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		uint8_t packed[CHUNK_REF_WIRE];
 		chunk_ref_pack(&v[i], packed);
-		r = cdcw_write(&w, packed, sizeof(packed));
+		r = cdcw_write(w, packed, sizeof(packed));
 		*referenced += v[i].stored_len;
 		*logical += v[i].plain_len;
 	}
 	if (r == 0)
-		r = cdcw_finish(&w);
+		r = cdcw_finish(w);
 	if (r == 0) {
 		roots->len = 0;
-		r = buf_append(roots, w.refs.data, w.refs.len);
+		r = buf_append(roots, w->refs.data, w->refs.len);
 	}
-	cdcw_free(&w);
+	cdcw_free(w);
 	free(v);
 	return r;
 }

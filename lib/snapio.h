@@ -38,6 +38,12 @@ typedef struct cdcw {
 	int level;
 	refset_t *set; /* when set, every chunk is also added here */
 	const crypt_keys_t *key; /* encryption root's keys, or NULL (set after init) */
+	/* When set (after init), chunks are not stored: each is encoded as a
+	 * plain blob (blob.h) and handed to sink with its SHA-256 ref, as a
+	 * decrypted send stream needs (key must be NULL then). */
+	int (*sink)(void *arg, const chunk_ref_t *ref, const buf_t *blob);
+	void *sink_arg;
+	buf_t blob;
 	buf_t pending;
 	buf_t refs; /* packed chunk_refs of the stream, in order */
 	uint64_t bytes, new_chunks, new_bytes;
@@ -94,6 +100,10 @@ void idxrd_close(idxrd_t *x);
  * root refs. */
 int index_write(chunkstore_t *cs, const refset_t *set, buf_t *roots, uint64_t *referenced,
 		uint64_t *logical);
+/* The same stream handed chunk by chunk to sink (cdcw_t.sink) instead of
+ * stored: the index of a decrypted send. */
+int index_write_sink(const refset_t *set, int (*sink)(void *, const chunk_ref_t *, const buf_t *),
+		     void *arg, buf_t *roots);
 
 /* Space accounting by merging sorted indexes.  Any of the inputs may be
  * NULL (no such neighbour).  Returns the stored bytes of chunks in `self`

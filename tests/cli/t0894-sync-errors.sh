@@ -34,6 +34,7 @@ out=$(ca sync -R tank "$B:bk" 2>&1) && fail "sync onto a target with a newer sna
 echo "$out" | grep -q "^cairn: sync: bk: receiving tank@2: bk/a: has 1 snapshot(s) newer than the stream's source" ||
 	fail "the receiver's refusal is not reported with the snapshot and its reason: $out"
 [ "$(sync_lines "$out")" = 1 ] || fail "not one sync error line: $out"
+echo "$out" | grep -q "sync again" && fail "a refusal that retrying cannot fix says to run sync again: $out"
 [ "$(cb list -H -p -t all -o name,guid)" = "$L0" ] || fail "a refused sync changed the target"
 ok cb destroy bk/a@mine
 ok ca sync -R tank "$B:bk"
@@ -99,7 +100,29 @@ out=$(CAIRN_SSH=$TESTDIR/killssh CAIRN_REMOTE=$CAIRN ca sync -R tank "far:$B:bk"
 echo "$out" | grep -q "^cairn: sync: bk: receiving tank@4: ended by signal 9" ||
 	fail "a killed receiver is not reported as such: $out"
 [ "$(sync_lines "$out")" = 1 ] || fail "not one sync error line: $out"
+echo "$out" | grep -q "run sync again" || fail "a killed receiver: no hint to run sync again: $out"
 ok ca sync -R tank "$B:bk"
 [ "$(cb list -H -p -t snapshot -r -o name,guid bk)" = "$(ca list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|bk|')" ] ||
 	fail "sync did not converge after the receiver was killed"
+
+# ---- partial state on the target, and a refusal: no "run sync again" ----
+# A cut receive leaves a token; then the target gets a snapshot of its own,
+# so resuming that full stream is refused (destination has snapshots).  The
+# refusal is the same on every retry: sync must not suggest one.
+ca send tank@4 >"$TESTDIR/full4" || fail "send tank@4"
+head -c $(($(stat -c %s "$TESTDIR/full4") / 2)) "$TESTDIR/full4" | cb recv -s bk2 2>/dev/null &&
+	fail "a cut receive succeeded"
+tok=$(cb get -H -o value receive_resume_token bk2)
+[ -n "$tok" ] && [ "$tok" != - ] || fail "no resume token after the cut ($tok)"
+ok cb snapshot bk2@mine
+for try in 1 2; do
+	out=$(ca sync tank "$B:bk2" 2>&1) && fail "try $try: resuming onto a dataset with snapshots succeeded"
+	echo "$out" | grep -q "^cairn: sync: bk2: receiving tank@4 (resumed): destination has snapshots" ||
+		fail "try $try: the refusal is not reported: $out"
+	echo "$out" | grep -q "sync again" && fail "try $try: a refusal says to run sync again: $out"
+done
+ok cb destroy bk2@mine
+ok ca sync tank "$B:bk2"
+[ "$(cb list -H -p -o guid bk2@4)" = "$(ca list -H -p -o guid tank@4)" ] ||
+	fail "sync did not finish the partial receive once the refusal was gone"
 done_test
