@@ -63,6 +63,7 @@ typedef struct snapcache {
 	size_t n, cap;
 	size_t *byguid, *byname; /* open addressing: index + 1, 0 = free */
 	size_t hcap;		 /* a power of two, at least twice n */
+	int64_t dv;		 /* PRAGMA data_version when loaded */
 } snapcache_t;
 
 /* A dataset the stream declares (DATASET record, then SNAPLIST with -R). */
@@ -1096,14 +1097,32 @@ static size_t snapcache_name(const snapcache_t *sc, const char *name)
 	return SIZE_MAX;
 }
 
-/* The snapshots of dataset dsid (the local dataset of d), read once. */
+/* The catalog's data_version: it changes when another process commits
+ * (a snapshot taken, destroyed or renamed between two of our groups),
+ * never for this connection's own writes. */
+static int64_t data_version(rctx_t *c)
+{
+	sqlite3_stmt *q;
+	int64_t v = -1;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat), "PRAGMA data_version", -1, &q, NULL))
+		return -1;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+/* The snapshots of dataset dsid (the local dataset of d), read once and
+ * again only after another process changed the catalog. */
 static int snapcache_get(rctx_t *c, rds_t *d, int64_t dsid, snapcache_t **out)
 {
 	snapcache_t *sc = &d->snaps;
 	*out = sc;
-	if (sc->dsid == dsid)
+	int64_t dv = data_version(c);
+	if (sc->dsid == dsid && dv >= 0 && sc->dv == dv)
 		return 0;
 	snapcache_clear(sc);
+	sc->dv = dv;
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
 			       "SELECT id, name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg",
