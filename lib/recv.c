@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -1893,6 +1894,44 @@ static void scratch_close(rctx_t *c)
 	c->scratch_dir[0] = 0;
 }
 
+static volatile int g_dry_stop;
+
+static void dry_on_signal(int sig)
+{
+	(void)sig;
+	g_dry_stop = 1;
+}
+
+/* A dry run stops on SIGINT, SIGTERM or SIGHUP like on a cut stream, so
+ * its scratch directory is removed (and its transaction rolled back)
+ * instead of left behind under TMPDIR. */
+static int dry_run(rctx_t *c)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa = {.sa_handler = dry_on_signal}, old[3];
+	g_dry_stop = 0;
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	c->rd.stop = &g_dry_stop;
+	int r = scratch_open(c);
+	if (r == 0) {
+		c->real_cs = c->st->cs;
+		chunkstore_set_fallback(c->scratch, c->st->cs);
+		c->st->cs = c->scratch;
+		r = run(c);
+		c->st->cs = c->real_cs;
+		if (c->dry_txn)
+			catalog_rollback(c->st->cat);
+		scratch_close(c);
+	}
+	if (g_dry_stop && r == -EINTR)
+		store_err(c->st, r, "interrupted");
+	c->rd.stop = NULL;
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	return r;
+}
+
 int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 {
 	st->errdetail[0] = 0;
@@ -1909,19 +1948,11 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 						     : "input is not a cairn send stream");
 	}
 	int64_t changes_before = sqlite3_total_changes(catalog_db(st->cat));
-	r = o->dryrun ? scratch_open(&c) : writer_register(st);
-	if (r == 0 && o->dryrun) {
-		c.real_cs = st->cs;
-		chunkstore_set_fallback(c.scratch, st->cs);
-		st->cs = c.scratch;
-		r = run(&c);
-		st->cs = c.real_cs;
-		if (c.dry_txn)
-			catalog_rollback(st->cat);
+	r = o->dryrun ? dry_run(&c) : writer_register(st);
+	if (o->dryrun) {
 		/* Nothing changed: nothing for the store's close to publish. */
 		if (st->published_changes == changes_before)
 			st->published_changes = sqlite3_total_changes(catalog_db(st->cat));
-		scratch_close(&c);
 	} else if (r == 0) {
 		r = run(&c);
 		/* A group in flight keeps its chunks and a token (-s); a group
