@@ -1676,10 +1676,11 @@ static int commit_group(rctx_t *c)
 		r = catalog_begin_write(c->st->cat, &c->dry_txg);
 		c->dry_txn = r == 0;
 	}
-	if (r == 0)
-		r = catalog_begin_write(c->st->cat, &txg);
 	if (r < 0)
 		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
+	r = store_txn_begin(c->st, &txg);
+	if (r < 0)
+		return r;
 	/* A savepoint shares the outer transaction's txg: each group of a dry
 	 * run takes the next one, as each commit of a real receive would. */
 	if (c->o->dryrun)
@@ -1981,9 +1982,9 @@ int cairn_recv_abort(cairn_store *st, const char *dataset)
 {
 	st->errdetail[0] = 0;
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	rstate_t s;
 	r = state_load(st, dataset, &s);
 	buf_free(&s.idx);
