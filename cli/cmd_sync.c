@@ -33,27 +33,41 @@ typedef struct endpoint {
 	char *dataset;
 } endpoint_t;
 
+static void endpoint_free(endpoint_t *e)
+{
+	free(e->host);
+	free(e->store);
+	free(e->dataset);
+	memset(e, 0, sizeof(*e));
+}
+
+/* Splits s into e; -1 for a malformed endpoint or no memory, and then e
+ * holds nothing. */
 static int parse_endpoint(const char *s, endpoint_t *e)
 {
 	memset(e, 0, sizeof(*e));
 	const char *p = s;
 	const char *hostsep = strstr(s, ":/");
+	bool ok = true;
 	if (s[0] != '/' && hostsep) {
 		e->host = strndup(s, hostsep - s);
 		p = hostsep + 1;
+		ok = e->host != NULL;
 	}
-	if (p[0] == '/') {
+	if (ok && p[0] == '/') {
 		const char *colon = strchr(p, ':');
-		if (!colon || !colon[1])
-			return -1;
-		e->store = strndup(p, colon - p);
-		e->dataset = strdup(colon + 1);
-	} else {
-		if (e->host)
-			return -1;
-		e->dataset = strdup(p);
+		ok = colon && colon[1];
+		if (ok) {
+			e->store = strndup(p, colon - p);
+			e->dataset = strdup(colon + 1);
+			ok = e->store && e->dataset;
+		}
+	} else if (ok) {
+		ok = !e->host && (e->dataset = strdup(p)) != NULL;
 	}
-	return 0;
+	if (!ok)
+		endpoint_free(e);
+	return ok ? 0 : -1;
 }
 
 static char *shell_quote(const char *s)
@@ -647,6 +661,9 @@ static int send_to(cairn_store *st, const endpoint_t *dst, const char *newest,
 	return rc;
 }
 
+static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool recursive,
+			  bool force, bool dry, bool verbose);
+
 int cmd_sync(int argc, char **argv)
 {
 	static const struct option lo[] = {{"dry-run", no_argument, 0, 'n'}, {0}};
@@ -665,15 +682,30 @@ int cmd_sync(int argc, char **argv)
 	if (optind + 2 != argc)
 		return cli_usage(u, "expected SOURCE and DESTINATION");
 	endpoint_t src, dst;
-	if (parse_endpoint(argv[optind], &src) < 0 || parse_endpoint(argv[optind + 1], &dst) < 0)
+	if (parse_endpoint(argv[optind], &src) < 0)
 		return cli_usage(u, "bad endpoint");
+	if (parse_endpoint(argv[optind + 1], &dst) < 0) {
+		endpoint_free(&src);
+		return cli_usage(u, "bad endpoint");
+	}
+	int rc = sync_endpoints(&src, &dst, argv + optind, recursive, force, dry, verbose);
+	endpoint_free(&src);
+	endpoint_free(&dst);
+	return rc;
+}
+
+/* sync between parsed endpoints; names[0] and names[1] are them as typed. */
+static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool recursive,
+			  bool force, bool dry, bool verbose)
+{
+	endpoint_t src = *srcp, dst = *dstp; /* borrowed: the caller frees them */
 	if (bad_host(&src) || bad_host(&dst)) {
-		cli_err(bad_host(&src) ? argv[optind] : argv[optind + 1],
+		cli_err(bad_host(&src) ? names[0] : names[1],
 			"host name must not be empty or begin with '-'");
 		return 1;
 	}
 	if (src.host) {
-		cli_err(argv[optind], "the source must be a local store (run sync on the source host)");
+		cli_err(names[0], "the source must be a local store (run sync on the source host)");
 		return 1;
 	}
 	if (src.store)
@@ -711,8 +743,6 @@ int cmd_sync(int argc, char **argv)
 	free(guids);
 	free(common);
 	free(newest);
-	free(src.host), free(src.store), free(src.dataset);
-	free(dst.host), free(dst.store), free(dst.dataset);
 	cairn_store_close(st);
 	return rc;
 }

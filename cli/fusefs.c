@@ -524,13 +524,17 @@ int fusefs_run(const fusefs_opts_t *o)
 	g.top = o->dataset ? o->dataset : "";
 	g.mounted = time(NULL);
 	struct fuse *f = fuse_new(&args, &ops, sizeof(ops), NULL);
+	/* fuse_new may copy argv into memory of its own (fuse_opt_add_arg):
+	 * ours to free, on every path. */
 	if (!f) {
+		fuse_opt_free_args(&args);
 		cli_err(o->mountpoint, "cannot set up the FUSE file system");
 		return 1;
 	}
 	if (fuse_mount(f, o->mountpoint) != 0) {
 		cli_err(o->mountpoint, "cannot mount (is /dev/fuse there and fuse3 installed?)");
 		fuse_destroy(f);
+		fuse_opt_free_args(&args);
 		return 1;
 	}
 	/* The holds belong to the process that serves the mount: open the store
@@ -538,6 +542,7 @@ int fusefs_run(const fusefs_opts_t *o)
 	if (fuse_daemonize(o->foreground) != 0) {
 		fuse_unmount(f);
 		fuse_destroy(f);
+		fuse_opt_free_args(&args);
 		return 1;
 	}
 	snprintf(g.tag, sizeof(g.tag), "mount.%d", (int)getpid());
@@ -558,5 +563,6 @@ int fusefs_run(const fusefs_opts_t *o)
 	chunkcache_free(g.cache);
 	cairn_store_close(g.st);
 	fuse_destroy(f);
+	fuse_opt_free_args(&args);
 	return rc;
 }

@@ -4,26 +4,15 @@
 #include <string.h>
 
 #include "holdargs.h"
+#include "util.h"
 
-/* Room for `more` items: the arrays grow by doubling, since a recursive
- * batch can hold tens of thousands of items (and growing by each
- * argument's few items copies the arrays over and over). */
+/* Room for `more` items in both arrays (doubling: a recursive batch can
+ * hold tens of thousands of items). */
 static int reserve(holdargs_t *out, size_t more)
 {
-	if (out->n + more <= out->cap)
-		return 0;
-	size_t cap = out->cap ? out->cap : 64;
-	while (cap < out->n + more)
-		cap *= 2;
-	cairn_hold_item *p = realloc(out->items, cap * sizeof(*p));
-	if (p)
-		out->items = p;
-	char **q = p ? realloc(out->owned, cap * sizeof(*q)) : NULL;
-	if (!q)
+	if (array_reserve(&out->items, &out->cap, out->n + more, sizeof(*out->items)) < 0)
 		return -ENOMEM;
-	out->owned = q;
-	out->cap = cap;
-	return 0;
+	return array_reserve(&out->owned, &out->owned_cap, out->n + more, sizeof(*out->owned));
 }
 
 int holdargs_build(cairn_store *st, const char *tag, char **snaps, int n, bool recursive,

@@ -7,7 +7,7 @@
 typedef struct holdargs {
 	cairn_hold_item *items;
 	char **owned;
-	size_t n, cap;
+	size_t n, cap, owned_cap;
 } holdargs_t;
 
 /* One item per snapshot (with recursive: per descendant having it).

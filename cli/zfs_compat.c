@@ -497,23 +497,28 @@ static int zpool_get(int argc, char **argv)
 			}
 		}
 	}
+	/* fields and props point into these copies until the end */
+	char *dup = NULL, *plist = NULL;
+	int rc = 0;
 	if (flist) {
-		char *dup = strdup(flist);
-		nf = split_list(dup, fields, 4);
+		dup = strdup(flist);
+		nf = dup ? split_list(dup, fields, 4) : 0;
 		for (size_t k = 0; k < nf; k++)
 			if (strcmp(fields[k], "name") && strcmp(fields[k], "property") &&
 			    strcmp(fields[k], "value") && strcmp(fields[k], "source")) {
 				fprintf(stderr, "invalid field '%s'\n", fields[k]);
-				return 2;
+				rc = 2;
+				goto out;
 			}
 	}
 	if (i >= argc) {
 		fprintf(stderr, "missing property argument\n");
-		return 2;
+		rc = 2;
+		goto out;
 	}
 	char *props[64];
-	char *plist = strdup(argv[i++]);
-	size_t np = split_list(plist, props, 64);
+	plist = strdup(argv[i++]);
+	size_t np = plist ? split_list(plist, props, 64) : 0;
 	if (!scripted) {
 		char *h[4];
 		for (size_t k = 0; k < nf; k++) {
@@ -526,7 +531,6 @@ static int zpool_get(int argc, char **argv)
 		}
 		put_row(h, nf, false);
 	}
-	int rc = 0;
 	size_t npool = i < argc ? (size_t)(argc - i) : g_npools;
 	for (size_t k = 0; k < npool; k++) {
 		const pool_t *p = i < argc ? zpool_operand(argv[i + k]) : &g_pools[k];
@@ -539,7 +543,8 @@ static int zpool_get(int argc, char **argv)
 			const char *val = pool_prop(p, props[j], exact, buf, sizeof(buf));
 			if (!val) {
 				fprintf(stderr, "bad property list: invalid property '%s'\n", props[j]);
-				return 2;
+				rc = 2;
+				goto out;
 			}
 			char *row[4];
 			for (size_t f = 0; f < nf; f++)
@@ -552,6 +557,8 @@ static int zpool_get(int argc, char **argv)
 			put_row(row, nf, scripted);
 		}
 	}
+out:
+	free(dup);
 	free(plist);
 	return rc;
 }

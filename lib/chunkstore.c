@@ -925,6 +925,21 @@ int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out)
 
 /* ---- small accessors ---- */
 
+/* For a chunk with no file: 0 when a pending write holds it (its temp file
+ * was just written, as fresh as a touched one), else what the fallback
+ * store says (a dry run's scratch store reads through to the real one),
+ * else -ENOENT. */
+static int pending_or_fallback(chunkstore_t *cs, const digest_t *d)
+{
+	pthread_mutex_lock(&cs->lock);
+	struct pending *s = pset_find(cs, d);
+	bool pending = s && s->state == SLOT_READY;
+	pthread_mutex_unlock(&cs->lock);
+	if (!pending && cs->fallback)
+		return chunkstore_has(cs->fallback, d);
+	return pending ? 0 : -ENOENT;
+}
+
 int chunkstore_touch(chunkstore_t *cs, const digest_t *d)
 {
 	struct cpath p;
@@ -933,15 +948,7 @@ int chunkstore_touch(chunkstore_t *cs, const digest_t *d)
 	int r = touch_stat(&p, &unused);
 	if (r != -ENOENT)
 		return r;
-	/* A pending chunk's temp file was just written: it is as fresh as a
-	 * touched one. */
-	pthread_mutex_lock(&cs->lock);
-	struct pending *s = pset_find(cs, d);
-	bool pending = s && s->state == SLOT_READY;
-	pthread_mutex_unlock(&cs->lock);
-	if (!pending && cs->fallback)
-		return chunkstore_has(cs->fallback, d);
-	return pending ? 0 : -ENOENT;
+	return pending_or_fallback(cs, d);
 }
 
 void chunkstore_set_fallback(chunkstore_t *cs, chunkstore_t *fallback)
@@ -958,13 +965,7 @@ int chunkstore_has(chunkstore_t *cs, const digest_t *d)
 		return S_ISREG(st.st_mode) ? 0 : -ENOENT;
 	if (errno != ENOENT)
 		return -errno;
-	pthread_mutex_lock(&cs->lock);
-	struct pending *s = pset_find(cs, d);
-	bool pending = s && s->state == SLOT_READY;
-	pthread_mutex_unlock(&cs->lock);
-	if (!pending && cs->fallback)
-		return chunkstore_has(cs->fallback, d);
-	return pending ? 0 : -ENOENT;
+	return pending_or_fallback(cs, d);
 }
 
 int chunkstore_dirfd(chunkstore_t *cs, unsigned idx)

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -63,6 +64,7 @@ typedef struct snapcache {
 	size_t n, cap;
 	size_t *byguid, *byname; /* open addressing: index + 1, 0 = free */
 	size_t hcap;		 /* a power of two, at least twice n */
+	int64_t dv;		 /* PRAGMA data_version when loaded */
 } snapcache_t;
 
 /* A dataset the stream declares (DATASET record, then SNAPLIST with -R). */
@@ -1096,14 +1098,32 @@ static size_t snapcache_name(const snapcache_t *sc, const char *name)
 	return SIZE_MAX;
 }
 
-/* The snapshots of dataset dsid (the local dataset of d), read once. */
+/* The catalog's data_version: it changes when another process commits
+ * (a snapshot taken, destroyed or renamed between two of our groups),
+ * never for this connection's own writes. */
+static int64_t data_version(rctx_t *c)
+{
+	sqlite3_stmt *q;
+	int64_t v = -1;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat), "PRAGMA data_version", -1, &q, NULL))
+		return -1;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+/* The snapshots of dataset dsid (the local dataset of d), read once and
+ * again only after another process changed the catalog. */
 static int snapcache_get(rctx_t *c, rds_t *d, int64_t dsid, snapcache_t **out)
 {
 	snapcache_t *sc = &d->snaps;
 	*out = sc;
-	if (sc->dsid == dsid)
+	int64_t dv = data_version(c);
+	if (sc->dsid == dsid && dv >= 0 && sc->dv == dv)
 		return 0;
 	snapcache_clear(sc);
+	sc->dv = dv;
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
 			       "SELECT id, name, guid FROM snapshot WHERE dataset=? ORDER BY createtxg",
@@ -1656,10 +1676,11 @@ static int commit_group(rctx_t *c)
 		r = catalog_begin_write(c->st->cat, &c->dry_txg);
 		c->dry_txn = r == 0;
 	}
-	if (r == 0)
-		r = catalog_begin_write(c->st->cat, &txg);
 	if (r < 0)
 		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
+	r = store_txn_begin(c->st, &txg);
+	if (r < 0)
+		return r;
 	/* A savepoint shares the outer transaction's txg: each group of a dry
 	 * run takes the next one, as each commit of a real receive would. */
 	if (c->o->dryrun)
@@ -1874,6 +1895,44 @@ static void scratch_close(rctx_t *c)
 	c->scratch_dir[0] = 0;
 }
 
+static volatile int g_dry_stop;
+
+static void dry_on_signal(int sig)
+{
+	(void)sig;
+	g_dry_stop = 1;
+}
+
+/* A dry run stops on SIGINT, SIGTERM or SIGHUP like on a cut stream, so
+ * its scratch directory is removed (and its transaction rolled back)
+ * instead of left behind under TMPDIR. */
+static int dry_run(rctx_t *c)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa = {.sa_handler = dry_on_signal}, old[3];
+	g_dry_stop = 0;
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	c->rd.stop = &g_dry_stop;
+	int r = scratch_open(c);
+	if (r == 0) {
+		c->real_cs = c->st->cs;
+		chunkstore_set_fallback(c->scratch, c->st->cs);
+		c->st->cs = c->scratch;
+		r = run(c);
+		c->st->cs = c->real_cs;
+		if (c->dry_txn)
+			catalog_rollback(c->st->cat);
+		scratch_close(c);
+	}
+	if (g_dry_stop && r == -EINTR)
+		store_err(c->st, r, "interrupted");
+	c->rd.stop = NULL;
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	return r;
+}
+
 int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 {
 	st->errdetail[0] = 0;
@@ -1890,19 +1949,11 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 						     : "input is not a cairn send stream");
 	}
 	int64_t changes_before = sqlite3_total_changes(catalog_db(st->cat));
-	r = o->dryrun ? scratch_open(&c) : writer_register(st);
-	if (r == 0 && o->dryrun) {
-		c.real_cs = st->cs;
-		chunkstore_set_fallback(c.scratch, st->cs);
-		st->cs = c.scratch;
-		r = run(&c);
-		st->cs = c.real_cs;
-		if (c.dry_txn)
-			catalog_rollback(st->cat);
+	r = o->dryrun ? dry_run(&c) : writer_register(st);
+	if (o->dryrun) {
 		/* Nothing changed: nothing for the store's close to publish. */
 		if (st->published_changes == changes_before)
 			st->published_changes = sqlite3_total_changes(catalog_db(st->cat));
-		scratch_close(&c);
 	} else if (r == 0) {
 		r = run(&c);
 		/* A group in flight keeps its chunks and a token (-s); a group
@@ -1931,9 +1982,9 @@ int cairn_recv_abort(cairn_store *st, const char *dataset)
 {
 	st->errdetail[0] = 0;
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	int r = store_txn_begin(st, &txg);
 	if (r < 0)
-		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+		return r;
 	rstate_t s;
 	r = state_load(st, dataset, &s);
 	buf_free(&s.idx);

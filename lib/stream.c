@@ -146,7 +146,11 @@ static int fill(sreader_t *r, size_t n)
 	if (buf_reserve(&r->in, MAX(n, READAHEAD)) < 0)
 		return -ENOMEM;
 	while (r->in.len < n) {
+		if (r->stop && *r->stop)
+			return -EINTR;
 		ssize_t k = read(r->fd, r->in.data + r->in.len, r->in.cap - r->in.len);
+		if (r->stop && *r->stop)
+			return -EINTR; /* the signal may come with the end of input */
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)

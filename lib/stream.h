@@ -89,6 +89,8 @@ typedef struct sreader {
 	bool bad;   /* a parse went past the payload */
 	uint64_t offset; /* stream bytes consumed */
 	bool eof;
+	/* When set, nonzero makes reads stop with -EINTR (a signal). */
+	volatile int *stop;
 	/* For REC_END and REC_GROUPEND: the SHA-256 of every byte before the
 	 * current record, to compare with the digest it carries. */
 	uint8_t prior[32];
