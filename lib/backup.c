@@ -51,6 +51,7 @@ typedef struct pending {
 	bool small;     /* a bundle member whose content is still to be read */
 	bool dropped;   /* could not be read: left out of the snapshot */
 	bool unchanged; /* matches its previous entry */
+	bool kept;      /* a bundle member left where it was: in its previous bundle */
 	bool prev_bundle;
 	chunk_ref_t pref; /* previous bundle ref, when prev_bundle */
 	uint32_t poff;
@@ -245,7 +246,7 @@ static int job_failed(bctx_t *c, int r, const digest_t *d)
 static void bundle_set_ref(group_t *g, const chunk_ref_t *ref)
 {
 	for (size_t i = 0; i < g->npend; i++)
-		if (g->pend[i].small && !g->pend[i].dropped)
+		if (g->pend[i].small && !g->pend[i].dropped && !g->pend[i].kept)
 			g->pend[i].e.bundle = *ref;
 }
 
@@ -561,9 +562,59 @@ static int bundle_store(bctx_t *c, group_t *g)
 	return submit_job(c, j, 0, EXT_BUNDLE);
 }
 
-/* Reads the group's small files into one bundle and has it stored. */
+/* Bytes of the previous bundle `ref` that the group's unchanged members
+ * still use. */
+static uint64_t bundle_live(const group_t *g, const chunk_ref_t *ref)
+{
+	uint64_t live = 0;
+	for (size_t i = 0; i < g->npend; i++) {
+		const pending_t *p = &g->pend[i];
+		if (p->small && p->unchanged && p->prev_bundle &&
+		    !digest_cmp(&p->pref.digest, &ref->digest))
+			live += p->e.size;
+	}
+	return live;
+}
+
+/* Unchanged members keep pointing into their previous bundle, so a changed
+ * neighbour costs only its own bytes, not a re-read and re-store of the
+ * whole bundle.  A previous bundle the group now uses less than half of is
+ * re-packed instead, so superseded bytes kept alive for a few files stay
+ * bounded (at most as many again as the live ones). */
+static int keep_unchanged(bctx_t *c, group_t *g)
+{
+	for (size_t i = 0; i < g->npend; i++) {
+		pending_t *p = &g->pend[i];
+		if (!p->small || !p->unchanged || !p->prev_bundle || p->kept)
+			continue;
+		if (2 * bundle_live(g, &p->pref) < p->pref.plain_len)
+			continue;
+		int r = reuse_ref(c, &p->pref);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			continue; /* gone or damaged: read the files again */
+		for (size_t k = i; k < g->npend; k++) {
+			pending_t *q = &g->pend[k];
+			if (!q->small || !q->unchanged || !q->prev_bundle ||
+			    digest_cmp(&q->pref.digest, &p->pref.digest))
+				continue;
+			q->kept = true;
+			q->e.content = TREE_CONTENT_BUNDLE;
+			q->e.bundle = q->pref;
+			q->e.bundle_off = q->poff;
+			c->bytes_reused += q->e.size;
+		}
+	}
+	return 0;
+}
+
+/* Reads the group's changed small files into one bundle and has it stored. */
 static int group_pack(bctx_t *c, group_t *g)
 {
+	int r = keep_unchanged(c, g);
+	if (r < 0)
+		return r;
 	c->bundle.len = 0;
 	/* Sized once from the stat sizes (a file that grew is read only
 	 * up to them); the buffer goes to the worker with the job. */
@@ -571,9 +622,9 @@ static int group_pack(bctx_t *c, group_t *g)
 		return -ENOMEM;
 	for (size_t i = 0; i < g->npend; i++) {
 		pending_t *p = &g->pend[i];
-		if (!p->small)
+		if (!p->small || p->kept)
 			continue;
-		int r = read_small(c, p);
+		r = read_small(c, p);
 		if (r < 0 && r != -ENOMEM) {
 			p->dropped = true;
 			r = skip_item(c, p->e.path, r);
@@ -820,7 +871,12 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	char full[PATH_MAX * 2];
 	snprintf(full, sizeof(full), "%s%s%s", c->root, *path ? "/" : "", path);
 	int r = 0;
-	if (e->type == TREE_SYMLINK) {
+	if (e->type == TREE_SYMLINK && unchanged && prev->link) {
+		/* A symlink's target cannot change in place: a new one is a new
+		 * inode, so the same inode and ctime mean the same target. */
+		e->link = strdup(prev->link);
+		r = e->link ? 0 : -ENOMEM;
+	} else if (e->type == TREE_SYMLINK) {
 		char target[PATH_MAX];
 		ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
 		if (n < 0)
@@ -884,51 +940,6 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	return 0;
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Lists a directory's names, sorted bytewise. */
-static int list_dir(int dfd, char ***names, size_t *n)
-{
-	*names = NULL;
-	*n = 0;
-	int fd = dup(dfd);
-	if (fd < 0)
-		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	size_t cap = 0;
-	struct dirent *de;
-	int r = 0;
-	errno = 0;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 32;
-			char **p = realloc(*names, cap * sizeof(*p));
-			if (!p) {
-				r = -ENOMEM;
-				break;
-			}
-			*names = p;
-		}
-		if (!((*names)[(*n)++] = strdup(de->d_name))) {
-			r = -ENOMEM;
-			break;
-		}
-	}
-	closedir(d);
-	if (r == 0 && *n) /* qsort wants a non-null array, even of 0 */
-		qsort(*names, *n, sizeof(char *), name_cmp);
-	return r;
-}
-
 /* O_NOATIME keeps the backup from changing the atimes it records, so an
  * unchanged tree stays byte-identical (and deduplicates) next time. */
 static int open_dir(int dfd, const char *name)
@@ -941,11 +952,11 @@ static int open_dir(int dfd, const char *name)
 }
 
 /* Reads the directory's .cairnignore; a bad line is reported, not fatal. */
-static int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath)
+static int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath, const dirlist_t *l)
 {
 	unsigned bad_line;
 	char why[512];
-	int r = exclude_enter(c->excl, dfd, dirpath, &bad_line, why, sizeof(why));
+	int r = exclude_enter(c->excl, dfd, dirpath, l, &bad_line, why, sizeof(why));
 	if (r == 0 && bad_line && c->opts->warn) {
 		char obj[PATH_MAX + 600];
 		snprintf(obj, sizeof(obj), "%s/%s%s.cairnignore: line %u: %s", c->root, dirpath,
@@ -957,18 +968,18 @@ static int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath)
 
 static int walk(bctx_t *c, int dfd, const char *dirpath)
 {
-	char **names;
-	size_t n;
-	int r = list_dir(dfd, &names, &n);
+	dirlist_t l = {0};
+	int r = dirlist_read(&l, dfd);
 	if (r < 0) {
+		dirlist_free(&l);
 		return r == -ENOMEM ? r : skip_item(c, dirpath, r);
 	}
-	if ((r = exclude_walk_enter(c, dfd, dirpath)) < 0) {
-		for (size_t i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
+	if ((r = exclude_walk_enter(c, dfd, dirpath, &l)) < 0) {
+		dirlist_free(&l);
 		return r;
 	}
+	char **names = l.names;
+	size_t n = l.n;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		char path[PATH_MAX];
 		int len = snprintf(path, sizeof(path), "%s%s%s", dirpath, *dirpath ? "/" : "",
@@ -999,9 +1010,7 @@ static int walk(bctx_t *c, int dfd, const char *dirpath)
 		}
 	}
 	exclude_leave(c->excl);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	dirlist_free(&l);
 	return r;
 }
 
