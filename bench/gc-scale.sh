@@ -53,7 +53,13 @@ cleanup() {
 	local n
 	for n in "${MOUNTED[@]}"; do
 		umount "$MNT/$n" 2>/dev/null || umount -l "$MNT/$n" || true
-		[ -e "$BASE/loop-$n" ] && losetup -d "$(cat "$BASE/loop-$n")" 2>/dev/null || true
+		# The device stays busy for a moment after umount: retry.
+		if [ -e "$BASE/loop-$n" ]; then
+			for _ in 1 2 3 4 5 6 7 8 9 10; do
+				losetup -d "$(cat "$BASE/loop-$n")" 2>/dev/null && break
+				sleep 0.5
+			done
+		fi
 		rm -f "$BASE/loop-$n"
 		rmdir "$MNT/$n" 2>/dev/null || true
 		if [ "$STEP" != make ] && [ -z "${CAIRN_BENCH_KEEP:-}" ]; then
