@@ -25,7 +25,9 @@
 # and LRU 1,048,576, 2 threads) on a store with nothing to remove:
 #   warm  after one warm-up run
 #   cold  after `sync; echo 3 > /proc/sys/vm/drop_caches`
-# Peak RSS from /usr/bin/time; mark and sweep times from GC's status.
+# Peak RSS and CPU time from /usr/bin/time; mark and sweep times from GC's
+# status.  The tables come from bench/gc-scale-report.py, which can be run
+# again on a run's log directory.
 #
 # Environment: CAIRN_BENCH_DIR (default /var/tmp/cairn-bench-gcscale),
 # CAIRN_BENCH_SIZES (default "2000000 10000000 20000000"),
@@ -160,31 +162,7 @@ done
 
 # ---- report ----
 REPORT=$LOG/report.md
-python3 - "$LOG" "$SIZES" >"$REPORT" <<'EOF'
-import json, os, sys
-log, sizes = sys.argv[1], [int(x) for x in sys.argv[2].split()]
-def j(name):
-    return json.load(open(os.path.join(log, name + ".json")))
-print("| size | cache | chunks on disk | references | mark s | touches/s | sweep s | swept chunks/s | user s | sys s | peak RSS MiB |")
-print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-for n in sizes:
-    for mode in ("warm", "cold"):
-        d = j("%s-%d" % (mode, n))
-        m, s = d["mark_ns"] / 1e9, d["sweep_ns"] / 1e9
-        print("| %dM | %s | %d | %d | %.2f | %.0f K | %.2f | %.2f M | %.1f | %.1f | %d |" % (
-            n // 1000000, mode, d["disk_chunks"], d["referenced_chunks"], m, d["touched"] / m / 1e3,
-            s, d["disk_chunks"] / s / 1e6, d["user_s"], d["sys_s"], d["rss_kib"] // 1024))
-print()
-b = sizes[0]
-print("| ratio to %dM | linear | cache | mark | sweep | peak RSS |" % (b // 1000000))
-print("|---|---:|---|---:|---:|---:|")
-for n in sizes[1:]:
-    for mode in ("warm", "cold"):
-        d, d0 = j("%s-%d" % (mode, n)), j("%s-%d" % (mode, b))
-        print("| %dM / %dM | %.1f | %s | %.2f | %.2f | %.2f |" % (
-            n // 1000000, b // 1000000, n / b, mode, d["mark_ns"] / d0["mark_ns"],
-            d["sweep_ns"] / d0["sweep_ns"], d["rss_kib"] / d0["rss_kib"]))
-EOF
+python3 "$ROOT/bench/gc-scale-report.py" "$LOG" "$SIZES" >"$REPORT"
 cat "$REPORT"
 
 if [ -z "${CAIRN_BENCH_NOAPPEND:-}" ]; then
