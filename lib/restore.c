@@ -32,6 +32,17 @@ typedef struct dirmeta {
 	int64_t atime_ns, mtime_ns;
 } dirmeta_t;
 
+/* Bundles decoded most recently.  After incremental backups a directory's
+ * small files alternate between the bundle their unchanged files stayed in
+ * and the one the changed files were carried into: with a single slot each
+ * switch would read and decode a bundle again. */
+#define BUNDLE_SLOTS 4
+typedef struct bundleslot {
+	digest_t d;
+	buf_t data;
+	uint64_t used; /* 0: empty */
+} bundleslot_t;
+
 typedef struct rctx {
 	cairn_store *st;
 	cairn_restore_opts *opts;
@@ -42,6 +53,8 @@ typedef struct rctx {
 	dirmeta_t *dirs;
 	size_t ndirs, capdirs;
 	ahead_t *ah; /* the entries and their decoded chunks, in order */
+	bundleslot_t bundles[BUNDLE_SLOTS];
+	uint64_t bundle_clock;
 	bool *found; /* per requested path */
 	bool as_root;
 	int first_err;
@@ -171,10 +184,34 @@ static int write_extents(rctx_t *c, int fd, const tree_entry_t *e, bool zero_hol
 	return 0;
 }
 
+/* The decoded bundle d, from a slot or read into the least recently used. */
+static int bundle_get(rctx_t *c, const digest_t *d, const buf_t **out)
+{
+	bundleslot_t *victim = &c->bundles[0];
+	for (size_t i = 0; i < BUNDLE_SLOTS; i++) {
+		bundleslot_t *s = &c->bundles[i];
+		if (s->used && !digest_cmp(&s->d, d)) {
+			s->used = ++c->bundle_clock;
+			*out = &s->data;
+			return 0;
+		}
+		if (s->used < victim->used)
+			victim = s;
+	}
+	victim->used = 0;
+	int r = chunkstore_get_key(c->st->cs, c->key, d, &victim->data);
+	if (r < 0)
+		return r;
+	victim->d = *d;
+	victim->used = ++c->bundle_clock;
+	*out = &victim->data;
+	return 0;
+}
+
 static int write_bundle_part(rctx_t *c, int fd, const tree_entry_t *e)
 {
 	const buf_t *bundle;
-	int r = ahead_bundle(c->ah, &e->bundle, &bundle);
+	int r = bundle_get(c, &e->bundle.digest, &bundle);
 	if (r < 0)
 		return chunk_fail(c, e->path, &e->bundle, r), r;
 	if ((uint64_t)e->bundle_off + e->size > bundle->len)
@@ -433,17 +470,26 @@ static int wanted(rctx_t *c, const char *path)
 
 /* Which entries restore_tree takes, and which of them need their chunks:
  * the regular files restore_entry will write (not a root image). */
+/* Content extents are decoded ahead on the workers; bundles are not: the
+ * writer keeps the last BUNDLE_SLOTS bundles it decoded (bundle_get), which
+ * serves files alternating between a kept and a carried bundle, and the
+ * decode-ahead keeps only the last one. */
+static ahead_want_t content_want(const tree_entry_t *e)
+{
+	return e->content == TREE_CONTENT_BUNDLE ? AHEAD_META : AHEAD_DATA;
+}
+
 static ahead_want_t tree_filter(const tree_entry_t *e, void *arg)
 {
 	rctx_t *c = arg;
 	if (!wanted(c, e->path))
 		return AHEAD_SKIP;
-	return e->type == TREE_REG && *e->path ? AHEAD_DATA : AHEAD_META;
+	return e->type == TREE_REG && *e->path ? content_want(e) : AHEAD_META;
 }
 
 static ahead_want_t volume_filter(const tree_entry_t *e, void *arg)
 {
-	return AHEAD_DATA;
+	return content_want(e);
 }
 
 /* Decode-ahead window in bytes: CAIRN_RESTORE_WINDOW (for tests and
@@ -517,6 +563,8 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 		close(c.pdir_fd);
 	free(c.pdir_path);
 	free(c.found);
+	for (size_t i = 0; i < BUNDLE_SLOTS; i++)
+		buf_free(&c.bundles[i].data);
 	close(c.rootfd);
 	if (r < 0)
 		return r;
