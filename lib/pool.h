@@ -23,7 +23,7 @@ typedef struct chunkjob {
 	bool was_new;    /* out */
 	int err;         /* out */
 	/* When set, the worker calls run(j) instead of storing data: other
-	 * work (restore's decode-ahead) on the same threads.  Zeroed jobs, as
+	 * work (recv's chunk checks) on the same threads.  Zeroed jobs, as
 	 * backup makes them, store. */
 	void (*run)(struct chunkjob *j);
 	atomic_int done;

@@ -1,8 +1,6 @@
 /* restore.c - writing a snapshot back out: a directory tree or an image.
  *
- * Every chunk is checked against its digest as it is read.  Reading,
- * checking and decompressing run ahead on worker threads (ahead.h) while
- * this thread creates and writes files, strictly in stream order.  Paths come
+ * Every chunk is checked against its digest as it is read.  Paths come
  * from a tree stream that may have been received from elsewhere, so every
  * parent directory is opened with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS: a
  * hostile tree cannot make restore write outside the target.
@@ -20,7 +18,6 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "ahead.h"
 #include "dataset.h"
 #include "encroot.h"
 #include "snapio.h"
@@ -52,9 +49,9 @@ typedef struct rctx {
 	int pdir_fd;
 	dirmeta_t *dirs;
 	size_t ndirs, capdirs;
-	ahead_t *ah; /* the entries and their decoded chunks, in order */
 	bundleslot_t bundles[BUNDLE_SLOTS];
 	uint64_t bundle_clock;
+	buf_t chunk;
 	bool *found; /* per requested path */
 	bool as_root;
 	int first_err;
@@ -168,15 +165,14 @@ static int write_extents(rctx_t *c, int fd, const tree_entry_t *e, bool zero_hol
 			off += x->length;
 			continue;
 		}
-		const buf_t *chunk;
-		int r = ahead_chunk(c->ah, &x->ref, &chunk);
+		int r = chunkstore_get_key(c->st->cs, c->key, &x->ref.digest, &c->chunk);
 		if (r < 0)
 			return chunk_fail(c, e->path, &x->ref, r), r;
-		r = pwrite_full(fd, chunk->data, chunk->len, off);
+		r = pwrite_full(fd, c->chunk.data, c->chunk.len, off);
 		if (r < 0)
 			return fail(c, e->path, r, "write: %s", strerror(-r)), r;
-		off += chunk->len;
-		c->opts->bytes += chunk->len;
+		off += c->chunk.len;
+		c->opts->bytes += c->chunk.len;
 		progress(c, false);
 	}
 	if (ftruncate(fd, off) < 0)
@@ -468,38 +464,6 @@ static int wanted(rctx_t *c, const char *path)
 
 /* ---- entry points ---- */
 
-/* Which entries restore_tree takes, and which of them need their chunks:
- * the regular files restore_entry will write (not a root image). */
-/* Content extents are decoded ahead on the workers; bundles are not: the
- * writer keeps the last BUNDLE_SLOTS bundles it decoded (bundle_get), which
- * serves files alternating between a kept and a carried bundle, and the
- * decode-ahead keeps only the last one. */
-static ahead_want_t content_want(const tree_entry_t *e)
-{
-	return e->content == TREE_CONTENT_BUNDLE ? AHEAD_META : AHEAD_DATA;
-}
-
-static ahead_want_t tree_filter(const tree_entry_t *e, void *arg)
-{
-	rctx_t *c = arg;
-	if (!wanted(c, e->path))
-		return AHEAD_SKIP;
-	return e->type == TREE_REG && *e->path ? content_want(e) : AHEAD_META;
-}
-
-static ahead_want_t volume_filter(const tree_entry_t *e, void *arg)
-{
-	return content_want(e);
-}
-
-/* Decode-ahead window in bytes: CAIRN_RESTORE_WINDOW (for tests and
- * benchmarks), else the default. */
-static size_t ahead_window(void)
-{
-	const char *s = getenv("CAIRN_RESTORE_WINDOW");
-	return s && *s ? strtoull(s, NULL, 10) : 0;
-}
-
 static int open_target_dir(cairn_store *st, const char *target, bool force)
 {
 	if (mkdir(target, 0700) < 0 && errno != EEXIST)
@@ -537,22 +501,19 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	c.found = calloc(opts->npaths + 1, sizeof(bool));
 	snaptree_t t;
 	int r = c.found ? snaptree_open_key(&t, st->cs, key, roots) : -ENOMEM;
-	bool tree_open = r == 0;
-	if (r == 0 && (r = ahead_open(&c.ah, st->cs, key, &t, tree_filter, &c, ahead_window(),
-				      0)) < 0)
-		store_err(st, r, "starting the decode-ahead threads: %s", strerror(-r));
-	tree_entry_t *e;
-	while (r >= 0 && (r = ahead_next(c.ah, &e)) == 1)
-		r = restore_entry(&c, e);
-	ahead_close(c.ah);
-	if (r < 0 && !c.first_err && tree_open && c.ah) {
+	tree_entry_t e = {0};
+	while (r >= 0 && (r = snaptree_next(&t, &e)) == 1) {
+		if (wanted(&c, e.path))
+			r = restore_entry(&c, &e);
+		tree_entry_clear(&e);
+	}
+	if (r < 0 && !c.first_err) {
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&t.m.failed.digest, hex);
 		store_err(st, r, "tree stream chunk %s: %s", hex,
 			  r == -ENOENT ? "missing from the chunk store" : cairn_strerror(r));
 	}
-	if (tree_open)
-		snaptree_close(&t);
+	snaptree_close(&t);
 	finish_dirs(&c);
 	for (size_t i = 0; r >= 0 && i < opts->npaths; i++)
 		if (!c.found[i])
@@ -565,6 +526,7 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	free(c.found);
 	for (size_t i = 0; i < BUNDLE_SLOTS; i++)
 		buf_free(&c.bundles[i].data);
+	buf_free(&c.chunk);
 	close(c.rootfd);
 	if (r < 0)
 		return r;
@@ -587,27 +549,23 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 		return store_err(st, -errno, "%s: %s", target, strerror(errno));
 	rctx_t c = {.st = st, .opts = opts, .rootfd = -1, .pdir_fd = -1, .key = key};
 	snaptree_t t;
-	tree_entry_t *e;
+	tree_entry_t e = {0};
 	int r = snaptree_open_key(&t, st->cs, key, roots);
-	bool tree_open = r == 0;
-	if (r == 0 && (r = ahead_open(&c.ah, st->cs, key, &t, volume_filter, NULL, ahead_window(),
-				      0)) < 0)
-		store_err(st, r, "starting the decode-ahead threads: %s", strerror(-r));
-	if (r == 0 && (r = ahead_next(c.ah, &e)) == 1) {
-		if (e->type != TREE_REG || *e->path) {
+	if (r == 0 && (r = snaptree_next(&t, &e)) == 1) {
+		if (e.type != TREE_REG || *e.path) {
 			r = store_err(st, CAIRN_ECORRUPT, "volume tree has no image entry");
 		} else {
 			/* A block device is not sparse: its holes must become zeros. */
-			write_extents(&c, fd, e, blockdev);
+			write_extents(&c, fd, &e, blockdev);
 			opts->files = 1;
 			r = 0;
 		}
+		tree_entry_clear(&e);
 	} else if (r == 0) {
 		r = store_err(st, CAIRN_ECORRUPT, "volume tree is empty");
 	}
-	ahead_close(c.ah);
-	if (tree_open)
-		snaptree_close(&t);
+	snaptree_close(&t);
+	buf_free(&c.chunk);
 	if (fsync(fd) < 0 && r == 0 && !c.first_err)
 		r = store_err(st, -errno, "%s: %s", target, strerror(errno));
 	close(fd);
