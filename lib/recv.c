@@ -1595,6 +1595,32 @@ out:
 	return r;
 }
 
+
+static int source_not_on_target(rctx_t *c, const char *dsname, uint64_t fromguid)
+{
+	return store_err(c->st, -ENOENT,
+			 "%s: the stream's incremental source (guid %llu) is not on the target",
+			 dsname, (unsigned long long)fromguid);
+}
+
+/* An incremental snapshot whose source is neither on the target nor earlier
+ * in this group.  Its chunks that the source holds are then missing too;
+ * the missing source is the cause to name, as zfs names it. */
+static bool source_missing(rctx_t *c, const psnap_t *s)
+{
+	if (!s->fromguid)
+		return false;
+	for (size_t i = 0; i < c->npend; i++)
+		if (c->pend[i].rds == s->rds && c->pend[i].guid == s->fromguid)
+			return false;
+	ds_row_t ds = {0};
+	snapcache_t *sc;
+	bool missing = dataset_lookup(c->st, s->target, &ds) < 0 ||
+		       (snapcache_get(c, s->rds, ds.id, &sc) == 0 &&
+			snapcache_guid(sc, s->fromguid) == SIZE_MAX);
+	ds_row_clear(&ds);
+	return missing;
+}
 static int read_snapend(rctx_t *c)
 {
 	uint64_t g = sr_u64(&c->rd);
@@ -1610,6 +1636,8 @@ static int read_snapend(rctx_t *c)
 	if (r < 0)
 		return store_err(c->st, r, "chunk store: %s", strerror(-r));
 	r = check_complete(c, &c->cur, c->cur_ds->type);
+	if (r < 0 && source_missing(c, &c->cur))
+		r = source_not_on_target(c, c->cur.target, c->cur.fromguid);
 	if (r < 0)
 		return r;
 	psnap_t *p = realloc(c->pend, (c->npend + 1) * sizeof(*p));
@@ -1638,9 +1666,7 @@ static int check_base(rctx_t *c, const ds_row_t *ds, const psnap_t *s, int64_t *
 				 "destination has snapshots (eg. %s@%s)\nmust destroy them to overwrite it",
 				 ds->name, sc->v[0].name);
 	if (s->fromguid && base == SIZE_MAX)
-		return store_err(c->st, -ENOENT,
-				 "%s: the stream's incremental source (guid %llu) is not on the target",
-				 ds->name, (unsigned long long)s->fromguid);
+		return source_not_on_target(c, ds->name, s->fromguid);
 	size_t keep = s->fromguid ? base + 1 : 0;
 	if (keep < n && !c->o->force)
 		return store_err(c->st, -EEXIST,
