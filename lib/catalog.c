@@ -274,23 +274,19 @@ static int open_immutable(const char *path, sqlite3 **db)
 	return open_db(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, db);
 }
 
-/* Whether the schema has an object of that type and name. */
-static bool schema_has(sqlite3 *db, const char *type, const char *name)
-{
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type=? AND name=?", -1, &s,
-			       NULL) != SQLITE_OK)
-		return false;
-	sqlite3_bind_text(s, 1, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
-	bool yes = sqlite3_step(s) == SQLITE_ROW;
-	sqlite3_finalize(s);
-	return yes;
-}
-
+/* Whether the schema has both the rprop table and its trigger: one query,
+ * as every command runs it at open. */
 static bool has_rprop_schema(sqlite3 *db)
 {
-	return schema_has(db, "table", "rprop") && schema_has(db, "trigger", "rprop_gone");
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name = 'rprop')"
+			       " OR (type = 'trigger' AND name = 'rprop_gone')",
+			       -1, &s, NULL) != SQLITE_OK)
+		return false;
+	bool yes = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) == 2;
+	sqlite3_finalize(s);
+	return yes;
 }
 
 /* Adds the rprop table (and its trigger) to a store created before them.
@@ -300,7 +296,8 @@ static bool has_rprop_schema(sqlite3 *db)
  * command that opens it tries again. */
 static void migrate_rprop(catalog_t *c)
 {
-	if (!has_rprop_schema(c->db) && !sqlite3_db_readonly(c->db, "main")) {
+	c->has_rprop = has_rprop_schema(c->db);
+	if (!c->has_rprop && !sqlite3_db_readonly(c->db, "main")) {
 		sqlite3_busy_timeout(c->db, 0); /* a listing must not wait for a writer */
 		if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
 			if (sqlite3_exec(c->db, rprop_schema, NULL, NULL, NULL) != SQLITE_OK ||
@@ -308,8 +305,8 @@ static void migrate_rprop(catalog_t *c)
 				sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 		}
 		sqlite3_busy_timeout(c->db, 600000);
+		c->has_rprop = has_rprop_schema(c->db);
 	}
-	c->has_rprop = has_rprop_schema(c->db);
 }
 
 int catalog_open(const char *path, catalog_t **out)
@@ -342,10 +339,27 @@ int catalog_open(const char *path, catalog_t **out)
 	return 0;
 }
 
+/* A connection that changed the catalog moves its commits from the WAL
+ * into the database before it closes.  The next process to open the
+ * catalog is usually the only connection, and SQLite then rebuilds the
+ * WAL index by reading and checksumming every frame in the WAL: up to the
+ * 2000 pages wal_hook lets it grow, milliseconds for each listing.  A
+ * writer already pays for its commit's fsync; readers never checkpoint
+ * (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE).  Never waiting: with a concurrent
+ * reader or writer the checkpoint does what it can and leaves the rest. */
+static void checkpoint_if_wrote(catalog_t *c)
+{
+	if (sqlite3_total_changes64(c->db) == 0 || sqlite3_db_readonly(c->db, "main") != 0)
+		return;
+	sqlite3_busy_timeout(c->db, 0);
+	sqlite3_wal_checkpoint_v2(c->db, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+}
+
 void catalog_close(catalog_t *c)
 {
 	if (!c)
 		return;
+	checkpoint_if_wrote(c);
 	sqlite3_close_v2(c->db);
 	free(c->path);
 	free(c);
