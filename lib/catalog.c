@@ -29,6 +29,8 @@ struct catalog {
 	/* The rprop table (received property values) exists: false only for
 	 * an old store opened read-only, which has no received values. */
 	bool has_rprop;
+	/* Temporary holds may exist: seen at open, or a write since. */
+	bool temp_holds;
 };
 
 /* Bulky per-snapshot roots live in snapdata so that scans of snapshot
@@ -223,11 +225,22 @@ static int check_regular(const char *path)
 	return 0;
 }
 
-/* Reads the format; 0, or why the database is not a usable catalog. */
-static int read_format(sqlite3 *db)
+/* Reads the format; 0, or why the database is not a usable catalog.  The
+ * same statement says whether any temporary hold exists (*temp_holds), so
+ * that opening a store, which reaps dead owners' holds, compiles no query
+ * of its own for it when there are none; true when that cannot be told. */
+static int read_format(sqlite3 *db, bool *temp_holds)
 {
 	sqlite3_stmt *s;
-	int rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='format'", -1, &s, NULL);
+	*temp_holds = true;
+	int rc = sqlite3_prepare_v2(db,
+				    "SELECT value, EXISTS(SELECT 1 FROM hold WHERE pid != 0)"
+				    " FROM meta WHERE key='format'",
+				    -1, &s, NULL);
+	bool with_holds = rc == SQLITE_OK;
+	if (!with_holds)
+		rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='format'", -1, &s,
+					NULL);
 	if (rc != SQLITE_OK) {
 		int prim = rc & 0xff;
 		return prim == SQLITE_ERROR || prim == SQLITE_NOTADB ? CAIRN_ENOTSTORE
@@ -235,6 +248,8 @@ static int read_format(sqlite3 *db)
 	}
 	rc = sqlite3_step(s);
 	int64_t fmt = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	if (rc == SQLITE_ROW && with_holds)
+		*temp_holds = sqlite3_column_int(s, 1) != 0;
 	int r = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : os_err(db, rc);
 	sqlite3_finalize(s);
 	if (r < 0)
@@ -320,13 +335,13 @@ int catalog_open(const char *path, catalog_t **out)
 		return -ENOMEM;
 	int r = open_db(path, SQLITE_OPEN_READWRITE, &c->db);
 	if (r == 0)
-		r = read_format(c->db);
+		r = read_format(c->db, &c->temp_holds);
 	if (r < 0 && r != CAIRN_EVERSION && can_open_immutable(path)) {
 		sqlite3_close_v2(c->db);
 		c->db = NULL;
 		r = open_immutable(path, &c->db);
 		if (r == 0)
-			r = read_format(c->db);
+			r = read_format(c->db, &c->temp_holds);
 	}
 	if (r < 0) {
 		sqlite3_close_v2(c->db);
@@ -407,6 +422,7 @@ int catalog_begin_write(catalog_t *c, uint64_t *txg)
 		return r;
 	}
 	c->err_saved = false;
+	c->temp_holds = true; /* this write may take some */
 	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
 		return save_err(c, rc);
@@ -948,6 +964,11 @@ int catalog_rprop_mask(catalog_t *c, int64_t ds, const char *name, bool masked)
 	r = sql_err(sqlite3_step(s));
 	sqlite3_finalize(s);
 	return r;
+}
+
+bool catalog_may_have_temp_holds(catalog_t *c)
+{
+	return c->temp_holds;
 }
 
 bool catalog_has_rprop(catalog_t *c)
