@@ -8,7 +8,7 @@
 #
 # Environment:
 #   CAIRN_LIMIT_RUNS   runs of the probe, best one kept (default 2)
-#   CAIRN_LIMIT_LEVEL  zstd level (default 1 = the store default)
+#   CAIRN_LIMIT_LEVEL  zstd level (default 2 = the store default)
 #   CAIRN_LIMIT_CHUNK  average chunk size (default 1048576 = the default)
 
 # LIMIT_PRIO: optional command prefix (array) the probe runs under, so that
@@ -24,7 +24,7 @@ limit_probe() {
 		echo "bench: building the limit probe failed" >&2
 		return 1
 	}
-	out=$("${LIMIT_PRIO[@]}" "$build/bench/limit" -r "${CAIRN_LIMIT_RUNS:-2}" -l "${CAIRN_LIMIT_LEVEL:-1}" \
+	out=$("${LIMIT_PRIO[@]}" "$build/bench/limit" -r "${CAIRN_LIMIT_RUNS:-2}" -l "${CAIRN_LIMIT_LEVEL:-2}" \
 		-c "${CAIRN_LIMIT_CHUNK:-1048576}" "$corpus") || {
 		echo "bench: the limit probe failed" >&2
 		return 1

@@ -51,9 +51,11 @@ typedef struct pending {
 	bool small;     /* a bundle member whose content is still to be read */
 	bool dropped;   /* could not be read: left out of the snapshot */
 	bool unchanged; /* matches its previous entry */
+	bool kept;      /* a bundle member left where it was: in its previous bundle */
 	bool prev_bundle;
 	chunk_ref_t pref; /* previous bundle ref, when prev_bundle */
 	uint32_t poff;
+	uint32_t psize;   /* the previous entry's size in it */
 } pending_t;
 
 /* Entries of one bundle group, in tree order, with the number of pool
@@ -65,6 +67,33 @@ typedef struct group {
 	struct group *next;
 } group_t;
 
+/* Changed small files of groups whose other members stayed in their
+ * previous bundles, packed together across groups: a scattered change
+ * makes a few bundles, not one tiny chunk per changed file.  A group's
+ * carried members are all in one carry, which holds one of the group's
+ * outstanding jobs until its bundle is stored. */
+typedef struct carry {
+	buf_t data;
+	struct carried {
+		group_t *g;
+		uint32_t idx;
+	} *m;
+	size_t n, cap;
+} carry_t;
+
+/* Bytes of each bundle that the previous snapshot's files use, read from
+ * its tree on the first group that has a changed member (an unchanged
+ * backup never needs it). */
+typedef struct bundleuse {
+	struct use {
+		digest_t d;
+		uint64_t live;
+		bool used;
+	} *slot;
+	size_t cap, n; /* cap: a power of two */
+	bool loaded;
+} bundleuse_t;
+
 typedef struct hardlink {
 	dev_t dev;
 	ino_t ino;
@@ -75,6 +104,7 @@ typedef struct prevcur {
 	snaptree_t t;
 	tree_entry_t cur;
 	bool have, open, done;
+	buf_t roots; /* its tree roots (the data is owned by t) */
 } prevcur_t;
 
 typedef struct bctx {
@@ -99,12 +129,15 @@ typedef struct bctx {
 	hardlink_t *links;
 	size_t nlinks, caplinks;
 	buf_t io, bundle;
+	carry_t carry;
+	bundleuse_t use;
 	pool_t *pool;
 	struct inflight {
 		chunkjob_t *job;
 		group_t *g;   /* the group of the entry the job belongs to */
 		uint32_t idx; /* that entry's index in g */
 		uint32_t ext; /* its extent, or EXT_BUNDLE for g's bundle */
+		carry_t *carry; /* or the members of a carried bundle (g unused) */
 	} *q; /* all jobs not yet completed, oldest first */
 	size_t qhead, qn, qcap;
 	uint64_t qbytes;
@@ -245,8 +278,26 @@ static int job_failed(bctx_t *c, int r, const digest_t *d)
 static void bundle_set_ref(group_t *g, const chunk_ref_t *ref)
 {
 	for (size_t i = 0; i < g->npend; i++)
-		if (g->pend[i].small && !g->pend[i].dropped)
+		if (g->pend[i].small && !g->pend[i].dropped && !g->pend[i].kept)
 			g->pend[i].e.bundle = *ref;
+}
+
+/* Gives a carried bundle's reference to its members. */
+static void carry_set_ref(carry_t *k, const chunk_ref_t *ref)
+{
+	for (size_t i = 0; i < k->n; i++)
+		k->m[i].g->pend[k->m[i].idx].e.bundle = *ref;
+}
+
+/* Ends the job each member group holds on k, and frees k. */
+static void carry_release(carry_t *k)
+{
+	for (size_t i = 0; i < k->n; i++)
+		if (i == 0 || k->m[i].g != k->m[i - 1].g)
+			k->m[i].g->outstanding--;
+	free(k->m);
+	buf_free(&k->data);
+	free(k);
 }
 
 /* Waits for the oldest job, puts its reference where it belongs and
@@ -262,7 +313,9 @@ static int complete_oldest(bctx_t *c)
 	int r = j->err;
 	c->qbytes -= j->len;
 	if (r == 0) {
-		if (f->ext == EXT_BUNDLE)
+		if (f->carry)
+			carry_set_ref(f->carry, &j->ref);
+		else if (f->ext == EXT_BUNDLE)
 			bundle_set_ref(g, &j->ref);
 		else
 			g->pend[f->idx].e.extents[f->ext].ref = j->ref;
@@ -272,7 +325,10 @@ static int complete_oldest(bctx_t *c)
 	if (r < 0)
 		job_failed(c, r, &j->ref.digest);
 	free(j);
-	g->outstanding--;
+	if (f->carry)
+		carry_release(f->carry);
+	else
+		g->outstanding--;
 	if (!c->qn)
 		c->qhead = 0;
 	int q = emit_ready(c);
@@ -291,11 +347,11 @@ static int complete_all(bctx_t *c)
 	return r;
 }
 
-/* Queues j for the workers as the chunk of entry idx's extent ext (or
- * the bundle) of the current group; waits for the oldest jobs while too
- * many bytes are in flight. */
-static int submit_job(bctx_t *c, chunkjob_t *j, uint32_t idx, uint32_t ext)
+/* Queues job f for the workers; waits for the oldest jobs while too many
+ * bytes are in flight. */
+static int queue_job(bctx_t *c, struct inflight f)
 {
+	chunkjob_t *j = f.job;
 	if (c->qhead + c->qn == c->qcap) {
 		if (c->qhead) {
 			memmove(c->q, c->q + c->qhead, c->qn * sizeof(*c->q));
@@ -312,8 +368,7 @@ static int submit_job(bctx_t *c, chunkjob_t *j, uint32_t idx, uint32_t ext)
 			c->qcap = ncap;
 		}
 	}
-	c->q[c->qhead + c->qn++] = (struct inflight){j, c->cur, idx, ext};
-	c->cur->outstanding++;
+	c->q[c->qhead + c->qn++] = f;
 	c->qbytes += j->len;
 	j->level = c->level;
 	pool_submit(c->pool, j);
@@ -321,6 +376,14 @@ static int submit_job(bctx_t *c, chunkjob_t *j, uint32_t idx, uint32_t ext)
 	while (r == 0 && c->qbytes > INFLIGHT_MAX)
 		r = complete_oldest(c);
 	return r;
+}
+
+/* Queues j as the chunk of entry idx's extent ext (or the bundle) of the
+ * current group. */
+static int submit_job(bctx_t *c, chunkjob_t *j, uint32_t idx, uint32_t ext)
+{
+	c->cur->outstanding++;
+	return queue_job(c, (struct inflight){j, c->cur, idx, ext, NULL});
 }
 
 /* Adds a chunk extent to e (the last entry of the current group); its
@@ -519,7 +582,7 @@ static bool group_reusable(bctx_t *c, group_t *g)
 	return ref && off == ref->plain_len && reuse_ref(c, ref) == 0;
 }
 
-static int read_small(bctx_t *c, pending_t *p)
+static int read_small(bctx_t *c, pending_t *p, buf_t *into)
 {
 	char full[PATH_MAX * 2];
 	snprintf(full, sizeof(full), "%s/%s", c->root, p->e.path);
@@ -528,13 +591,13 @@ static int read_small(bctx_t *c, pending_t *p)
 		fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	size_t before = c->bundle.len;
-	int r = buf_reserve(&c->bundle, p->e.size);
-	ssize_t k = r < 0 ? r : read_full(fd, c->bundle.data + before, p->e.size);
+	size_t before = into->len;
+	int r = buf_reserve(into, p->e.size);
+	ssize_t k = r < 0 ? r : read_full(fd, into->data + before, p->e.size);
 	close(fd);
 	if (k < 0)
 		return k;
-	c->bundle.len += k;
+	into->len += k;
 	c->bytes_read += k;
 	p->e.bundle_off = before;
 	p->e.size = k; /* what was there when we read it */
@@ -561,29 +624,206 @@ static int bundle_store(bctx_t *c, group_t *g)
 	return submit_job(c, j, 0, EXT_BUNDLE);
 }
 
-/* Reads the group's small files into one bundle and has it stored. */
-static int group_pack(bctx_t *c, group_t *g)
+static struct use *use_slot(bundleuse_t *u, const digest_t *d)
 {
-	c->bundle.len = 0;
-	/* Sized once from the stat sizes (a file that grew is read only
-	 * up to them); the buffer goes to the worker with the job. */
-	if (buf_reserve(&c->bundle, c->group_bytes) < 0)
-		return -ENOMEM;
+	uint64_t h;
+	memcpy(&h, d->b, sizeof(h)); /* a digest's bytes are already uniform */
+	size_t i = h & (u->cap - 1);
+	while (u->slot[i].used && digest_cmp(&u->slot[i].d, d))
+		i = (i + 1) & (u->cap - 1);
+	return &u->slot[i];
+}
+
+static int use_add(bundleuse_t *u, const digest_t *d, uint64_t bytes)
+{
+	if ((u->n + 1) * 2 > u->cap) {
+		bundleuse_t grown = {.cap = u->cap ? u->cap * 2 : 1024};
+		grown.slot = calloc(grown.cap, sizeof(*grown.slot));
+		if (!grown.slot)
+			return -ENOMEM;
+		for (size_t i = 0; i < u->cap; i++)
+			if (u->slot[i].used)
+				*use_slot(&grown, &u->slot[i].d) = u->slot[i];
+		free(u->slot);
+		u->slot = grown.slot;
+		u->cap = grown.cap;
+	}
+	struct use *x = use_slot(u, d);
+	if (!x->used) {
+		*x = (struct use){.d = *d, .used = true};
+		u->n++;
+	}
+	x->live += bytes;
+	return 0;
+}
+
+/* Reads the previous tree once more, summing its files' bytes per bundle.
+ * A tree that cannot be read leaves the table empty: every bundle then
+ * counts as unused and its unchanged members are re-packed (read again). */
+static int use_load(bctx_t *c)
+{
+	c->use.loaded = true;
+	if (!c->prev.open)
+		return 0;
+	snaptree_t t;
+	tree_entry_t e = {0};
+	int r = snaptree_open_key(&t, c->cs, c->key, &c->prev.roots);
+	while (r == 0 && (r = snaptree_next(&t, &e)) == 1) {
+		r = e.content == TREE_CONTENT_BUNDLE ? use_add(&c->use, &e.bundle.digest, e.size) : 0;
+		tree_entry_clear(&e);
+	}
+	tree_entry_clear(&e);
+	snaptree_close(&t);
+	return r == -ENOMEM ? r : 0;
+}
+
+/* Bytes of bundle `ref` its unchanged members will still use: what the
+ * previous snapshot used of it, less this group's changed members. */
+static int bundle_live(bctx_t *c, const group_t *g, const chunk_ref_t *ref, uint64_t *live)
+{
+	int r = c->use.loaded ? 0 : use_load(c);
+	if (r < 0)
+		return r;
+	*live = 0;
+	if (!c->use.cap)
+		return 0;
+	struct use *x = use_slot(&c->use, &ref->digest);
+	uint64_t dead = 0;
+	for (size_t i = 0; i < g->npend; i++) {
+		const pending_t *p = &g->pend[i];
+		if (p->small && !p->unchanged && p->prev_bundle &&
+		    !digest_cmp(&p->pref.digest, &ref->digest))
+			dead += p->psize;
+	}
+	*live = x->used && x->live > dead ? x->live - dead : 0;
+	return 0;
+}
+
+/* Unchanged members keep pointing into their previous bundle, so a changed
+ * neighbour costs only its own bytes, not a re-read and re-store of the
+ * whole bundle.  A bundle that its files use less than half of is re-packed
+ * instead, so the superseded bytes an old bundle keeps alive stay bounded
+ * (about as many again as the live ones: the count is the previous
+ * snapshot's, less this group's changes, so other groups' changes in this
+ * backup are seen by the next one).  The decision is the bundle's, the same
+ * in every group holding its members. */
+static int keep_unchanged(bctx_t *c, group_t *g)
+{
+	int kept = 0;
 	for (size_t i = 0; i < g->npend; i++) {
 		pending_t *p = &g->pend[i];
-		if (!p->small)
+		if (!p->small || !p->unchanged || !p->prev_bundle || p->kept)
 			continue;
-		int r = read_small(c, p);
+		uint64_t live;
+		int r = bundle_live(c, g, &p->pref, &live);
+		if (r < 0)
+			return r;
+		if (2 * live < p->pref.plain_len)
+			continue;
+		r = reuse_ref(c, &p->pref);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			continue; /* gone or damaged: read the files again */
+		for (size_t k = i; k < g->npend; k++) {
+			pending_t *q = &g->pend[k];
+			if (!q->small || !q->unchanged || !q->prev_bundle ||
+			    digest_cmp(&q->pref.digest, &p->pref.digest))
+				continue;
+			q->kept = true;
+			q->e.content = TREE_CONTENT_BUNDLE;
+			q->e.bundle = q->pref;
+			q->e.bundle_off = q->poff;
+			c->bytes_reused += q->e.size;
+			kept++;
+		}
+	}
+	return kept;
+}
+
+/* Reads the group's small files that are not kept into `into`; a file
+ * that cannot be read is left out.  Carried members are recorded in the
+ * carry. */
+static int pack_members(bctx_t *c, group_t *g, buf_t *into, bool carried)
+{
+	for (size_t i = 0; i < g->npend; i++) {
+		pending_t *p = &g->pend[i];
+		if (!p->small || p->kept)
+			continue;
+		int r = read_small(c, p, into);
 		if (r < 0 && r != -ENOMEM) {
 			p->dropped = true;
 			r = skip_item(c, p->e.path, r);
 		}
 		if (r < 0)
 			return r;
-		if (!p->dropped)
-			p->e.content = p->e.size ? TREE_CONTENT_BUNDLE : TREE_CONTENT_NONE;
+		if (p->dropped)
+			continue;
+		p->e.content = p->e.size ? TREE_CONTENT_BUNDLE : TREE_CONTENT_NONE;
+		if (carried) {
+			carry_t *k = &c->carry;
+			if (array_reserve(&k->m, &k->cap, k->n + 1, sizeof(*k->m)) < 0)
+				return -ENOMEM;
+			k->m[k->n++] = (struct carried){g, (uint32_t)i};
+		}
 	}
-	return c->bundle.len ? bundle_store(c, g) : 0;
+	return 0;
+}
+
+/* Stores the carried bundle (on a worker, or right here without a pool);
+ * its groups wait for it. */
+static int carry_submit(bctx_t *c)
+{
+	if (!c->carry.n)
+		return 0;
+	carry_t *k = malloc(sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	*k = c->carry;
+	c->carry = (carry_t){0};
+	if (!k->data.len || !c->pool) {
+		chunk_ref_t ref = {0};
+		int r = k->data.len ? store_chunk(c, k->data.data, k->data.len, &ref) : 0;
+		if (r == 0)
+			carry_set_ref(k, &ref);
+		carry_release(k);
+		int q = emit_ready(c);
+		return r ? r : q;
+	}
+	chunkjob_t *j = calloc(1, sizeof(*j));
+	if (!j) {
+		carry_release(k);
+		return -ENOMEM;
+	}
+	j->data = k->data.data;
+	j->len = k->data.len;
+	k->data = (buf_t){0};
+	return queue_job(c, (struct inflight){j, NULL, 0, EXT_BUNDLE, k});
+}
+
+/* Packs the group's small files that need storing: a group with no member
+ * kept in a previous bundle gets its own bundle, cut as a first backup
+ * would cut it (so it deduplicates with one); the changed members of a
+ * group that kept others join the carry. */
+static int group_pack(bctx_t *c, group_t *g)
+{
+	int kept = keep_unchanged(c, g);
+	if (kept < 0)
+		return kept;
+	if (!kept) {
+		c->bundle.len = 0;
+		/* Sized once from the stat sizes (a file that grew is read
+		 * only up to them); the buffer goes to the worker with the job. */
+		if (buf_reserve(&c->bundle, c->group_bytes) < 0)
+			return -ENOMEM;
+		int r = pack_members(c, g, &c->bundle, false);
+		return r == 0 && c->bundle.len ? bundle_store(c, g) : r;
+	}
+	size_t before = c->carry.n;
+	int r = pack_members(c, g, &c->carry.data, true);
+	if (c->carry.n > before)
+		g->outstanding++;
+	return r;
 }
 
 static void group_free(group_t *g)
@@ -650,7 +890,10 @@ static int group_flush(bctx_t *c)
 	c->group_bytes = 0;
 	if (r < 0)
 		return r;
-	r = emit_ready(c);
+	if (c->carry.data.len >= c->avg / 2 || (c->carry.n && c->queued > QUEUED_MAX))
+		r = carry_submit(c);
+	if (r == 0)
+		r = emit_ready(c);
 	while (r == 0 && c->qn && c->queued > QUEUED_MAX)
 		r = complete_oldest(c);
 	return r;
@@ -820,7 +1063,12 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	char full[PATH_MAX * 2];
 	snprintf(full, sizeof(full), "%s%s%s", c->root, *path ? "/" : "", path);
 	int r = 0;
-	if (e->type == TREE_SYMLINK) {
+	if (e->type == TREE_SYMLINK && unchanged && prev->link) {
+		/* A symlink's target cannot change in place: a new one is a new
+		 * inode, so the same inode and ctime mean the same target. */
+		e->link = strdup(prev->link);
+		r = e->link ? 0 : -ENOMEM;
+	} else if (e->type == TREE_SYMLINK) {
 		char target[PATH_MAX];
 		ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
 		if (n < 0)
@@ -850,6 +1098,7 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 				p->prev_bundle = true;
 				p->pref = prev->bundle;
 				p->poff = prev->bundle_off;
+				p->psize = prev->size;
 			}
 			c->group_files++;
 			c->group_bytes += e->size;
@@ -884,51 +1133,6 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	return 0;
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Lists a directory's names, sorted bytewise. */
-static int list_dir(int dfd, char ***names, size_t *n)
-{
-	*names = NULL;
-	*n = 0;
-	int fd = dup(dfd);
-	if (fd < 0)
-		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	size_t cap = 0;
-	struct dirent *de;
-	int r = 0;
-	errno = 0;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 32;
-			char **p = realloc(*names, cap * sizeof(*p));
-			if (!p) {
-				r = -ENOMEM;
-				break;
-			}
-			*names = p;
-		}
-		if (!((*names)[(*n)++] = strdup(de->d_name))) {
-			r = -ENOMEM;
-			break;
-		}
-	}
-	closedir(d);
-	if (r == 0 && *n) /* qsort wants a non-null array, even of 0 */
-		qsort(*names, *n, sizeof(char *), name_cmp);
-	return r;
-}
-
 /* O_NOATIME keeps the backup from changing the atimes it records, so an
  * unchanged tree stays byte-identical (and deduplicates) next time. */
 static int open_dir(int dfd, const char *name)
@@ -941,11 +1145,11 @@ static int open_dir(int dfd, const char *name)
 }
 
 /* Reads the directory's .cairnignore; a bad line is reported, not fatal. */
-static int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath)
+static int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath, const dirlist_t *l)
 {
 	unsigned bad_line;
 	char why[512];
-	int r = exclude_enter(c->excl, dfd, dirpath, &bad_line, why, sizeof(why));
+	int r = exclude_enter(c->excl, dfd, dirpath, l, &bad_line, why, sizeof(why));
 	if (r == 0 && bad_line && c->opts->warn) {
 		char obj[PATH_MAX + 600];
 		snprintf(obj, sizeof(obj), "%s/%s%s.cairnignore: line %u: %s", c->root, dirpath,
@@ -957,18 +1161,18 @@ static int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath)
 
 static int walk(bctx_t *c, int dfd, const char *dirpath)
 {
-	char **names;
-	size_t n;
-	int r = list_dir(dfd, &names, &n);
+	dirlist_t l = {0};
+	int r = dirlist_read(&l, dfd);
 	if (r < 0) {
+		dirlist_free(&l);
 		return r == -ENOMEM ? r : skip_item(c, dirpath, r);
 	}
-	if ((r = exclude_walk_enter(c, dfd, dirpath)) < 0) {
-		for (size_t i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
+	if ((r = exclude_walk_enter(c, dfd, dirpath, &l)) < 0) {
+		dirlist_free(&l);
 		return r;
 	}
+	char **names = l.names;
+	size_t n = l.n;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		char path[PATH_MAX];
 		int len = snprintf(path, sizeof(path), "%s%s%s", dirpath, *dirpath ? "/" : "",
@@ -999,9 +1203,7 @@ static int walk(bctx_t *c, int dfd, const char *dirpath)
 		}
 	}
 	exclude_leave(c->excl);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	dirlist_free(&l);
 	return r;
 }
 
@@ -1038,14 +1240,18 @@ static int open_prev(bctx_t *c, int64_t dsid)
 	c->prev.open = true;
 	/* The cursor reads tree chunks lazily from this copy of the roots. */
 	c->prev.t.m.refs = tree.data;
+	c->prev.roots = tree;
 	return 0;
 }
 
 static void ctx_free(bctx_t *c)
 {
 	for (size_t i = 0; i < c->qn; i++) {
-		pool_wait(c->pool, c->q[c->qhead + i].job);
-		free(c->q[c->qhead + i].job);
+		struct inflight *f = &c->q[c->qhead + i];
+		pool_wait(c->pool, f->job);
+		free(f->job);
+		if (f->carry)
+			carry_release(f->carry);
 	}
 	free(c->q);
 	pool_free(c->pool);
@@ -1068,6 +1274,9 @@ static void ctx_free(bctx_t *c)
 	crypt_keys_free(c->key);
 	buf_free(&c->io);
 	buf_free(&c->bundle);
+	free(c->carry.m);
+	buf_free(&c->carry.data);
+	free(c->use.slot);
 	free(c->root);
 	exclude_free(c->excl);
 }
@@ -1126,6 +1335,8 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 	 * written once these return. */
 	if (r == 0)
 		r = group_flush(c);
+	if (r == 0)
+		r = carry_submit(c);
 	if (r == 0)
 		r = complete_all(c);
 	if (r == 0 && c->err)

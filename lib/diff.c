@@ -632,46 +632,20 @@ static int live_emit(live_t *l, int dfd, const char *name, const char *path,
 	return tree_write_entry(l->out, &e);
 }
 
-static int names_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int live_walk(live_t *l, int dfd, const char *dirpath)
 {
-	int fd = dup(dfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return 0; /* unreadable: a backup skips it as well */
+	dirlist_t dl = {0};
+	int r = dirlist_read(&dl, dfd);
+	if (r < 0) {
+		dirlist_free(&dl);
+		return r == -ENOMEM ? r : 0; /* unreadable: a backup skips it as well */
 	}
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	int r = 0;
-	while (r == 0 && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 32;
-			char **p = realloc(names, cap * sizeof(*p));
-			if (!p) {
-				r = -ENOMEM;
-				break;
-			}
-			names = p;
-		}
-		if (!(names[n++] = strdup(de->d_name)))
-			r = -ENOMEM;
-	}
-	closedir(d);
-	if (r == 0 && n > 1)
-		qsort(names, n, sizeof(*names), names_cmp);
+	char **names = dl.names;
+	size_t n = dl.n;
 	unsigned bad_line;
 	char why[512];
-	bool entered = r == 0 && (r = exclude_enter(l->excl, dfd, dirpath, &bad_line, why,
-						    sizeof(why))) == 0;
+	bool entered = (r = exclude_enter(l->excl, dfd, dirpath, &dl, &bad_line, why,
+					  sizeof(why))) == 0;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		char path[TREE_MAX_PATH + 1];
 		int len = snprintf(path, sizeof(path), "%s%s%s", dirpath, *dirpath ? "/" : "",
@@ -691,9 +665,7 @@ static int live_walk(live_t *l, int dfd, const char *dirpath)
 	}
 	if (entered)
 		exclude_leave(l->excl);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	dirlist_free(&dl);
 	return r;
 }
 

@@ -306,8 +306,8 @@ static int read_ignore_file(int dfd, patlist_t *l, unsigned *bad_line, char *why
 	return r;
 }
 
-int exclude_enter(excl_t *x, int dfd, const char *dirpath, unsigned *bad_line, char *why,
-		  size_t whylen)
+int exclude_enter(excl_t *x, int dfd, const char *dirpath, const dirlist_t *listed,
+		  unsigned *bad_line, char *why, size_t whylen)
 {
 	*bad_line = 0;
 	if (x->nf == x->capf) {
@@ -324,8 +324,10 @@ int exclude_enter(excl_t *x, int dfd, const char *dirpath, unsigned *bad_line, c
 	if (!f->dir)
 		return -ENOMEM;
 	f->dirlen = strlen(dirpath);
-	f->cache = x->caches && has_cachedir_tag(dfd);
-	int r = x->ignore_files ? read_ignore_file(dfd, &f->pats, bad_line, why, whylen) : 0;
+	f->cache = x->caches && (!listed || listed->has_cachedir_tag) && has_cachedir_tag(dfd);
+	int r = x->ignore_files && (!listed || listed->has_ignore_file)
+			? read_ignore_file(dfd, &f->pats, bad_line, why, whylen)
+			: 0;
 	if (r < 0) {
 		patlist_free(&f->pats);
 		free(f->dir);

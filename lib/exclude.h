@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dirlist.h"
+
 typedef struct excl excl_t;
 
 /* True for the property names this module owns. */
@@ -42,11 +44,13 @@ int exclude_new(const char *list, bool caches, bool ignore_files, excl_t **out, 
 void exclude_free(excl_t *x);
 
 /* Called when the walk enters directory dirpath ("" = the root), open as
- * dfd: reads its .cairnignore and looks for a CACHEDIR.TAG.  Lines with bad
- * syntax are ignored; *bad_line gets the first one's number (0 = none) and
- * why its reason.  Returns 0 or -ENOMEM. */
-int exclude_enter(excl_t *x, int dfd, const char *dirpath, unsigned *bad_line, char *why,
-		  size_t whylen);
+ * dfd: reads its .cairnignore and looks for a CACHEDIR.TAG.  A walk that
+ * has listed the directory passes the listing, and only the files that are
+ * there are opened (a failed open per directory saved); NULL opens both.
+ * Lines with bad syntax are ignored; *bad_line gets the first one's number
+ * (0 = none) and why its reason.  Returns 0 or -ENOMEM. */
+int exclude_enter(excl_t *x, int dfd, const char *dirpath, const dirlist_t *listed,
+		  unsigned *bad_line, char *why, size_t whylen);
 /* Called when the walk leaves the directory it last entered. */
 void exclude_leave(excl_t *x);
 

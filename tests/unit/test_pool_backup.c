@@ -5,8 +5,8 @@
  * their group's jobs are done.  Here one source (many small files that form
  * bundles, large files of several chunks, hardlinks, a symlink, a sparse
  * file, an empty file) is backed up into separate stores with 1, 2 and 7
- * workers, then changed and backed up again (reused bundles and re-packed
- * ones in one run): each snapshot's tree and chunk index roots must be the
+ * workers, then changed and backed up again (reused bundles, kept members
+ * and carried ones in one run): each snapshot's tree and chunk index roots must be the
  * same bytes in every store, and each store must restore the source.
  */
 #include <errno.h>
@@ -84,13 +84,19 @@ static void make_source(void)
 	close(fd);
 }
 
-/* Changes a few small and large files: their bundles re-pack, the rest
- * of the tree is reused. */
+/* Changes a few small and large files and one small file in every other
+ * directory: unchanged neighbours stay in their bundles, and the scattered
+ * changed files are carried together into new bundles across groups. */
 static void change_source(void)
 {
 	write_file("d02/f010", 9000);
 	write_file("d07/f005", 200000);
 	write_file("d09/new", 3000);
+	for (int d = 0; d < 12; d += 2) {
+		char rel[64];
+		snprintf(rel, sizeof(rel), "d%02d/f%03d", d, 20 + d);
+		write_file(rel, 1000 + next_rand() % 8000);
+	}
 }
 
 /* The tree and index roots of ds@name in the store at path. */
