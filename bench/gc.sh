@@ -46,7 +46,7 @@ command -v python3 >/dev/null || die "needs python3"
 say "building into $BASE/build"
 make -s -C "$ROOT" B="$BASE/build" "$BASE/build/libcairn.a" "$BASE/build/cairn" >&2 || die "make failed"
 CAIRN=${CAIRN_BENCH_BIN:-$BASE/build/cairn}
-PKGS="libzstd libxxhash sqlite3 libcrypto"
+PKGS="libzstd libxxhash sqlite3 libcrypto libcurl libxml-2.0 libkeyutils"
 # shellcheck disable=SC2046
 cc -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread \
 	-I"$ROOT/include" -I"$ROOT/lib" $(pkg-config --cflags $PKGS) \

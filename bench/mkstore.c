@@ -78,6 +78,14 @@ static void make_chunk(uint64_t i)
 	digest_to_hex(&c->d, hex);
 	snprintf(path, sizeof(path), "%.4s/%s", hex, hex);
 	int fd = openat(chunkfd, path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == ENOENT) {
+		/* The store makes its fan-out directories on first use. */
+		char sub[5];
+		snprintf(sub, sizeof(sub), "%.4s", hex);
+		if (mkdirat(chunkfd, sub, 0700) < 0 && errno != EEXIST)
+			die(sub, -errno);
+		fd = openat(chunkfd, path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+	}
 	if (fd < 0 || write_full(fd, blob.data, blob.len) < 0)
 		die(path, -errno);
 	close(fd);

@@ -20,6 +20,10 @@ struct pool {
 static void run_job(pool_t *p, chunkjob_t *j)
 {
 	j->err = 0;
+	if (j->run) {
+		j->run(j);
+		return;
+	}
 	if (p->key)
 		j->err = crypt_chunk_id(p->key, j->data, j->len, &j->ref.digest);
 	else
@@ -125,4 +129,22 @@ void pool_wait(pool_t *p, chunkjob_t *j)
 	while (!atomic_load(&j->done))
 		pthread_cond_wait(&p->done, &p->lock);
 	pthread_mutex_unlock(&p->lock);
+}
+
+bool pool_cancel(pool_t *p, chunkjob_t *j)
+{
+	bool found = false;
+	pthread_mutex_lock(&p->lock);
+	for (chunkjob_t **pp = &p->head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
+		if (*pp != j)
+			continue;
+		*pp = j->next;
+		if (p->tail == j)
+			p->tail = prev;
+		j->next = NULL;
+		found = true;
+		break;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return found;
 }

@@ -22,6 +22,10 @@ typedef struct chunkjob {
 	chunk_ref_t ref; /* out */
 	bool was_new;    /* out */
 	int err;         /* out */
+	/* When set, the worker calls run(j) instead of storing data: other
+	 * work (recv's chunk checks) on the same threads.  Zeroed jobs, as
+	 * backup makes them, store. */
+	void (*run)(struct chunkjob *j);
 	atomic_int done;
 	struct chunkjob *next;
 } chunkjob_t;
@@ -36,5 +40,9 @@ void pool_free(pool_t *p);
 void pool_submit(pool_t *p, chunkjob_t *j);
 /* Blocks until j is done. */
 void pool_wait(pool_t *p, chunkjob_t *j);
+/* Takes j back if no worker has started it: true, and j will never run
+ * (its done stays 0); false when it is running or done (pool_wait then).
+ * Lets the submitter run a job itself rather than wait for a worker. */
+bool pool_cancel(pool_t *p, chunkjob_t *j);
 
 #endif

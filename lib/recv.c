@@ -28,6 +28,7 @@
 
 #include "blob.h"
 #include "dataset.h"
+#include "recvq.h"
 #include "rprops.h"
 #include "encroot.h"
 #include "snapio.h"
@@ -127,7 +128,7 @@ typedef struct rctx {
 	psnap_t cur;
 	const rds_t *cur_ds;
 	bool in_snap, skipping;
-	buf_t plain;
+	recvq_t *vq; /* chunks being verified on worker threads */
 	int64_t last_progress;
 	/* -v lines, printed once the commit they describe has happened */
 	buf_t items;
@@ -1306,43 +1307,28 @@ static int dry_chunk(rctx_t *c, chunk_ref_t *ref, const void *blob, size_t len)
 	return r;
 }
 
-static int read_chunk(rctx_t *c)
+/* Stores a chunk the queue verified, in stream order: what read_chunk did
+ * after the check before the checks moved to worker threads. */
+static int finish_chunk(rctx_t *c, const rchunk_t *k)
 {
-	if (!c->in_snap)
-		return bad(c, "chunk outside a snapshot");
-	const uint8_t *d = sr_bytes(&c->rd, DIGEST_LEN);
-	size_t len = c->rd.rec.len - c->rd.pos;
-	const uint8_t *blob = sr_bytes(&c->rd, len);
-	if (!d || !blob)
-		return bad(c, "malformed CHUNK record");
-	if (c->skipping) {
-		c->group_pos++;
-		return 0; /* the target has this snapshot already */
-	}
 	digest_t dg;
-	memcpy(dg.b, d, DIGEST_LEN);
-	uint32_t plain_len = 0;
-	int r;
-	if (blob_is_encrypted(blob, len)) {
-		/* Raw: structure and ciphertext checksum; the GCM tag and the
-		 * keyed name are checked by whoever has the key. */
-		r = (c->flags & STREAM_F_RAW) ? blob_check(blob, len, &plain_len) : CAIRN_ECORRUPT;
-	} else {
-		r = blob_decode(blob, len, &dg, &c->plain);
-		plain_len = c->plain.len;
-	}
-	if (r < 0) {
+	memcpy(dg.b, k->rec.data, DIGEST_LEN);
+	const uint8_t *blob = k->rec.data + DIGEST_LEN;
+	size_t len = k->rec.len - DIGEST_LEN;
+	if (k->err == -ENOMEM)
+		return -ENOMEM;
+	if (k->err < 0) {
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&dg, hex);
 		return store_err(c->st, CAIRN_ECORRUPT,
 				 "stream is invalid at byte %llu: chunk %s does not match its digest",
-				 (unsigned long long)c->rd.offset, hex);
+				 (unsigned long long)k->offset, hex);
 	}
-	chunk_ref_t ref = {.digest = dg, .plain_len = plain_len};
+	chunk_ref_t ref = {.digest = dg, .plain_len = k->plain_len};
 	if (c->scratch)
 		return dry_chunk(c, &ref, blob, len);
 	bool isnew;
-	r = chunkstore_put_blob(c->st->cs, &dg, blob, len, &ref.stored_len, &isnew);
+	int r = chunkstore_put_blob(c->st->cs, &dg, blob, len, &ref.stored_len, &isnew);
 	if (r < 0)
 		return store_err(c->st, r, "chunk store: %s", strerror(-r));
 	if (isnew)
@@ -1362,6 +1348,68 @@ static int read_chunk(rctx_t *c)
 		c->o->progress(&p, c->o->arg);
 	}
 	return r;
+}
+
+/* Takes the oldest queued chunk back from the workers and stores it. */
+static int finish_oldest(rctx_t *c)
+{
+	int r = finish_chunk(c, recvq_oldest(c->vq));
+	recvq_release(c->vq);
+	return r;
+}
+
+/* Every queued chunk stored, in order, or the first one's error: done
+ * before any record other than a chunk acts, and before any error of the
+ * stream is reported, so the outcome is the one-at-a-time receive's. */
+static int drain_chunks(rctx_t *c)
+{
+	int r = 0;
+	while (r == 0 && recvq_pending(c->vq))
+		r = finish_oldest(c);
+	return r;
+}
+
+/* Verifying workers: CAIRN_RECV_THREADS (for tests and benchmarks), else
+ * one per CPU. */
+static int recv_threads(void)
+{
+	const char *s = getenv("CAIRN_RECV_THREADS");
+	return s && *s ? atoi(s) : 0;
+}
+
+/* Queues the chunk for verification on the workers; it is stored when it
+ * comes back, in stream order (finish_chunk). */
+static int read_chunk(rctx_t *c)
+{
+	if (!c->in_snap)
+		return bad(c, "chunk outside a snapshot");
+	const uint8_t *d = sr_bytes(&c->rd, DIGEST_LEN);
+	size_t len = c->rd.rec.len - c->rd.pos;
+	const uint8_t *blob = sr_bytes(&c->rd, len);
+	if (!d || !blob) {
+		int r = drain_chunks(c);
+		return r < 0 ? r : bad(c, "malformed CHUNK record");
+	}
+	if (c->skipping) {
+		c->group_pos++;
+		return 0; /* the target has this snapshot already */
+	}
+	int r = 0;
+	if (!c->vq && (r = recvq_open(&c->vq, recv_threads(), 0)) < 0)
+		return store_err(c->st, r, "starting the chunk-verifying threads: %s", strerror(-r));
+	rchunk_t *k;
+	while (!(k = recvq_slot(c->vq)))
+		if ((r = finish_oldest(c)) < 0)
+			return r;
+	/* The record's buffer goes with the job; the reader takes the slot's
+	 * spare one for the next record (no copy). */
+	buf_t spare = k->rec;
+	k->rec = c->rd.rec;
+	c->rd.rec = spare;
+	k->offset = c->rd.offset;
+	k->raw = c->flags & STREAM_F_RAW;
+	recvq_submit(c->vq, k);
+	return 0;
 }
 
 /* The tree must describe something restore can rebuild: one root of the
@@ -1774,6 +1822,8 @@ static int run(rctx_t *c)
 	int r = read_begin(c);
 	while (r == 0) {
 		int t = sr_next(&c->rd);
+		if (t != REC_CHUNK && (r = drain_chunks(c)) < 0)
+			return r;
 		/* A verified group is committed before anything after it acts,
 		 * and also when the stream breaks right after it. */
 		if (c->ready && t != REC_END) {
@@ -1825,7 +1875,7 @@ static void ctx_free(rctx_t *c)
 	refset_free(&c->got);
 	refset_free(&c->seen);
 	refset_free(&c->roots);
-	buf_free(&c->plain);
+	recvq_close(c->vq);
 	buf_free(&c->items);
 	pend_clear(c);
 	free(c->pend);

@@ -29,6 +29,17 @@ typedef struct dirmeta {
 	int64_t atime_ns, mtime_ns;
 } dirmeta_t;
 
+/* Bundles decoded most recently.  After incremental backups a directory's
+ * small files alternate between the bundle their unchanged files stayed in
+ * and the one the changed files were carried into: with a single slot each
+ * switch would read and decode a bundle again. */
+#define BUNDLE_SLOTS 4
+typedef struct bundleslot {
+	digest_t d;
+	buf_t data;
+	uint64_t used; /* 0: empty */
+} bundleslot_t;
+
 typedef struct rctx {
 	cairn_store *st;
 	cairn_restore_opts *opts;
@@ -38,9 +49,9 @@ typedef struct rctx {
 	int pdir_fd;
 	dirmeta_t *dirs;
 	size_t ndirs, capdirs;
-	digest_t bundle_d;
-	bool have_bundle;
-	buf_t bundle, chunk;
+	bundleslot_t bundles[BUNDLE_SLOTS];
+	uint64_t bundle_clock;
+	buf_t chunk;
 	bool *found; /* per requested path */
 	bool as_root;
 	int first_err;
@@ -169,20 +180,40 @@ static int write_extents(rctx_t *c, int fd, const tree_entry_t *e, bool zero_hol
 	return 0;
 }
 
+/* The decoded bundle d, from a slot or read into the least recently used. */
+static int bundle_get(rctx_t *c, const digest_t *d, const buf_t **out)
+{
+	bundleslot_t *victim = &c->bundles[0];
+	for (size_t i = 0; i < BUNDLE_SLOTS; i++) {
+		bundleslot_t *s = &c->bundles[i];
+		if (s->used && !digest_cmp(&s->d, d)) {
+			s->used = ++c->bundle_clock;
+			*out = &s->data;
+			return 0;
+		}
+		if (s->used < victim->used)
+			victim = s;
+	}
+	victim->used = 0;
+	int r = chunkstore_get_key(c->st->cs, c->key, d, &victim->data);
+	if (r < 0)
+		return r;
+	victim->d = *d;
+	victim->used = ++c->bundle_clock;
+	*out = &victim->data;
+	return 0;
+}
+
 static int write_bundle_part(rctx_t *c, int fd, const tree_entry_t *e)
 {
-	if (!c->have_bundle || digest_cmp(&c->bundle_d, &e->bundle.digest)) {
-		c->have_bundle = false;
-		int r = chunkstore_get_key(c->st->cs, c->key, &e->bundle.digest, &c->bundle);
-		if (r < 0)
-			return chunk_fail(c, e->path, &e->bundle, r), r;
-		c->bundle_d = e->bundle.digest;
-		c->have_bundle = true;
-	}
-	if ((uint64_t)e->bundle_off + e->size > c->bundle.len)
+	const buf_t *bundle;
+	int r = bundle_get(c, &e->bundle.digest, &bundle);
+	if (r < 0)
+		return chunk_fail(c, e->path, &e->bundle, r), r;
+	if ((uint64_t)e->bundle_off + e->size > bundle->len)
 		return fail(c, e->path, CAIRN_ECORRUPT, "bundle reference out of range"),
 		       CAIRN_ECORRUPT;
-	int r = write_full(fd, c->bundle.data + e->bundle_off, e->size);
+	r = write_full(fd, bundle->data + e->bundle_off, e->size);
 	if (r < 0)
 		return fail(c, e->path, r, "write: %s", strerror(-r)), r;
 	c->opts->bytes += e->size;
@@ -493,7 +524,8 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 		close(c.pdir_fd);
 	free(c.pdir_path);
 	free(c.found);
-	buf_free(&c.bundle);
+	for (size_t i = 0; i < BUNDLE_SLOTS; i++)
+		buf_free(&c.bundles[i].data);
 	buf_free(&c.chunk);
 	close(c.rootfd);
 	if (r < 0)

@@ -1,0 +1,86 @@
+#!/bin/bash
+# bench/restore.sh - restore throughput of the tree's cairn against a
+# baseline binary, on the bench corpus, alternating in one run, with the
+# machine's ceiling from bench/limit.sh for the ratio.
+#
+# Steps: build (out of tree), back up the corpus once into a fresh store
+# (with the tree's binary), run the limit probe, then CAIRN_BENCH_ROUNDS
+# rounds of `cairn restore ds@1 DIR` into a fresh directory, baseline then
+# tree.  Nothing is deleted on the target filesystem between timed steps
+# (ext4 makes new inodes slow for a minute after a mass deletion; see
+# bench/backup.sh), so all restore directories stay until the end.  The
+# first restore of the tree's binary is compared with the corpus (diff -r).
+#
+# Environment:
+#   CAIRN_BENCH_DIR     base directory (default /var/tmp/cairn-bench)
+#   CAIRN_BENCH_CORPUS  corpus (default $CAIRN_BENCH_DIR/corpus; bench/backup.sh
+#                       builds it)
+#   CAIRN_BENCH_BIN     binary to measure (default: the tree, built into
+#                       $CAIRN_BENCH_DIR/restore-build)
+#   CAIRN_BENCH_BASE    baseline binary (e.g. a build of main); none = only
+#                       the tree's binary is timed
+#   CAIRN_BENCH_ROUNDS  rounds (default 2)
+# Under root the timed steps run at nice -10 in their own session, as in
+# bench/backup.sh.  MB = 10^6 bytes of restored file data.
+set -euo pipefail
+export LC_ALL=C
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BASE=${CAIRN_BENCH_DIR:-/var/tmp/cairn-bench}
+CORPUS=${CAIRN_BENCH_CORPUS:-$BASE/corpus}
+WORK=$BASE/restore-work
+ROUNDS=${CAIRN_BENCH_ROUNDS:-2}
+die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+[ -d "$CORPUS" ] || die "$CORPUS: no corpus (bench/backup.sh builds one)"
+if [ -n "${CAIRN_BENCH_BIN:-}" ]; then
+	NEW=$CAIRN_BENCH_BIN
+else
+	NEW=$BASE/restore-build/cairn
+	make -s -C "$ROOT" B="$BASE/restore-build" "$NEW" >&2 || die "make failed"
+fi
+OLD=${CAIRN_BENCH_BASE:-}
+PRIO=()
+if [ "$(id -u)" = 0 ]; then
+	PRIO=(setsid -w bash -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec nice -n "$0" "$@"' -10)
+fi
+LIMIT_PRIO=(${PRIO[@]+"${PRIO[@]}"})
+. "$ROOT/bench/limit.sh"
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+trap 'rm -rf "$WORK"' EXIT
+STORE=$WORK/store
+"$NEW" -s "$STORE" init >/dev/null
+"$NEW" -s "$STORE" create -o source="$CORPUS" ds >/dev/null
+echo "backing up the corpus once ($(date -u +%H:%M:%S))" >&2
+"$NEW" -s "$STORE" snapshot ds@1 >/dev/null 2>"$WORK/snapshot.err" ||
+	grep -q 'snapshot taken' "$WORK/snapshot.err" || die "backup failed"
+limit_probe "$CORPUS" "$BASE/restore-build" || die "limit probe failed"
+
+# restored file bytes (what MB/s counts): regular files, each inode once
+bytes_of() { find "$1" -type f -printf '%i %s\n' | sort -u -k1,1n | awk '{s+=$2} END {printf "%.0f\n", s}'; }
+
+echo "restore ds@1, $ROUNDS rounds; limit $LIMIT_LINE"
+printf '%-8s %5s %8s %7s %7s %8s %8s %7s  %s\n' bin round wall_s user_s sys_s rss_MiB MB/s /limit load
+declare -A SUM
+run() { # run NAME BIN ROUND
+	local name=$1 bin=$2 i=$3 dir=$WORK/r-$1-$3 load t
+	sync
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	"${PRIO[@]}" /usr/bin/time -o "$WORK/time" -f '%e %U %S %M' "$bin" -s "$STORE" restore ds@1 "$dir" ||
+		die "$name: restore failed"
+	read -r wall user sys rss <"$WORK/time"
+	[ -n "${BYTES:-}" ] || BYTES=$(bytes_of "$dir")
+	mbs=$(awk -v b="$BYTES" -v s="$wall" 'BEGIN {printf "%.1f", b / s / 1e6}')
+	printf '%-8s %5s %8s %7s %7s %8s %8s %7s  %s\n' "$name" "$i" "$wall" "$user" "$sys" \
+		"$((rss / 1024))" "$mbs" "$(awk -v m="$mbs" -v l="$LIMIT_MBS" 'BEGIN {printf "%.2f", m / l}')" "$load"
+	SUM[$name]=$(awk -v a="${SUM[$name]:-0}" -v s="$wall" 'BEGIN {print a + s}')
+}
+for i in $(seq 1 "$ROUNDS"); do
+	[ -z "$OLD" ] || run base "$OLD" "$i"
+	run tree "$NEW" "$i"
+	if [ "$i" = 1 ]; then
+		diff -r --no-dereference "$CORPUS" "$WORK/r-tree-1" >/dev/null || die "restore differs from the corpus"
+	fi
+done
+echo "restored bytes: $BYTES; date $(date -u '+%Y-%m-%d %H:%M UTC'); uptime: $(uptime)"
+[ -z "$OLD" ] || echo "base / tree wall time (sum of rounds): $(awk -v a="${SUM[base]}" -v b="${SUM[tree]}" 'BEGIN {printf "%.2f", a / b}')x"
