@@ -47,13 +47,24 @@ STATIC ?= 1
 ifeq ($(STATIC),1)
 # libcurl and libxml2 (S3 only) are not linked: cli/lazy_libs.c opens them
 # on first use, as their dependency chain is most of a short command's cost.
-CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -Wl,-Bdynamic -lcrypto -lz -ldl -lm -pthread
+# libcrypto and libfuse3 are linked statically too (binding libcrypto's
+# symbols at exec cost a listing ~2 ms of CPU).
+CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -lcrypto -Wl,-Bdynamic -lz -ldl -lm -pthread
+# Not a PIE: a PIE's ~19,000 relative relocations (libcrypto and SQLite
+# function tables) are applied at every exec, each written page a
+# copy-on-write fault (~20 us each on this VM): ~100 faults per process.
+# The price is a fixed load address for the command's own code; PIE=1
+# builds a PIE (BENCHMARKS.md, "Listing process floor, second cut").
+PIE ?= 0
+ifneq ($(PIE),1)
+CLI_LDFLAGS := -no-pie
+endif
 else
 CLI_LIBS := $(LDLIBS)
 CLI_OBJ := $(filter-out $(B)/cli/lazy_libs.o,$(CLI_OBJ))
 endif
 $(B)/cairn: $(CLI_OBJ) $(B)/libcairn.a
-	$(CC) -o $@ $(CLI_OBJ) $(B)/libcairn.a $(CLI_LIBS)
+	$(CC) $(CLI_LDFLAGS) -o $@ $(CLI_OBJ) $(B)/libcairn.a $(CLI_LIBS)
 
 $(B)/cairn.pc: Makefile
 	@mkdir -p $(B)
@@ -143,6 +154,9 @@ check-s3: deps
 # cairn mount: libfuse3 for the command only (libcairn does not depend on it).
 FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS := $(shell pkg-config --libs fuse3 2>/dev/null)
+ifeq ($(STATIC)$(if $(FUSE_LIBS),y),1y)
+FUSE_LIBS := -Wl,-Bstatic -lfuse3 -Wl,-Bdynamic -lpthread -ldl -lrt
+endif
 $(B)/cli/fusefs.o: CFLAGS += $(FUSE_CFLAGS)
 $(B)/cairn: CLI_LIBS += $(FUSE_LIBS)
 

@@ -8,7 +8,9 @@
 #
 #   exec        BIN --help                    (exec + loader + argument parsing)
 #   open+query  BIN list -H -p -t snapshot -d 1 -o name ds   (3 snapshots)
-#   /bin/true   the machine's own exec floor
+#   /bin/true   the machine's own exec floor (x true: the ratio to it)
+#
+# Each binary lists a store it made itself (init, create, 3 snapshots).
 #
 # usage: bench/floor.sh [-n N] BIN [BIN...]
 set -euo pipefail
@@ -21,11 +23,18 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/cairn-floor.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 mkdir -p "$W/src"
 echo x >"$W/src/f"
-"$1" -s "$W/s" init >/dev/null
-"$1" -s "$W/s" create -o source="$W/src" ds
-for i in 1 2 3; do "$1" -s "$W/s" snapshot "ds@$i" >/dev/null; done
+# One store per binary, made by that binary: what a command leaves behind
+# (a WAL to replay, or none) is part of what the next one pays.
+k=0
+for bin in "$@"; do
+	k=$((k + 1))
+	"$bin" -s "$W/s$k" init >/dev/null
+	"$bin" -s "$W/s$k" create -o source="$W/src" ds
+	for i in 1 2 3; do "$bin" -s "$W/s$k" snapshot "ds@$i" >/dev/null; done
+done
 
-# measure LABEL CMD...: "| label | CPU ms | wall ms | load |"
+# measure LABEL CMD...: "| label | CPU ms | x /bin/true | wall ms | load |"
+TRUE_CPU=
 measure() {
 	local label=$1 out cpu wall
 	shift
@@ -40,16 +49,21 @@ measure() {
 	for ((i = 0; i < N; i++)); do "$@" >/dev/null; done
 	t1=$(date +%s%N)
 	wall=$(awk -v a="$t0" -v b="$t1" -v n="$N" 'BEGIN {printf "%.2f", (b - a) / n / 1e6}')
-	printf '| %-44s | %7s | %7s | %-16s |\n' "$label" "$cpu" "$wall" "$(cut -d' ' -f1-3 /proc/loadavg)"
+	[ -n "$TRUE_CPU" ] || TRUE_CPU=$cpu
+	printf '| %-44s | %7s | %7s | %7s | %-16s |\n' "$label" "$cpu" \
+		"$(awk -v a="$cpu" -v b="$TRUE_CPU" 'BEGIN {printf "%.2f", a / b}')" "$wall" \
+		"$(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 echo "bench/floor.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $N runs each, $(nproc) CPUs"
-echo "| command                                      |  CPU ms | wall ms | load             |"
-echo "|----------------------------------------------|---------|---------|------------------|"
+echo "| command                                      |  CPU ms | x true  | wall ms | load             |"
+echo "|----------------------------------------------|---------|---------|---------|------------------|"
 measure "/bin/true" /bin/true
+k=0
 for bin in "$@"; do
+	k=$((k + 1))
 	measure "$(basename "$bin"): --help" "$bin" --help
-	measure "$(basename "$bin"): list 3 snapshots" "$bin" -s "$W/s" list -H -p -t snapshot -d 1 -o name ds
+	measure "$(basename "$bin"): list 3 snapshots" "$bin" -s "$W/s$k" list -H -p -t snapshot -d 1 -o name ds
 done
 for bin in "$@"; do
 	echo "$(basename "$bin"): $(ldd "$bin" | wc -l) shared objects mapped at exec"

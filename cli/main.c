@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -292,6 +293,10 @@ int cli_run_verb(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* No up-front bulk of 20 page-cache slots per connection: a short
+	 * command reads a handful of pages, and every fresh heap page costs a
+	 * page fault (issue 16, BENCHMARKS.md "Listing process floor"). */
+	sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, 0);
 	if (argc > 0 && zfs_compat_invoked(argv[0]))
 		return zfs_compat_main(argc, argv);
 	const char *store = NULL;

@@ -88,6 +88,10 @@ int catalog_rprop_replace(catalog_t *c, int64_t ds, const char *const *names,
 /* Sets or clears the mask (plain inherit / inherit -S) of a received value. */
 int catalog_rprop_mask(catalog_t *c, int64_t ds, const char *name, bool masked);
 bool catalog_has_rprop(catalog_t *c);
+/* False when the hold table had no temporary hold (pid != 0) as the
+ * catalog was opened and no write transaction has begun on it since; true
+ * otherwise, or when that could not be read. */
+bool catalog_may_have_temp_holds(catalog_t *c);
 
 int catalog_snap_lookup(catalog_t *c, int64_t ds, const char *name, snap_row_t *out);
 /* The snapshot of ds with the highest createtxg below before_txg

@@ -429,6 +429,10 @@ int hold_reap(cairn_store *st)
 		owner_dir_scan(dfd, NULL, NULL);
 		close(dfd);
 	}
+	/* Every command opens the store through here: with no temporary
+	 * hold in the catalog there is no row to judge, so no query. */
+	if (!catalog_may_have_temp_holds(st->cat))
+		return 0;
 	sqlite3_stmt *s;
 	if (sqlite3_prepare_v2(catalog_db(st->cat),
 			       "SELECT DISTINCT pid, pstart FROM hold WHERE pid != 0", -1, &s, NULL))

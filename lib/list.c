@@ -34,8 +34,12 @@ struct cairn_list {
 	uint32_t bsize;
 	int64_t btime_ns;
 	uint64_t batches;
-	sqlite3_stmt *snaps, *ds, *agg, *one, *bms;
+	sqlite3_stmt *snaps, *ds, *agg, *one, *bms; /* those the units need */
+	bool prepared;
 };
+
+static const uint32_t DS_AGG_FIELDS = 1u << CAIRN_F_USED | 1u << CAIRN_F_REFERENCED |
+				      1u << CAIRN_F_LOGICALREFERENCED;
 
 static int unit_add(cairn_list *l, const unit_t *u)
 {
@@ -218,12 +222,25 @@ static int prepare(cairn_list *l)
 		"SELECT id, name, guid, createtxg, creation, referenced FROM bookmark"
 		" WHERE dataset = ?1 AND (createtxg, id) > (?2, ?3) AND (?4 = 0 OR id = ?4)"
 		" ORDER BY createtxg, id LIMIT ?5";
-	if (sqlite3_prepare_v3(db, bms, -1, SQLITE_PREPARE_PERSISTENT, &l->bms, NULL) ||
-	    sqlite3_prepare_v3(db, snaps, -1, SQLITE_PREPARE_PERSISTENT, &l->snaps, NULL) ||
+	/* Only the statements this listing's units will run: compiling SQL is
+	 * a good part of a short listing's fixed cost. */
+	bool ds_rows = false, snap_rows = false, bm_rows = false;
+	for (size_t i = 0; i < l->nunits; i++) {
+		ds_rows |= l->units[i].ds_row;
+		snap_rows |= l->units[i].snaps;
+		bm_rows |= l->units[i].bms;
+	}
+	bool need_agg = ds_rows && (l->spec.fields & DS_AGG_FIELDS);
+	bool need_one = snap_rows && l->spec.reference;
+	bool need_snaps = snap_rows && !l->spec.reference;
+	if ((bm_rows && sqlite3_prepare_v3(db, bms, -1, SQLITE_PREPARE_PERSISTENT, &l->bms, NULL)) ||
+	    (need_snaps &&
+	     sqlite3_prepare_v3(db, snaps, -1, SQLITE_PREPARE_PERSISTENT, &l->snaps, NULL)) ||
 	    sqlite3_prepare_v3(db, ds, -1, SQLITE_PREPARE_PERSISTENT, &l->ds, NULL) ||
-	    sqlite3_prepare_v3(db, agg, -1, SQLITE_PREPARE_PERSISTENT, &l->agg, NULL) ||
-	    sqlite3_prepare_v3(db, one, -1, SQLITE_PREPARE_PERSISTENT, &l->one, NULL))
+	    (need_agg && sqlite3_prepare_v3(db, agg, -1, SQLITE_PREPARE_PERSISTENT, &l->agg, NULL)) ||
+	    (need_one && sqlite3_prepare_v3(db, one, -1, SQLITE_PREPARE_PERSISTENT, &l->one, NULL)))
 		return store_err(l->st, -EIO, "catalog: %s", catalog_errmsg(l->st->cat));
+	l->prepared = true;
 	return 0;
 }
 
@@ -252,8 +269,9 @@ int cairn_list_open(cairn_store *st, const cairn_list_spec *spec, cairn_list **o
 			      "batch time %lld us is out of range (allowed 1..100000)", (long long)bt);
 	l->bsize = bs;
 	l->btime_ns = bt * 1000;
-	if (r == 0)
-		r = prepare(l);
+	/* The statements are compiled by the first cairn_list_next(), for
+	 * the planned units: a caller that only checks what a root names
+	 * (cmd_list's root_exists) compiles none. */
 	if (r == 0)
 		r = plan(l);
 	if (r < 0) {
@@ -355,9 +373,6 @@ static void set_field(cairn_list_batch *b, uint32_t fields, int f, uint64_t v)
 	if (fields & (1u << f))
 		b->field[f][b->n - 1] = v;
 }
-
-static const uint32_t DS_AGG_FIELDS = 1u << CAIRN_F_USED | 1u << CAIRN_F_REFERENCED |
-				      1u << CAIRN_F_LOGICALREFERENCED;
 
 /* Emits the dataset's own row.  Returns 1 if emitted, 0 if it is gone. */
 static int emit_dataset(cairn_list *l, const unit_t *u, const char *name,
@@ -626,7 +641,10 @@ int cairn_list_next(cairn_list *l, cairn_list_cursor *c, cairn_list_batch *b)
 	b->arena_len = 0;
 	if (c->unit >= l->nunits)
 		return 0;
-	int r = batch_reserve(b, l->spec.fields, l->bsize);
+	int r = l->prepared ? 0 : prepare(l);
+	if (r < 0)
+		return r;
+	r = batch_reserve(b, l->spec.fields, l->bsize);
 	if (r < 0)
 		return r;
 	r = catalog_begin_read(l->st->cat);
