@@ -50,12 +50,12 @@ ifeq ($(STATIC),1)
 # libcrypto and libfuse3 are linked statically too (binding libcrypto's
 # symbols at exec cost a listing ~2 ms of CPU).
 CLI_LIBS := -Wl,-Bstatic -lsqlite3 -lzstd -lxxhash -lkeyutils -lcrypto -Wl,-Bdynamic -lz -ldl -lm -pthread
-# Not a PIE: a PIE's ~19,000 relative relocations (libcrypto and SQLite
-# function tables) are applied at every exec, each written page a
-# copy-on-write fault (~20 us each on this VM): ~100 faults per process.
-# The price is a fixed load address for the command's own code; PIE=1
-# builds a PIE (BENCHMARKS.md, "Listing process floor, second cut").
-PIE ?= 0
+# A PIE by default: the command parses untrusted streams, so its own code
+# keeps a random load address.  PIE=0 trades that for a faster start: a
+# PIE's ~19,000 relative relocations (libcrypto and SQLite function tables)
+# are applied at every exec, each written page a copy-on-write fault (~20 us
+# each on this VM) (BENCHMARKS.md, "Listing process floor, second cut").
+PIE ?= 1
 ifneq ($(PIE),1)
 CLI_LDFLAGS := -no-pie
 endif
