@@ -52,14 +52,11 @@ command -v python3 >/dev/null || die "needs python3"
 
 # ---- build ----
 say "building into $BASE/build"
-make -s -C "$ROOT" B="$BASE/build" "$BASE/build/libcairn.a" "$BASE/build/cairn" >&2 || die "make failed"
+# mkstore links with the library like the command (the Makefile's bench rule).
+make -s -C "$ROOT" B="$BASE/build" "$BASE/build/cairn" "$BASE/build/bench/mkstore" >&2 ||
+	die "make failed"
 CAIRN=${CAIRN_BENCH_BIN:-$BASE/build/cairn}
-PKGS="libzstd libxxhash sqlite3 libcrypto libcurl libxml-2.0 libkeyutils"
-# shellcheck disable=SC2046
-cc -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread \
-	-I"$ROOT/include" -I"$ROOT/lib" $(pkg-config --cflags $PKGS) \
-	-o "$BASE/mkstore" "$ROOT/bench/mkstore.c" "$BASE/build/libcairn.a" \
-	$(pkg-config --libs $PKGS) -pthread || die "building mkstore failed"
+MKSTORE=$BASE/build/bench/mkstore
 
 # ---- store ----
 PARAMS="$N 2 5 $((N / 10)) $((N / 20)) 150"
@@ -69,7 +66,7 @@ else
 	rm -rf "$STORE" "$STORE.complete"
 	say "making $STORE: mkstore $PARAMS"
 	# shellcheck disable=SC2086
-	nice -n 10 "$BASE/mkstore" "$STORE" $PARAMS >"$LOG/mkstore" 2>&1 || die "mkstore failed: $(cat "$LOG/mkstore")"
+	nice -n 10 "$MKSTORE" "$STORE" $PARAMS >"$LOG/mkstore" 2>&1 || die "mkstore failed: $(cat "$LOG/mkstore")"
 	echo "$PARAMS" >"$STORE.complete"
 fi
 

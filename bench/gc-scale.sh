@@ -92,14 +92,11 @@ attach() {
 
 # ---- build ----
 say "building into $BASE/build"
-make -s -C "$ROOT" B="$BASE/build" "$BASE/build/libcairn.a" "$BASE/build/cairn" >&2 || die "make failed"
+# mkstore links with the library like the command (the Makefile's bench rule).
+make -s -C "$ROOT" B="$BASE/build" "$BASE/build/cairn" "$BASE/build/bench/mkstore" >&2 ||
+	die "make failed"
 CAIRN=${CAIRN_BENCH_BIN:-$BASE/build/cairn}
-PKGS="libzstd libxxhash sqlite3 libcrypto libcurl libxml-2.0 libkeyutils"
-# shellcheck disable=SC2046
-cc -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread \
-	-I"$ROOT/include" -I"$ROOT/lib" $(pkg-config --cflags $PKGS) \
-	-o "$BASE/mkstore" "$ROOT/bench/mkstore.c" "$BASE/build/libcairn.a" \
-	$(pkg-config --libs $PKGS) -pthread || die "building mkstore failed"
+MKSTORE=$BASE/build/bench/mkstore
 
 # ---- stores ----
 # make_store N: builds $MNT/N/store unless it is complete.
@@ -115,7 +112,7 @@ make_store() {
 	local t0
 	t0=$(date +%s)
 	# shellcheck disable=SC2086
-	nice -n 10 "$BASE/mkstore" "$dir" $params >"$LOG/mkstore.$n" 2>&1 || die "mkstore failed: $(cat "$LOG/mkstore.$n")"
+	nice -n 10 "$MKSTORE" "$dir" $params >"$LOG/mkstore.$n" 2>&1 || die "mkstore failed: $(cat "$LOG/mkstore.$n")"
 	say "made in $(($(date +%s) - t0)) s: $(tr '\n' ' ' <"$LOG/mkstore.$n")"
 	echo "$params" >"$dir.complete"
 }

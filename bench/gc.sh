@@ -44,14 +44,11 @@ command -v python3 >/dev/null || die "needs python3"
 
 # ---- build ----
 say "building into $BASE/build"
-make -s -C "$ROOT" B="$BASE/build" "$BASE/build/libcairn.a" "$BASE/build/cairn" >&2 || die "make failed"
+# mkstore links with the library like the command (the Makefile's bench rule).
+make -s -C "$ROOT" B="$BASE/build" "$BASE/build/cairn" "$BASE/build/bench/mkstore" >&2 ||
+	die "make failed"
 CAIRN=${CAIRN_BENCH_BIN:-$BASE/build/cairn}
-PKGS="libzstd libxxhash sqlite3 libcrypto libcurl libxml-2.0 libkeyutils"
-# shellcheck disable=SC2046
-cc -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread \
-	-I"$ROOT/include" -I"$ROOT/lib" $(pkg-config --cflags $PKGS) \
-	-o "$BASE/mkstore" "$ROOT/bench/mkstore.c" "$BASE/build/libcairn.a" \
-	$(pkg-config --libs $PKGS) -pthread || die "building mkstore failed"
+MKSTORE=$BASE/build/bench/mkstore
 
 # ---- stores ----
 # make_store DIR CHUNKS SHARED SLIDE: (re)builds DIR unless it is complete.
@@ -65,7 +62,7 @@ make_store() {
 	say "making $dir: mkstore $params"
 	local t0=$(date +%s)
 	# shellcheck disable=SC2086
-	"$BASE/mkstore" "$dir" $params >"$LOG/mkstore.$(basename "$dir")" || die "mkstore failed"
+	"$MKSTORE" "$dir" $params >"$LOG/mkstore.$(basename "$dir")" || die "mkstore failed"
 	say "made in $(($(date +%s) - t0)) s"
 	echo "$params" >"$stamp"
 }

@@ -20,32 +20,8 @@
 #   CAIRN_BENCH_ROUNDS  rounds (default 2)
 # Under root the timed steps run at nice -10 in their own session, as in
 # bench/backup.sh.  MB = 10^6 bytes of corpus file data.
-set -euo pipefail
-export LC_ALL=C
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BASE=${CAIRN_BENCH_DIR:-/var/tmp/cairn-bench}
-CORPUS=${CAIRN_BENCH_CORPUS:-$BASE/corpus}
-WORK=$BASE/recv-work
-ROUNDS=${CAIRN_BENCH_ROUNDS:-2}
-die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
-[ -d "$CORPUS" ] || die "$CORPUS: no corpus (bench/backup.sh builds one)"
-if [ -n "${CAIRN_BENCH_BIN:-}" ]; then
-	NEW=$CAIRN_BENCH_BIN
-else
-	NEW=$BASE/recv-build/cairn
-	make -s -C "$ROOT" B="$BASE/recv-build" "$NEW" >&2 || die "make failed"
-fi
-OLD=${CAIRN_BENCH_BASE:-}
-PRIO=()
-if [ "$(id -u)" = 0 ]; then
-	PRIO=(setsid -w bash -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec nice -n "$0" "$@"' -10)
-fi
-LIMIT_PRIO=(${PRIO[@]+"${PRIO[@]}"})
-. "$ROOT/bench/limit.sh"
-
-rm -rf "$WORK"
-mkdir -p "$WORK"
-trap 'rm -rf "$WORK"' EXIT
+NAME=recv
+. "$(dirname "$0")/ab-setup.sh"
 SRC=$WORK/src
 "$NEW" -s "$SRC" init >/dev/null
 "$NEW" -s "$SRC" create -o source="$CORPUS" ds >/dev/null
@@ -56,7 +32,7 @@ GUID=$("$NEW" -s "$SRC" list -H -p -o guid ds@1)
 "$NEW" -s "$SRC" send ds@1 >"$WORK/stream" || die "send failed"
 STREAM=$(stat -c %s "$WORK/stream")
 BYTES=$(find "$CORPUS" -type f -printf '%i %s\n' | sort -u -k1,1n | awk '{s+=$2} END {printf "%.0f\n", s}')
-limit_probe "$CORPUS" "$BASE/recv-build" || die "limit probe failed"
+limit_probe "$CORPUS" "$BUILD" || die "limit probe failed"
 
 echo "send|recv and recv<file of ds@1 ($STREAM bytes of stream), $ROUNDS rounds; limit $LIMIT_LINE"
 printf '%-6s %-10s %5s %8s %7s %7s %8s %8s %7s  %s\n' bin step round wall_s user_s sys_s rss_MiB MB/s /limit load

@@ -22,39 +22,15 @@
 #   CAIRN_BENCH_ROUNDS  rounds (default 2)
 # Under root the timed steps run at nice -10 in their own session, as in
 # bench/backup.sh.  MB = 10^6 bytes of restored file data.
-set -euo pipefail
-export LC_ALL=C
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BASE=${CAIRN_BENCH_DIR:-/var/tmp/cairn-bench}
-CORPUS=${CAIRN_BENCH_CORPUS:-$BASE/corpus}
-WORK=$BASE/restore-work
-ROUNDS=${CAIRN_BENCH_ROUNDS:-2}
-die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
-[ -d "$CORPUS" ] || die "$CORPUS: no corpus (bench/backup.sh builds one)"
-if [ -n "${CAIRN_BENCH_BIN:-}" ]; then
-	NEW=$CAIRN_BENCH_BIN
-else
-	NEW=$BASE/restore-build/cairn
-	make -s -C "$ROOT" B="$BASE/restore-build" "$NEW" >&2 || die "make failed"
-fi
-OLD=${CAIRN_BENCH_BASE:-}
-PRIO=()
-if [ "$(id -u)" = 0 ]; then
-	PRIO=(setsid -w bash -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec nice -n "$0" "$@"' -10)
-fi
-LIMIT_PRIO=(${PRIO[@]+"${PRIO[@]}"})
-. "$ROOT/bench/limit.sh"
-
-rm -rf "$WORK"
-mkdir -p "$WORK"
-trap 'rm -rf "$WORK"' EXIT
+NAME=restore
+. "$(dirname "$0")/ab-setup.sh"
 STORE=$WORK/store
 "$NEW" -s "$STORE" init >/dev/null
 "$NEW" -s "$STORE" create -o source="$CORPUS" ds >/dev/null
 echo "backing up the corpus once ($(date -u +%H:%M:%S))" >&2
 "$NEW" -s "$STORE" snapshot ds@1 >/dev/null 2>"$WORK/snapshot.err" ||
 	grep -q 'snapshot taken' "$WORK/snapshot.err" || die "backup failed"
-limit_probe "$CORPUS" "$BASE/restore-build" || die "limit probe failed"
+limit_probe "$CORPUS" "$BUILD" || die "limit probe failed"
 
 # restored file bytes (what MB/s counts): regular files, each inode once
 bytes_of() { find "$1" -type f -printf '%i %s\n' | sort -u -k1,1n | awk '{s+=$2} END {printf "%.0f\n", s}'; }
