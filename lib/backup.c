@@ -52,6 +52,7 @@ typedef struct pending {
 	bool dropped;   /* could not be read: left out of the snapshot */
 	bool unchanged; /* matches its previous entry */
 	bool kept;      /* a bundle member left where it was: in its previous bundle */
+	bool judged;    /* keep_unchanged decided for its previous bundle */
 	bool prev_bundle;
 	chunk_ref_t pref; /* previous bundle ref, when prev_bundle */
 	uint32_t poff;
@@ -712,23 +713,24 @@ static int keep_unchanged(bctx_t *c, group_t *g)
 	int kept = 0;
 	for (size_t i = 0; i < g->npend; i++) {
 		pending_t *p = &g->pend[i];
-		if (!p->small || !p->unchanged || !p->prev_bundle || p->kept)
+		if (!p->small || !p->unchanged || !p->prev_bundle || p->judged)
 			continue;
+		/* Judged once per bundle, for all its members in the group. */
 		uint64_t live;
 		int r = bundle_live(c, g, &p->pref, &live);
 		if (r < 0)
 			return r;
-		if (2 * live < p->pref.plain_len)
-			continue;
-		r = reuse_ref(c, &p->pref);
-		if (r == -ENOMEM)
+		bool keep = 2 * live >= p->pref.plain_len;
+		if (keep && (r = reuse_ref(c, &p->pref)) == -ENOMEM)
 			return r;
-		if (r < 0)
-			continue; /* gone or damaged: read the files again */
+		keep = keep && r == 0; /* gone or damaged: read the files again */
 		for (size_t k = i; k < g->npend; k++) {
 			pending_t *q = &g->pend[k];
 			if (!q->small || !q->unchanged || !q->prev_bundle ||
 			    digest_cmp(&q->pref.digest, &p->pref.digest))
+				continue;
+			q->judged = true;
+			if (!keep)
 				continue;
 			q->kept = true;
 			q->e.content = TREE_CONTENT_BUNDLE;

@@ -1595,7 +1595,6 @@ out:
 	return r;
 }
 
-
 static int source_not_on_target(rctx_t *c, const char *dsname, uint64_t fromguid)
 {
 	return store_err(c->st, -ENOENT,
@@ -1621,6 +1620,7 @@ static bool source_missing(rctx_t *c, const psnap_t *s)
 	ds_row_clear(&ds);
 	return missing;
 }
+
 static int read_snapend(rctx_t *c)
 {
 	uint64_t g = sr_u64(&c->rd);
