@@ -40,6 +40,7 @@
 #include "store.h"
 #include "pool.h"
 #include "snapshot.h"
+#include "statahead.h"
 #include "writer.h"
 
 /* Bundle rules; changing them changes bundle boundaries (not the format). */
@@ -133,6 +134,7 @@ typedef struct bctx {
 	carry_t carry;
 	bundleuse_t use;
 	pool_t *pool;
+	statahead_t *sa; /* incremental walks: a second thread stats ahead */
 	struct inflight {
 		chunkjob_t *job;
 		group_t *g;   /* the group of the entry the job belongs to */
@@ -951,6 +953,15 @@ static int read_xattrs(const char *full, tree_entry_t *e)
 	return 0;
 }
 
+/* read_xattrs for path under the source root (the xattr calls take whole
+ * paths, and only a changed object needs them). */
+static int read_xattrs_at(const bctx_t *c, const char *path, tree_entry_t *e)
+{
+	char full[PATH_MAX * 2];
+	snprintf(full, sizeof(full), "%s%s%s", c->root, *path ? "/" : "", path);
+	return read_xattrs(full, e);
+}
+
 static int copy_xattrs(tree_entry_t *e, const tree_entry_t *prev)
 {
 	if (!prev->nxattr)
@@ -1062,8 +1073,6 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 		return -ENOMEM;
 	const tree_entry_t *prev = prev_find(c, path);
 	bool unchanged = prev && same_file(e, prev);
-	char full[PATH_MAX * 2];
-	snprintf(full, sizeof(full), "%s%s%s", c->root, *path ? "/" : "", path);
 	int r = 0;
 	if (e->type == TREE_SYMLINK && unchanged && prev->link) {
 		/* A symlink's target cannot change in place: a new one is a new
@@ -1081,7 +1090,7 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 		}
 	}
 	if (r == 0)
-		r = unchanged ? copy_xattrs(e, prev) : read_xattrs(full, e);
+		r = unchanged ? copy_xattrs(e, prev) : read_xattrs_at(c, path, e);
 	if (r == 0 && e->type == TREE_REG && st->st_nlink > 1) {
 		const char *first = hardlink_find(c, st);
 		if (first) {
@@ -1135,15 +1144,37 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	return 0;
 }
 
-/* O_NOATIME keeps the backup from changing the atimes it records, so an
- * unchanged tree stays byte-identical (and deduplicates) next time. */
-static int open_dir(int dfd, const char *name)
+static int walk(bctx_t *c, sa_dir_t *d, const char *dirpath);
+
+/* dir/name into buf (just name at the root), truncated to fit; returns
+ * the length the whole path needs, as snprintf would.  The walk builds one
+ * per object, so it avoids snprintf's format parsing. */
+static size_t path_join(char *buf, size_t size, const char *dir, size_t dirlen, const char *name)
 {
-	int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-	int fd = openat(dfd, name, flags | O_NOATIME);
-	if (fd < 0 && errno == EPERM)
-		fd = openat(dfd, name, flags);
-	return fd;
+	size_t namelen = strlen(name), need = dirlen + (dirlen ? 1 : 0) + namelen;
+	if (need >= size) {
+		snprintf(buf, size, "%s%s%s", dir, dirlen ? "/" : "", name);
+		return need;
+	}
+	memcpy(buf, dir, dirlen);
+	size_t at = dirlen;
+	if (dirlen)
+		buf[at++] = '/';
+	memcpy(buf + at, name, namelen + 1);
+	return need;
+}
+
+/* Enters subdirectory i of d; one that cannot be opened or listed is left
+ * out with a warning, like any unreadable object. */
+static int walk_into(bctx_t *c, sa_dir_t *d, size_t i, const char *path)
+{
+	sa_dir_t *sub;
+	int r = sa_enter(c->sa, d, i, &sub);
+	if (r < 0)
+		return r == -ENOMEM ? r : skip_item(c, path, r);
+	r = walk(c, sub, path);
+	sa_leave(c->sa, sub);
+	return r;
 }
 
 /* Reads the directory's .cairnignore; a bad line is reported, not fatal. */
@@ -1161,51 +1192,57 @@ static int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath, const dir
 	return r;
 }
 
-static int walk(bctx_t *c, int dfd, const char *dirpath)
+/* Walks the listed directory d, whose entries' paths start with dirpath. */
+static int walk(bctx_t *c, sa_dir_t *d, const char *dirpath)
 {
-	dirlist_t l = {0};
-	int r = dirlist_read(&l, dfd);
-	if (r < 0) {
-		dirlist_free(&l);
-		return r == -ENOMEM ? r : skip_item(c, dirpath, r);
-	}
-	if ((r = exclude_walk_enter(c, dfd, dirpath, &l)) < 0) {
-		dirlist_free(&l);
+	int r = exclude_walk_enter(c, d->dfd, dirpath, &d->list);
+	if (r < 0)
 		return r;
-	}
-	char **names = l.names;
-	size_t n = l.n;
-	for (size_t i = 0; i < n && r == 0; i++) {
+	char *const *names = d->list.names;
+	size_t dirlen = strlen(dirpath);
+	for (size_t i = 0; i < d->list.n && r == 0; i++) {
 		char path[PATH_MAX];
-		int len = snprintf(path, sizeof(path), "%s%s%s", dirpath, *dirpath ? "/" : "",
-				   names[i]);
-		if (len >= (int)sizeof(path) || len > TREE_MAX_PATH) {
+		size_t len = path_join(path, sizeof(path), dirpath, dirlen, names[i]);
+		if (len >= sizeof(path) || len > TREE_MAX_PATH) {
 			r = skip_item(c, path, -ENAMETOOLONG);
 			continue;
 		}
 		struct stat st;
-		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			r = skip_item(c, path, -errno);
+		int e = sa_dir_stat(d, i, &st);
+		if (e < 0) {
+			r = skip_item(c, path, e);
 			continue;
 		}
 		if (exclude_match(c->excl, path, names[i], S_ISDIR(st.st_mode))) {
 			c->excluded++;
 			continue;
 		}
-		r = visit(c, dfd, names[i], path, &st);
+		r = visit(c, d->dfd, names[i], path, &st);
 		/* Stay on one filesystem, as a ZFS dataset would. */
-		if (r == 0 && S_ISDIR(st.st_mode) && st.st_dev == c->rootdev) {
-			int sub = open_dir(dfd, names[i]);
-			if (sub < 0)
-				r = skip_item(c, path, -errno);
-			else {
-				r = walk(c, sub, path);
-				close(sub);
-			}
-		}
+		if (r == 0 && S_ISDIR(st.st_mode) && st.st_dev == c->rootdev)
+			r = walk_into(c, d, i, path);
 	}
 	exclude_leave(c->excl);
-	dirlist_free(&l);
+	return r;
+}
+
+/* Walks the source's root directory fd.  An incremental walk is bound by
+ * its system calls, so a helper thread lists and stats ahead of it; a
+ * first backup is bound by reading files and leaves that core to the pool. */
+static int walk_root(bctx_t *c, int fd)
+{
+	if (c->prev.roots.len && statahead_start(c->rootdev, &c->sa) < 0)
+		c->sa = NULL;
+	sa_dir_t *d;
+	int r = sa_root(c->sa, fd, &d);
+	if (r < 0) {
+		r = r == -ENOMEM ? r : skip_item(c, "", r);
+	} else {
+		r = walk(c, d, "");
+		sa_leave(c->sa, d);
+	}
+	statahead_stop(c->sa);
+	c->sa = NULL;
 	return r;
 }
 
@@ -1298,7 +1335,7 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 	c->root = src;
 	if (j->ds.type == CAIRN_TYPE_FILESYSTEM && (r = exclude_open(c->st, &j->ds, &c->excl)) < 0)
 		return r;
-	int fd = j->ds.type == CAIRN_TYPE_FILESYSTEM ? open_dir(AT_FDCWD, src)
+	int fd = j->ds.type == CAIRN_TYPE_FILESYSTEM ? dirlist_open(AT_FDCWD, src)
 						     : open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return store_err(c->st, CAIRN_ENOSOURCE, "%s: source %s: %s", j->ds.name, src,
@@ -1331,7 +1368,7 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 		p->e.path = strdup("");
 		r = read_xattrs(src, &p->e);
 		if (r == 0)
-			r = walk(c, fd, "");
+			r = walk_root(c, fd);
 	}
 	/* The last group, then every job still running: all of the tree is
 	 * written once these return. */

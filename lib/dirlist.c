@@ -5,6 +5,7 @@
  * walk's own descriptor (no dup, fdopendir or closedir: three system calls
  * fewer per directory) into one arena (no allocation per name). */
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,4 +82,13 @@ void dirlist_free(dirlist_t *l)
 	free(l->names);
 	buf_free(&l->arena);
 	memset(l, 0, sizeof(*l));
+}
+
+int dirlist_open(int dfd, const char *name)
+{
+	int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(dfd, name, flags | O_NOATIME);
+	if (fd < 0 && errno == EPERM) /* O_NOATIME: not the owner, not root */
+		fd = openat(dfd, name, flags);
+	return fd;
 }

@@ -25,4 +25,10 @@ int dirlist_read(dirlist_t *l, int dfd);
 
 void dirlist_free(dirlist_t *l);
 
+/* Opens directory name in dfd for listing, without following a symlink
+ * and, where the caller may, without touching its atime (a walk that
+ * changed the atimes it records would never see an unchanged tree).
+ * Returns the descriptor, or -1 with errno set. */
+int dirlist_open(int dfd, const char *name);
+
 #endif

@@ -68,12 +68,14 @@ for i in $(seq 301 399); do
 	changed=$((changed + $(stat -c %s "$SRC/f$i")))
 done
 out=$(cairn snapshot -v -p tank@4 2>&1) || fail "backup after 90 changes: $out"
+out4=$out
 read4=$(echo "$out" | sed -n 's/.* files, \([0-9]*\) read,.*/\1/p')
 echo "90 changed files ($changed bytes): $read4 bytes read"
 [ -n "$read4" ] && [ "$read4" -gt "$changed" ] ||
 	fail "no unchanged neighbour was re-packed (${read4:-?} bytes read, $changed changed): a mostly superseded bundle stays alive: $out"
 out=$(cairn snapshot -v -p tank@5 2>&1) || fail "unchanged backup: $out"
-echo "$out" | grep -q ' 0 read,' || fail "an unchanged backup after a re-pack read files: $out"
+echo "$out" | grep -q ' 0 read,' ||
+	fail "an unchanged backup after a re-pack read files: $out; tank@4 was: $out4; diff -H tank@4 tank@5: $(cairn diff -H tank@4 tank@5 2>&1 | head -20)"
 
 # every snapshot restores exactly, also after its predecessors are gone
 ok cairn restore tank@5 "$TESTDIR/r5"
