@@ -244,6 +244,20 @@ static void test_existing_touch(void)
 	CHECK_EQ(chunkstore_flush(cs), 0);
 	CHECK_EQ(chunkstore_sync_count(cs), syncs);
 	chunkstore_close(cs);
+
+	/* A fresh handle has no fan-out subdirectory open: the touch goes
+	 * through the store's root, and must still set the atime (and still
+	 * tell a missing chunk). */
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	set_atime(path, old);
+	CHECK_EQ(chunkstore_touch(cs, &d), 0);
+	CHECK(labs((long)(get_atime(path) - time(NULL))) < 60);
+	digest_t gone = d;
+	gone.b[DIGEST_LEN - 1] ^= 1;
+	CHECK_EQ(chunkstore_touch(cs, &gone), -ENOENT);
+	gone.b[0] ^= 0x80; /* in a subdirectory never made */
+	CHECK_EQ(chunkstore_touch(cs, &gone), -ENOENT);
+	chunkstore_close(cs);
 	buf_free(&data);
 }
 
