@@ -1198,6 +1198,10 @@ static int walk(bctx_t *c, sa_dir_t *d, const char *dirpath)
 	int r = exclude_walk_enter(c, d->dfd, dirpath, &d->list);
 	if (r < 0)
 		return r;
+	/* The helper may read subdirectories ahead only where no exclude rule
+	 * could leave them out: it must not open what the walk skips. */
+	if (!exclude_any(c->excl))
+		sa_allow_ahead(c->sa, d);
 	char *const *names = d->list.names;
 	size_t dirlen = strlen(dirpath);
 	for (size_t i = 0; i < d->list.n && r == 0; i++) {

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,11 @@ static int add_name(dirlist_t *l, const char *name)
 
 int dirlist_read(dirlist_t *l, int dfd)
 {
+	return dirlist_read_max(l, dfd, SIZE_MAX);
+}
+
+int dirlist_read_max(dirlist_t *l, int dfd, size_t max)
+{
 	l->n = 0;
 	l->arena.len = 0;
 	l->has_ignore_file = l->has_cachedir_tag = false;
@@ -64,6 +70,10 @@ int dirlist_read(dirlist_t *l, int dfd)
 			off += d->d_reclen;
 			if (dot_or_dotdot(d->d_name))
 				continue;
+			if (l->n == max) {
+				l->n = 0;
+				return -EFBIG;
+			}
 			if (add_name(l, d->d_name) < 0) {
 				l->n = 0;
 				return -ENOMEM;

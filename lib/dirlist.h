@@ -23,6 +23,10 @@ typedef struct dirlist {
  * then empty). */
 int dirlist_read(dirlist_t *l, int dfd);
 
+/* dirlist_read that gives up with -EFBIG (the listing then empty) past max
+ * names. */
+int dirlist_read_max(dirlist_t *l, int dfd, size_t max);
+
 void dirlist_free(dirlist_t *l);
 
 /* Opens directory name in dfd for listing, without following a symlink

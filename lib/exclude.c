@@ -406,6 +406,18 @@ static void apply(const patlist_t *l, const char *rel, const char *name, bool is
 	free(copy);
 }
 
+bool exclude_any(const excl_t *x)
+{
+	if (!x)
+		return false;
+	if (x->prop.n || (x->nf && x->f[x->nf - 1].cache))
+		return true;
+	for (size_t i = 0; i < x->nf; i++)
+		if (x->f[i].pats.n)
+			return true;
+	return false;
+}
+
 bool exclude_match(const excl_t *x, const char *path, const char *name, bool isdir)
 {
 	if (x->nf && x->f[x->nf - 1].cache && strcmp(name, "CACHEDIR.TAG"))

@@ -58,6 +58,12 @@ void exclude_leave(excl_t *x);
  * the root) is excluded. */
 bool exclude_match(const excl_t *x, const char *path, const char *name, bool isdir);
 
+/* Whether anything can be excluded at or below the directory the walk
+ * entered last: a pattern of the property or of a .cairnignore on the way
+ * down, or a CACHEDIR.TAG there.  Where nothing can be, the walk lets its
+ * helper read directories ahead (statahead.h). */
+bool exclude_any(const excl_t *x);
+
 /* The matcher for a dataset's exclude, exclude_caches and cairnignore
  * properties (store.h types; errors recorded in errdetail). */
 struct cairn_store;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,9 +87,10 @@ static int dir_arrays(sa_dir_t *d)
 	return 0;
 }
 
-/* Lists fd into a new directory, taking fd when own_fd (closed on error
- * too); with a helper, the directory gets the per-entry arrays. */
-static int dir_new(const statahead_t *sa, int fd, bool own_fd, sa_dir_t **out)
+/* Lists fd (up to max names, else -EFBIG) into a new directory, taking fd
+ * when own_fd (closed on error too); with a helper, the directory gets the
+ * per-entry arrays. */
+static int dir_new(const statahead_t *sa, int fd, bool own_fd, size_t max, sa_dir_t **out)
 {
 	*out = NULL;
 	sa_dir_t *d = calloc(1, sizeof(*d));
@@ -99,14 +101,17 @@ static int dir_new(const statahead_t *sa, int fd, bool own_fd, sa_dir_t **out)
 	}
 	d->dfd = fd;
 	d->own_fd = own_fd;
-	int r = dirlist_read(&d->list, fd);
-	if (r == 0 && sa && d->list.n && d->list.n <= SA_DIR_ENTRIES)
-		r = dir_arrays(d);
+	int r = dirlist_read_max(&d->list, fd, max);
 	if (r < 0) {
 		dir_free(d);
 		return r;
 	}
+	/* Without the arrays (too large, or no memory for them) the walk
+	 * does this directory alone, as it would without a helper. */
+	if (sa && d->list.n && d->list.n <= SA_DIR_ENTRIES)
+		dir_arrays(d);
 	d->exhausted = !d->state;
+	d->no_ahead = true;
 	*out = d;
 	return 0;
 }
@@ -191,8 +196,8 @@ static sa_dir_t *next_to_stat_locked(statahead_t *sa)
 static int find_unmade_locked(const statahead_t *sa, sa_dir_t *d, size_t from, sa_dir_t **parent,
 			      size_t *idx)
 {
-	if (!d->state)
-		return 0; /* a directory walked without the helper */
+	if (!d->state || d->no_ahead)
+		return 0; /* walked without the helper, or not to be read ahead */
 	size_t j = from > d->prep_scan ? from : d->prep_scan;
 	for (; j < d->list.n; j++) {
 		if (atomic_load_explicit(&d->state[j], memory_order_acquire) != SA_DONE)
@@ -240,7 +245,12 @@ static sa_dir_t *make_child(statahead_t *sa, sa_dir_t *d, size_t j)
 	if (fd < 0)
 		return NULL;
 	sa_dir_t *c;
-	return dir_new(sa, fd, true, &c) < 0 ? NULL : c;
+	if (dir_new(sa, fd, true, SA_DIR_ENTRIES, &c) < 0)
+		return NULL;
+	/* Its parent was allowed, so only its own .cairnignore or cache tag
+	 * could exclude something below it. */
+	c->no_ahead = c->list.has_ignore_file || c->list.has_cachedir_tag;
+	return c;
 }
 
 /* Polls for a change from the walk for up to SA_SPIN_NS; true if one came. */
@@ -370,13 +380,23 @@ void statahead_stop(statahead_t *sa)
 
 int sa_root(statahead_t *sa, int fd, sa_dir_t **out)
 {
-	int r = dir_new(sa, fd, false, out);
+	int r = dir_new(sa, fd, false, SIZE_MAX, out);
 	if (r == 0 && sa) {
 		pthread_mutex_lock(&sa->lock);
 		push_locked(sa, *out);
 		pthread_mutex_unlock(&sa->lock);
 	}
 	return r;
+}
+
+void sa_allow_ahead(statahead_t *sa, sa_dir_t *d)
+{
+	if (!sa || !d->no_ahead)
+		return;
+	pthread_mutex_lock(&sa->lock);
+	d->no_ahead = false;
+	notify_locked(sa);
+	pthread_mutex_unlock(&sa->lock);
 }
 
 /* The helper holds an entry for one fstatat: spin, and yield only if it
@@ -441,7 +461,7 @@ int sa_enter(statahead_t *sa, sa_dir_t *d, size_t i, sa_dir_t **out)
 	int fd = dirlist_open(d->dfd, d->list.names[i]);
 	if (fd < 0)
 		return -errno;
-	int r = dir_new(sa, fd, true, out);
+	int r = dir_new(sa, fd, true, SIZE_MAX, out);
 	if (r == 0 && sa) {
 		pthread_mutex_lock(&sa->lock);
 		push_locked(sa, *out);

@@ -14,7 +14,10 @@
  *  - With nothing left to claim, the helper opens and lists the next
  *    subdirectories the walk will enter (at most SA_PREP_MAX at a time)
  *    and stats them from the back too.  The walk takes such a directory
- *    over instead of opening it.
+ *    over instead of opening it.  It does so only where nothing can be
+ *    excluded: below a directory the walk has allowed (sa_allow_ahead),
+ *    and not below one whose listing holds a .cairnignore or a
+ *    CACHEDIR.TAG, so it never opens what the walk would leave out.
  *
  * The walk is strictly nested (a directory ends after every directory
  * entered below it), so the entered directories form a stack; the helper
@@ -59,6 +62,7 @@ typedef struct sa_dir {
 	struct sa_dir *below;    /* stack: the directory this one was entered from */
 	struct sa_dir *next_ready; /* list of made, not yet taken directories */
 	bool exhausted;          /* the helper met the walk: nothing to claim */
+	bool no_ahead;           /* the helper must not make its subdirectories */
 	bool ending;             /* sa_leave waits for the helper to let go */
 	unsigned users;          /* the helper is inside (stats or makes a child) */
 } sa_dir_t;
@@ -84,6 +88,11 @@ int sa_root(statahead_t *sa, int fd, sa_dir_t **out);
  * unless the helper claimed it, then its result.  Call it for entries in
  * increasing order.  Returns 0 or negative errno. */
 int sa_dir_stat(sa_dir_t *d, size_t i, struct stat *st);
+
+/* Lets the helper make d's subdirectories ahead: the walk calls it once
+ * it knows nothing below d can be excluded (exclude_any).  A directory
+ * starts without, so nothing is made before the walk has judged. */
+void sa_allow_ahead(statahead_t *sa, sa_dir_t *d);
 
 /* Enters subdirectory i of d: the helper's if it made it, else opened
  * (without touching its atime) and listed here.  Returns 0 or negative

@@ -2,7 +2,10 @@
  * file system walk (exclude_enter is given a directory with no
  * .cairnignore). */
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "exclude.h"
@@ -19,6 +22,53 @@ static int excluded(const char *list, const char *path, bool isdir)
 	bool r = exclude_match(x, path, slash ? slash + 1 : path, isdir);
 	exclude_free(x);
 	return r;
+}
+
+/* exclude_any: whether anything can be excluded where the walk is.  A
+ * scratch tree: d/.cairnignore with one pattern, e/.cairnignore with only
+ * a comment, c/CACHEDIR.TAG. */
+static void test_any(void)
+{
+	char root[] = "/tmp/cairn-excl-XXXXXX", p[128], why[256];
+	CHECK(mkdtemp(root) != NULL);
+	const char *dirs[] = {"d", "e", "c"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
+		CHECK_EQ(mkdir(p, 0755), 0);
+	}
+	const char *files[][2] = {{"d/.cairnignore", "*.tmp\n"},
+				  {"e/.cairnignore", "# nothing\n"},
+				  {"c/CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55"}};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, files[i][0]);
+		int fd = open(p, O_CREAT | O_WRONLY, 0644);
+		CHECK(fd >= 0 && write(fd, files[i][1], strlen(files[i][1])) > 0);
+		close(fd);
+	}
+	excl_t *x;
+	unsigned bad_line;
+	CHECK(!exclude_any(NULL));
+	CHECK_EQ(exclude_new("*.o", false, true, &x, why, sizeof(why)), 0);
+	CHECK(exclude_any(x)); /* a property pattern applies everywhere */
+	exclude_free(x);
+	CHECK_EQ(exclude_new("", true, true, &x, why, sizeof(why)), 0);
+	int top = open(root, O_RDONLY | O_DIRECTORY);
+	CHECK_EQ(exclude_enter(x, top, "", NULL, &bad_line, why, sizeof(why)), 0);
+	CHECK(!exclude_any(x));
+	const bool want[] = {true, false, true};
+	for (size_t i = 0; i < 3; i++) {
+		int fd = openat(top, dirs[i], O_RDONLY | O_DIRECTORY);
+		CHECK_EQ(exclude_enter(x, fd, dirs[i], NULL, &bad_line, why, sizeof(why)), 0);
+		CHECK_EQ(exclude_any(x), want[i]);
+		exclude_leave(x);
+		CHECK(!exclude_any(x)); /* the rules end with their directory */
+		close(fd);
+	}
+	exclude_leave(x);
+	exclude_free(x);
+	close(top);
+	snprintf(p, sizeof(p), "rm -rf %s", root);
+	CHECK_EQ(system(p), 0);
 }
 
 static bool bad(const char *list)
@@ -80,5 +130,6 @@ int main(void)
 	CHECK(!bad("[]a]"));
 	CHECK(!bad("a/b/"));
 	CHECK(!bad(""));
+	test_any();
 	UNIT_DONE();
 }

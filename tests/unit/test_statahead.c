@@ -12,6 +12,9 @@
  *   - entering only some subdirectories (the helper's unused directories
  *     are thrown away when their parent is left),
  *   - stopping half-way (every directory left early, with the helper busy).
+ * Like backup under exclude rules, the walk never enters the directories
+ * below a listing that holds a .cairnignore, nor those below one it does
+ * not allow ahead; inotify must see no open of them, by either thread.
  * The helper must have statted entries and made directories ahead, or the
  * races above did not happen.  Leaks and data races show under make asan.
  */
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +89,48 @@ static void build_tree(void)
 		mk(rel, (f % 100) ? 'f' : 'd');
 	}
 	mk("zz-file", 'f');
+	/* Directories the walk leaves out: below a listing with a
+	 * .cairnignore, and below one with a CACHEDIR.TAG. */
+	mk("ign", 'd');
+	mk("ign/.cairnignore", 'f');
+	mk("ign/sub1", 'd');
+	mk("ign/sub1/deep", 'd');
+	mk("ign/sub2", 'd');
+	mk("held", 'd');
+	mk("held/CACHEDIR.TAG", 'f');
+	mk("held/x", 'd');
+	mk("held/x/y", 'd');
+}
+
+/* Opens of the directories above that nobody may make. */
+static const char *const untouchable[] = {"ign/sub1", "ign/sub1/deep", "ign/sub2", "held/x",
+					  "held/x/y"};
+#define NUNTOUCHABLE (sizeof(untouchable) / sizeof(*untouchable))
+
+static int watch_untouchable(void)
+{
+	int fd = inotify_init1(IN_NONBLOCK);
+	CHECK(fd >= 0);
+	for (size_t i = 0; i < NUNTOUCHABLE; i++) {
+		char p[512];
+		snprintf(p, sizeof(p), "%s/%s", root, untouchable[i]);
+		CHECK(inotify_add_watch(fd, p, IN_OPEN) >= 0);
+	}
+	return fd;
+}
+
+static unsigned opens_seen(int fd)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	unsigned n = 0;
+	ssize_t got;
+	while ((got = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t off = 0; off < got;) {
+			const struct inotify_event *e = (const void *)(buf + off);
+			n += (e->mask & IN_OPEN) != 0;
+			off += (ssize_t)sizeof(*e) + e->len;
+		}
+	return n;
 }
 
 /* What a walk read, one line per entry, and how it went. */
@@ -95,7 +141,7 @@ typedef struct transcript {
 	int err;
 } transcript_t;
 
-enum { PLAIN, PAUSE, SOME_DIRS, STOP_HALF };
+enum { PLAIN, PAUSE, SOME_DIRS, STOP_HALF, NO_AHEAD };
 
 typedef struct walkopts {
 	int mode;
@@ -127,6 +173,12 @@ static void record(transcript_t *t, const char *path, const struct stat *st)
 static int walk(statahead_t *sa, sa_dir_t *d, const char *dirpath, const walkopts_t *o,
 		transcript_t *t)
 {
+	/* As backup does with its exclude rules: nothing below a .cairnignore
+	 * or a CACHEDIR.TAG is entered, and only elsewhere may the helper read
+	 * ahead (NO_AHEAD: nowhere). */
+	bool leave_out = d->list.has_ignore_file || d->list.has_cachedir_tag;
+	if (!leave_out && o->mode != NO_AHEAD)
+		sa_allow_ahead(sa, d);
 	for (size_t i = 0; i < d->list.n; i++) {
 		char path[1024];
 		snprintf(path, sizeof(path), "%s%s%s", dirpath, *dirpath ? "/" : "", d->list.names[i]);
@@ -141,7 +193,7 @@ static int walk(statahead_t *sa, sa_dir_t *d, const char *dirpath, const walkopt
 			return 1;
 		if (o->mode == PAUSE && !(t->entries % 7))
 			pause_a_little();
-		if (!S_ISDIR(st.st_mode) || (o->mode == SOME_DIRS && i % 3 == 1))
+		if (!S_ISDIR(st.st_mode) || leave_out || (o->mode == SOME_DIRS && i % 3 == 1))
 			continue;
 		sa_dir_t *sub;
 		if ((e = sa_enter(sa, d, i, &sub)) < 0) {
@@ -195,7 +247,9 @@ int main(void)
 		return 2;
 	}
 	build_tree();
-	const walkopts_t modes[] = {{PLAIN, 0}, {PAUSE, 0}, {SOME_DIRS, 0}, {STOP_HALF, 1700}};
+	int watch = watch_untouchable();
+	const walkopts_t modes[] = {{PLAIN, 0},	    {PAUSE, 0},	   {SOME_DIRS, 0},
+				    {STOP_HALF, 1700}, {NO_AHEAD, 0}};
 	uint64_t hstats = 0, hdirs = 0;
 	for (size_t m = 0; m < sizeof(modes) / sizeof(*modes); m++) {
 		transcript_t want, got;
@@ -203,9 +257,9 @@ int main(void)
 		CHECK_EQ(want.err, 0);
 		CHECK_EQ(want.mismatched, 0);
 		CHECK(want.entries > 500u);
-		printf("mode %d: %u entries\n", modes[m].mode, want.entries);
+		uint64_t mstats = 0, mdirs = 0;
 		for (int round = 0; round < 15; round++) {
-			walk_tree(true, &modes[m], &got, &hstats, &hdirs);
+			walk_tree(true, &modes[m], &got, &mstats, &mdirs);
 			CHECK_EQ(got.err, 0);
 			CHECK_EQ(got.mismatched, 0);
 			CHECK_EQ(got.entries, want.entries);
@@ -213,12 +267,21 @@ int main(void)
 			buf_free(&got.text);
 		}
 		buf_free(&want.text);
+		printf("mode %d: %u entries; helper: %llu stats, %llu directories made ahead\n",
+		       modes[m].mode, want.entries, (unsigned long long)mstats,
+		       (unsigned long long)mdirs);
+		/* A walk that allows no reading ahead gets none. */
+		if (modes[m].mode == NO_AHEAD)
+			CHECK_EQ(mdirs, 0);
+		hstats += mstats;
+		hdirs += mdirs;
 	}
 	/* Without these the races above did not happen. */
-	printf("helper: %llu stats, %llu directories made ahead\n", (unsigned long long)hstats,
-	       (unsigned long long)hdirs);
 	CHECK(hstats > 10000);
 	CHECK(hdirs > 100);
+	/* ...and never opened a directory the walk leaves out. */
+	CHECK_EQ(opens_seen(watch), 0);
+	close(watch);
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	CHECK_EQ(system(cmd), 0);
