@@ -378,15 +378,21 @@ void statahead_stop(statahead_t *sa)
 
 /* ---- the walk's side ---- */
 
-int sa_root(statahead_t *sa, int fd, sa_dir_t **out)
+/* A directory the walk lists itself, offered to the helper. */
+static int enter_listed(statahead_t *sa, int fd, bool own_fd, sa_dir_t **out)
 {
-	int r = dir_new(sa, fd, false, SIZE_MAX, out);
+	int r = dir_new(sa, fd, own_fd, SIZE_MAX, out);
 	if (r == 0 && sa) {
 		pthread_mutex_lock(&sa->lock);
 		push_locked(sa, *out);
 		pthread_mutex_unlock(&sa->lock);
 	}
 	return r;
+}
+
+int sa_root(statahead_t *sa, int fd, sa_dir_t **out)
+{
+	return enter_listed(sa, fd, false, out);
 }
 
 void sa_allow_ahead(statahead_t *sa, sa_dir_t *d)
@@ -459,15 +465,7 @@ int sa_enter(statahead_t *sa, sa_dir_t *d, size_t i, sa_dir_t **out)
 	if (d->state && (*out = take_child(sa, d, i)))
 		return 0;
 	int fd = dirlist_open(d->dfd, d->list.names[i]);
-	if (fd < 0)
-		return -errno;
-	int r = dir_new(sa, fd, true, SIZE_MAX, out);
-	if (r == 0 && sa) {
-		pthread_mutex_lock(&sa->lock);
-		push_locked(sa, *out);
-		pthread_mutex_unlock(&sa->lock);
-	}
-	return r;
+	return fd < 0 ? -errno : enter_listed(sa, fd, true, out);
 }
 
 /* Takes the directories made ahead below d back from the helper, with
