@@ -25,8 +25,9 @@ enum { PREP_NONE, PREP_BUSY, PREP_READY, PREP_FAILED, PREP_TAKEN };
 #define SA_DIR_ENTRIES 65536
 
 /* How long the idle helper polls for work before it sleeps.  The walk
- * enters a directory every ~100 us on a warm tree; a futex wake-up per
- * directory would cost the walk more than the helper saves it. */
+ * enters a directory every ~100 us on a warm unchanged tree; a futex
+ * wake-up per directory would cost the walk more than the helper saves
+ * it.  (Only while waits are that short: see helper_wait_locked.) */
 #define SA_SPIN_NS 300000
 
 struct statahead {
@@ -41,6 +42,7 @@ struct statahead {
 	size_t ready_entries;    /* their entries, summed */
 	_Atomic unsigned gen;    /* bumped whenever the walk enters, takes or leaves */
 	bool idle;               /* the helper sleeps on work */
+	bool spin;               /* its last wait was short: poll before sleeping */
 	bool stop;
 	_Atomic uint64_t stats, made; /* the helper's work, for statahead_counts */
 };
@@ -301,16 +303,25 @@ static void helper_make_locked(statahead_t *sa, sa_dir_t *d, size_t j)
 	pthread_cond_broadcast(&sa->released);
 }
 
+/* Waits for the walk to change something.  Spinning pays only while the
+ * walk moves fast (an unchanged tree); while it reads and packs changed
+ * files, the other CPU belongs to the compression workers.  So the helper
+ * spins only if its last wait was short, and otherwise sleeps at once. */
 static void helper_wait_locked(statahead_t *sa)
 {
 	unsigned gen = atomic_load(&sa->gen);
-	pthread_mutex_unlock(&sa->lock);
-	bool more = spin_for_work(sa, gen);
-	pthread_mutex_lock(&sa->lock);
+	bool more = false;
+	if (sa->spin) {
+		pthread_mutex_unlock(&sa->lock);
+		more = spin_for_work(sa, gen);
+		pthread_mutex_lock(&sa->lock);
+	}
 	if (!more && !sa->stop && atomic_load(&sa->gen) == gen) {
+		int64_t t0 = mono_ns();
 		sa->idle = true;
 		pthread_cond_wait(&sa->work, &sa->lock);
 		sa->idle = false;
+		sa->spin = mono_ns() - t0 < SA_SPIN_NS;
 	}
 }
 
@@ -340,6 +351,7 @@ int statahead_start(dev_t rootdev, statahead_t **out)
 	if (!sa)
 		return -ENOMEM;
 	sa->rootdev = rootdev;
+	sa->spin = true;
 	pthread_mutex_init(&sa->lock, NULL);
 	pthread_cond_init(&sa->work, NULL);
 	pthread_cond_init(&sa->released, NULL);
