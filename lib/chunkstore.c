@@ -271,15 +271,21 @@ static int subdir_fd(chunkstore_t *cs, unsigned idx)
 	return fd >= 0 ? fd : -1;
 }
 
-static void cpath_init(chunkstore_t *cs, const digest_t *d, struct cpath *p)
+/* d's name relative to its subdirectory's descriptor subfd, or relative
+ * to the store's root ("abcd/<hex>") when subfd is -1. */
+static void cpath_at(chunkstore_t *cs, const digest_t *d, int subfd, struct cpath *p)
 {
 	p->d = *d;
 	digest_to_hex(d, p->buf + 5);
 	memcpy(p->buf, p->buf + 5, 4);
 	p->buf[4] = '/';
-	int fd = subdir_fd(cs, subdir_index(d));
-	p->at = fd >= 0 ? fd : cs->dirfd;
-	p->name = fd >= 0 ? p->buf + 5 : p->buf;
+	p->at = subfd >= 0 ? subfd : cs->dirfd;
+	p->name = subfd >= 0 ? p->buf + 5 : p->buf;
+}
+
+static void cpath_init(chunkstore_t *cs, const digest_t *d, struct cpath *p)
+{
+	cpath_at(cs, d, subdir_fd(cs, subdir_index(d)), p);
 }
 
 /* cpath_init for a single system call on the chunk: a subdirectory not
@@ -289,13 +295,8 @@ static void cpath_init(chunkstore_t *cs, const digest_t *d, struct cpath *p)
  * subdirectories, and does nothing else with them. */
 static void cpath_init_once(chunkstore_t *cs, const digest_t *d, struct cpath *p)
 {
-	p->d = *d;
-	digest_to_hex(d, p->buf + 5);
-	memcpy(p->buf, p->buf + 5, 4);
-	p->buf[4] = '/';
 	int fd = atomic_load_explicit(&cs->subfd[subdir_index(d)], memory_order_acquire) - 1;
-	p->at = fd >= 0 ? fd : cs->dirfd;
-	p->name = fd >= 0 ? p->buf + 5 : p->buf;
+	cpath_at(cs, d, fd, p);
 }
 
 static void tmp_name(const struct cpath *p, pid_t pid, uint64_t no, char out[TMP_NAME_MAX])
