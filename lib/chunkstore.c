@@ -609,11 +609,20 @@ int chunkstore_flush(chunkstore_t *cs)
 /* ---- put ---- */
 
 /* Touches an existing chunk and returns its size; -ENOENT if missing. */
-static int touch_stat(const struct cpath *p, uint32_t *stored_len)
+/* Sets the chunk's atime to now (what a running GC checks), nothing else. */
+static int touch_atime(const struct cpath *p)
 {
 	static const struct timespec ts[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+	return utimensat(p->at, p->name, ts, 0) < 0 ? -errno : 0;
+}
+
+static int touch_stat(const struct cpath *p, uint32_t *stored_len)
+{
 	struct stat st;
-	if (utimensat(p->at, p->name, ts, 0) < 0 || fstatat(p->at, p->name, &st, 0) < 0)
+	int r = touch_atime(p);
+	if (r < 0)
+		return r;
+	if (fstatat(p->at, p->name, &st, 0) < 0)
 		return -errno;
 	*stored_len = st.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)st.st_size;
 	return 0;
@@ -959,14 +968,10 @@ static int pending_or_fallback(chunkstore_t *cs, const digest_t *d)
 
 int chunkstore_touch(chunkstore_t *cs, const digest_t *d)
 {
-	static const struct timespec ts[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
 	struct cpath p;
 	cpath_init_once(cs, d, &p);
-	if (utimensat(p.at, p.name, ts, 0) == 0)
-		return 0;
-	if (errno != ENOENT)
-		return -errno;
-	return pending_or_fallback(cs, d);
+	int r = touch_atime(&p);
+	return r != -ENOENT ? r : pending_or_fallback(cs, d);
 }
 
 void chunkstore_set_fallback(chunkstore_t *cs, chunkstore_t *fallback)
