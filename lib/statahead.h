@@ -12,7 +12,7 @@
  *    on its state), so nothing is statted twice and the walk never waits
  *    for an entry nobody has claimed: it stats that one itself.
  *  - With nothing left to claim, the helper opens and lists the next
- *    subdirectories the walk will enter (at most SA_PREP_MAX at a time)
+ *    subdirectories the walk will enter (a bounded number at a time)
  *    and stats them from the back too.  The walk takes such a directory
  *    over instead of opening it.  It does so only where nothing can be
  *    excluded: below a directory the walk has allowed (sa_allow_ahead),
@@ -72,9 +72,10 @@ typedef struct sa_dir {
  * walk goes on with sa NULL. */
 int statahead_start(dev_t rootdev, statahead_t **sa);
 
-/* What the helper has done so far: entries statted and directories made
- * ahead (whether or not the walk took them). */
-void statahead_counts(statahead_t *sa, uint64_t *stats, uint64_t *made);
+/* What the helper has done so far: entries statted, directories made
+ * ahead (whether or not the walk took them), and the most it held made
+ * and not yet taken at one time. */
+void statahead_counts(statahead_t *sa, uint64_t *stats, uint64_t *made, unsigned *peak);
 
 /* Stops and joins the helper; every directory must have been left.  NULL
  * is a no-op. */

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -208,6 +209,9 @@ static int walk(statahead_t *sa, sa_dir_t *d, const char *dirpath, const walkopt
 	return 0;
 }
 
+/* The most directories the helper held made ahead at once, in any walk. */
+static unsigned peak_held;
+
 static void walk_tree(bool helper, const walkopts_t *o, transcript_t *t, uint64_t *hstats,
 		      uint64_t *hdirs)
 {
@@ -227,9 +231,12 @@ static void walk_tree(bool helper, const walkopts_t *o, transcript_t *t, uint64_
 	}
 	if (sa) {
 		uint64_t s, m;
-		statahead_counts(sa, &s, &m);
+		unsigned peak;
+		statahead_counts(sa, &s, &m, &peak);
 		*hstats += s;
 		*hdirs += m;
+		if (peak > peak_held)
+			peak_held = peak;
 	}
 	statahead_stop(sa);
 	close(fd);
@@ -276,6 +283,31 @@ int main(void)
 		hstats += mstats;
 		hdirs += mdirs;
 	}
+	/* The helper held more than 8 directories ahead (else the next check
+	 * proves nothing)... */
+	CHECK(peak_held > 8);
+	/* ...but under a low fd limit it holds at most an eighth of it, and
+	 * the walk still sees the same tree. */
+	peak_held = 0;
+	struct rlimit was;
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &was), 0);
+	struct rlimit low = {64, was.rlim_max};
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+	transcript_t want, got;
+	walk_tree(false, &modes[1], &want, &hstats, &hdirs);
+	uint64_t lstats = 0, ldirs = 0;
+	for (int round = 0; round < 5; round++) {
+		walk_tree(true, &modes[1], &got, &lstats, &ldirs);
+		CHECK_EQ(got.err, 0);
+		CHECK(same_text(&got, &want));
+		buf_free(&got.text);
+	}
+	buf_free(&want.text);
+	CHECK(ldirs > 0);
+	CHECK(peak_held <= 64 / 8);
+	printf("fd limit 64: %llu directories made ahead, at most %u at once\n",
+	       (unsigned long long)ldirs, peak_held);
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &was), 0);
 	/* Without these the races above did not happen. */
 	CHECK(hstats > 10000);
 	CHECK(hdirs > 100);
