@@ -1971,25 +1971,43 @@ static void scratch_close(rctx_t *c)
 	c->scratch_dir[0] = 0;
 }
 
-static volatile int g_dry_stop;
+static volatile int g_recv_stop;
 
-static void dry_on_signal(int sig)
+static void recv_on_signal(int sig)
 {
 	(void)sig;
-	g_dry_stop = 1;
+	g_recv_stop = 1;
 }
 
-/* A dry run stops on SIGINT, SIGTERM or SIGHUP like on a cut stream, so
- * its scratch directory is removed (and its transaction rolled back)
- * instead of left behind under TMPDIR. */
+/* A receive stops on SIGINT, SIGTERM or SIGHUP as on a cut stream: a dry
+ * run removes its scratch directory, a resumable one (-s) saves where it
+ * stopped for the token, any other rolls back.  No SA_RESTART, so a read
+ * blocked on the stream returns; the reader then sees the flag.  The
+ * handlers stay until the partial state is saved. */
+static const int recv_sigs[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void catch_signals(rctx_t *c, struct sigaction old[3])
+{
+	/* SA_RESETHAND: a second signal ends the process, as it would have. */
+	struct sigaction sa = {.sa_handler = recv_on_signal, .sa_flags = SA_RESETHAND};
+	g_recv_stop = 0;
+	for (int i = 0; i < 3; i++)
+		sigaction(recv_sigs[i], &sa, &old[i]);
+	c->rd.stop = &g_recv_stop;
+}
+
+static int release_signals(rctx_t *c, const struct sigaction old[3], int r)
+{
+	if (g_recv_stop && r == -EINTR)
+		store_err(c->st, r, "interrupted");
+	c->rd.stop = NULL;
+	for (int i = 0; i < 3; i++)
+		sigaction(recv_sigs[i], &old[i], NULL);
+	return r;
+}
+
 static int dry_run(rctx_t *c)
 {
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-	struct sigaction sa = {.sa_handler = dry_on_signal}, old[3];
-	g_dry_stop = 0;
-	for (int i = 0; i < 3; i++)
-		sigaction(sigs[i], &sa, &old[i]);
-	c->rd.stop = &g_dry_stop;
 	int r = scratch_open(c);
 	if (r == 0) {
 		c->real_cs = c->st->cs;
@@ -2001,11 +2019,6 @@ static int dry_run(rctx_t *c)
 			catalog_rollback(c->st->cat);
 		scratch_close(c);
 	}
-	if (g_dry_stop && r == -EINTR)
-		store_err(c->st, r, "interrupted");
-	c->rd.stop = NULL;
-	for (int i = 0; i < 3; i++)
-		sigaction(sigs[i], &old[i], NULL);
 	return r;
 }
 
@@ -2025,6 +2038,8 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 						     : "input is not a cairn send stream");
 	}
 	int64_t changes_before = sqlite3_total_changes(catalog_db(st->cat));
+	struct sigaction old_sigs[3];
+	catch_signals(&c, old_sigs);
 	r = o->dryrun ? dry_run(&c) : writer_register(st);
 	if (o->dryrun) {
 		/* Nothing changed: nothing for the store's close to publish. */
@@ -2047,6 +2062,7 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 		o->partial_kept = c.state_saved;
 		writer_unregister(st);
 	}
+	r = release_signals(&c, old_sigs, r);
 	o->bytes = c.rd.offset;
 	ctx_free(&c);
 	return r;

@@ -1,0 +1,95 @@
+#!/bin/bash
+# recv stopped by SIGTERM, SIGINT or SIGHUP while it waits for more of the
+# stream.  With -s it saves where it stopped (well before any periodic
+# checkpoint: the stream has ~60 chunks, a checkpoint comes every 1,024),
+# says "interrupted" and how to resume, and exits 1 without waiting for the
+# stream to end; `send -t` then sends less than the whole stream and the
+# snapshot restores faithfully.  Without -s the store is left as it was.
+. "$(dirname "$0")/lib.sh"
+cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
+new_store
+B=$TESTDIR/b
+ok "$CAIRN" -s "$B" init >/dev/null
+ca() { "$CAIRN" "$@"; }
+cb() { "$CAIRN" -s "$B" "$@"; }
+ok ca config chunk_size=65536
+use_xattr_dir
+SRC=$XDIR/src
+mkdir -p "$SRC/d"
+head -c 4000000 /dev/urandom >"$SRC/big"
+for i in $(seq 1 20); do echo "small $i" >"$SRC/d/f$i"; done
+setfattr -n user.note -v kept "$SRC/d/f1"
+ln "$SRC/d/f2" "$SRC/d/f2.link"
+ok ca create -o source="$SRC" ds
+ok ca snapshot ds@1
+ca send ds@1 >"$TESTDIR/full" || fail "send"
+FULL=$(stat -c %s "$TESTDIR/full")
+token() { cb get -H -o value receive_resume_token "$1" 2>/dev/null; }
+
+# wait_reading PID: until PID sleeps in read(0, ...); fails if it never does
+wait_reading() {
+	local s
+	for _ in $(seq 1 1200); do
+		s=$(cat "/proc/$1/syscall" 2>/dev/null) || fail "receiver $1 gone before the signal"
+		case "$s" in "0 0x0 "*) return 0 ;; esac
+		sleep 0.05
+	done
+	fail "receiver $1 never waited for input"
+}
+
+# stop SIG TARGET FLAGS: feeds 60% of the stream to `recv FLAGS TARGET`,
+# holds the pipe open, and sends SIG once the receiver waits for more.
+# The receiver must exit by itself while the pipe is still open.
+stop() {
+	local sig=$1 target=$2 flags=$3
+	rm -f "$TESTDIR/fifo"
+	mkfifo "$TESTDIR/fifo"
+	# shellcheck disable=SC2086
+	"$CAIRN" -s "$B" recv $flags "$target" <"$TESTDIR/fifo" 2>"$TESTDIR/err" &
+	local pid=$!
+	exec 3>"$TESTDIR/fifo"
+	head -c $((FULL * 6 / 10)) "$TESTDIR/full" >&3
+	wait_reading $pid
+	kill -"$sig" $pid || fail "$sig: receiver gone before the signal"
+	local gone=
+	for _ in $(seq 1 200); do
+		kill -0 $pid 2>/dev/null || { gone=1; break; }
+		sleep 0.05
+	done
+	exec 3>&- # a receiver that ignored the signal sees the stream end
+	wait $pid
+	RC=$?
+	[ -n "$gone" ] || fail "$sig: the receiver went on reading after the signal"
+}
+
+n=0
+for sig in TERM INT HUP; do
+	n=$((n + 1))
+	stop $sig "dst$n" -s
+	[ $RC = 1 ] || fail "$sig: exit $RC, expected 1 ($(cat "$TESTDIR/err"))"
+	grep -q "cairn: recv: .*interrupted" "$TESTDIR/err" || fail "$sig: stderr: $(cat "$TESTDIR/err")"
+	grep -q "partial state kept; resume with: cairn send -t " "$TESTDIR/err" ||
+		fail "$sig: no resume hint: $(cat "$TESTDIR/err")"
+	t=$(token "dst$n")
+	[ -n "$t" ] && [ "$t" != - ] || fail "$sig: no token after the signal"
+	[ "$(cb get -H -o value inconsistent "dst$n")" = on ] || fail "$sig: not inconsistent while partial"
+	cb list -H -o name "dst$n@1" >/dev/null 2>&1 && fail "$sig: a partial snapshot is visible"
+	# what was received before the signal is not sent again
+	rs=$(ca send -t "$t" | wc -c)
+	[ "$rs" -lt $((FULL * 6 / 10)) ] || fail "$sig: resume stream is $rs of $FULL bytes"
+	ca send -t "$t" | cb recv -s "dst$n" 2>"$TESTDIR/err" || fail "$sig: resume: $(cat "$TESTDIR/err")"
+	[ "$(token "dst$n")" = - ] || fail "$sig: token after the resume"
+	[ "$(cb list -H -p -o guid "dst$n@1")" = "$(ca list -H -p -o guid ds@1)" ] || fail "$sig: guid"
+	cb restore "dst$n@1" "$XDIR/r$n" || fail "$sig: restore"
+	same_tree "$SRC" "$XDIR/r$n"
+	echo "$sig: stopped at 60% of $FULL bytes, resumed with $rs"
+done
+
+# without -s: nothing kept, the target does not exist
+stop TERM plain ""
+[ $RC = 1 ] || fail "plain: exit $RC"
+grep -q "interrupted" "$TESTDIR/err" || fail "plain: stderr: $(cat "$TESTDIR/err")"
+grep -q "resume with" "$TESTDIR/err" && fail "plain: a resume hint without -s"
+cb list -H -o name plain >/dev/null 2>&1 && fail "recv without -s left the dataset it created"
+ok cb verify
+done_test
