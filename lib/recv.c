@@ -1991,15 +1991,20 @@ static void catch_signals(rctx_t *c, struct sigaction old[3])
 	/* SA_RESETHAND: a second signal ends the process, as it would have. */
 	struct sigaction sa = {.sa_handler = recv_on_signal, .sa_flags = SA_RESETHAND};
 	g_recv_stop = 0;
-	for (int i = 0; i < 3; i++)
-		sigaction(recv_sigs[i], &sa, &old[i]);
+	for (int i = 0; i < 3; i++) {
+		/* One ignored by whoever started us stays ignored: nohup, or a
+		 * script's background job (SIGINT), must not be stopped by it. */
+		sigaction(recv_sigs[i], NULL, &old[i]);
+		if (old[i].sa_handler != SIG_IGN)
+			sigaction(recv_sigs[i], &sa, NULL);
+	}
 	c->rd.stop = &g_recv_stop;
 }
 
 static int release_signals(rctx_t *c, const struct sigaction old[3], int r)
 {
 	if (g_recv_stop && r == -EINTR)
-		store_err(c->st, r, "interrupted");
+		store_err(c->st, r, "%s: interrupted", c->o->target);
 	c->rd.stop = NULL;
 	for (int i = 0; i < 3; i++)
 		sigaction(recv_sigs[i], &old[i], NULL);

@@ -5,6 +5,7 @@
 # says "interrupted" and how to resume, and exits 1 without waiting for the
 # stream to end; `send -t` then sends less than the whole stream and the
 # snapshot restores faithfully.  Without -s the store is left as it was.
+# A signal ignored by whoever started the receiver (nohup) stays ignored.
 . "$(dirname "$0")/lib.sh"
 cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
 new_store
@@ -44,8 +45,10 @@ stop() {
 	local sig=$1 target=$2 flags=$3
 	rm -f "$TESTDIR/fifo"
 	mkfifo "$TESTDIR/fifo"
+	# A script's background job starts with SIGINT ignored: reset it.
 	# shellcheck disable=SC2086
-	"$CAIRN" -s "$B" recv $flags "$target" <"$TESTDIR/fifo" 2>"$TESTDIR/err" &
+	env --default-signal=INT "$CAIRN" -s "$B" recv $flags "$target" <"$TESTDIR/fifo" \
+		2>"$TESTDIR/err" &
 	local pid=$!
 	exec 3>"$TESTDIR/fifo"
 	head -c $((FULL * 6 / 10)) "$TESTDIR/full" >&3
@@ -67,7 +70,7 @@ for sig in TERM INT HUP; do
 	n=$((n + 1))
 	stop $sig "dst$n" -s
 	[ $RC = 1 ] || fail "$sig: exit $RC, expected 1 ($(cat "$TESTDIR/err"))"
-	grep -q "cairn: recv: .*interrupted" "$TESTDIR/err" || fail "$sig: stderr: $(cat "$TESTDIR/err")"
+	grep -q "cairn: recv: dst$n: interrupted" "$TESTDIR/err" || fail "$sig: stderr: $(cat "$TESTDIR/err")"
 	grep -q "partial state kept; resume with: cairn send -t " "$TESTDIR/err" ||
 		fail "$sig: no resume hint: $(cat "$TESTDIR/err")"
 	t=$(token "dst$n")
@@ -88,8 +91,23 @@ done
 # without -s: nothing kept, the target does not exist
 stop TERM plain ""
 [ $RC = 1 ] || fail "plain: exit $RC"
-grep -q "interrupted" "$TESTDIR/err" || fail "plain: stderr: $(cat "$TESTDIR/err")"
+grep -q "cairn: recv: plain: interrupted" "$TESTDIR/err" || fail "plain: stderr: $(cat "$TESTDIR/err")"
 grep -q "resume with" "$TESTDIR/err" && fail "plain: a resume hint without -s"
 cb list -H -o name plain >/dev/null 2>&1 && fail "recv without -s left the dataset it created"
+# A signal ignored by whoever started the receiver (nohup) stays ignored:
+# it receives the whole stream.  Sent while it waits for more, as above.
+rm -f "$TESTDIR/fifo"
+mkfifo "$TESTDIR/fifo"
+env --ignore-signal=HUP "$CAIRN" -s "$B" recv -s ignored <"$TESTDIR/fifo" 2>"$TESTDIR/err" &
+pid=$!
+exec 3>"$TESTDIR/fifo"
+head -c $((FULL * 6 / 10)) "$TESTDIR/full" >&3
+wait_reading $pid
+kill -HUP $pid || fail "ignored HUP: receiver gone before the signal"
+tail -c +$((FULL * 6 / 10 + 1)) "$TESTDIR/full" >&3 2>/dev/null
+exec 3>&-
+wait $pid || fail "an ignored SIGHUP stopped the receive: $(cat "$TESTDIR/err")"
+[ "$(cb list -H -p -o guid ignored@1)" = "$(ca list -H -p -o guid ds@1)" ] || fail "ignored HUP: guid"
+[ "$(token ignored)" = - ] || fail "ignored HUP: a token after a whole stream"
 ok cb verify
 done_test

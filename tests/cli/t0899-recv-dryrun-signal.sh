@@ -14,7 +14,8 @@ ok cairn snapshot tank@1
 cairn send tank@1 >"$TESTDIR/full" || fail "send"
 for sig in TERM INT; do
 	mkfifo "$TESTDIR/fifo"
-	"$CAIRN" -s "$B" recv -n dst <"$TESTDIR/fifo" 2>"$TESTDIR/err" &
+	# a script's background job starts with SIGINT ignored: reset it
+	env --default-signal=INT "$CAIRN" -s "$B" recv -n dst <"$TESTDIR/fifo" 2>"$TESTDIR/err" &
 	pid=$!
 	exec 3>"$TESTDIR/fifo"
 	head -c 200000 "$TESTDIR/full" >&3
@@ -30,7 +31,7 @@ for sig in TERM INT; do
 	rc=$?
 	rm "$TESTDIR/fifo"
 	[ $rc = 1 ] || fail "$sig: exit $rc, expected 1 ($(cat "$TESTDIR/err"))"
-	grep -q "cairn: recv: interrupted" "$TESTDIR/err" || fail "$sig: stderr: $(cat "$TESTDIR/err")"
+	grep -q "cairn: recv: dst: interrupted" "$TESTDIR/err" || fail "$sig: stderr: $(cat "$TESTDIR/err")"
 	[ -z "$(ls -A "$TMPDIR")" ] || fail "$sig: scratch left in TMPDIR: $(ls -A "$TMPDIR")"
 	cairn -s "$B" list dst >/dev/null 2>&1 && fail "$sig: dst exists after the dry run"
 done
