@@ -287,16 +287,16 @@ static char *child_reason(const char *err, int status, bool pass_on, bool *kept)
 }
 
 /* Whether running sync again can get past a failed receive on the
- * destination: it was killed or its link cut (ssh says 255), the stream
- * stopped short, or the disk was full or failing.  A refusal (the target
+ * destination: it was killed or stopped by a signal, its link cut (ssh
+ * says 255), the stream stopped short, or the disk was full or failing.  A refusal (the target
  * diverged, needs -F, is encrypted otherwise...) is not: the same sync
  * would be refused the same way, so it gets no "run sync again". */
 static bool recv_retryable(int status, const char *why)
 {
 	if (status > 128 || status == 255)
 		return true;
-	const char *transient[] = {"stream truncated", strerror(EIO), strerror(ENOSPC),
-				   strerror(EDQUOT)};
+	const char *transient[] = {"stream truncated", ": interrupted", strerror(EIO),
+				   strerror(ENOSPC), strerror(EDQUOT)};
 	for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
 		if (why && strstr(why, transient[i]))
 			return true;
@@ -547,8 +547,9 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 		size_t ll = strlen(label);
 		if (d && !strncmp(d, label, ll) && !strncmp(d + ll, ": ", 2))
 			d += ll + 2; /* the detail names the snapshot too: once is enough */
-		cli_err(label, "%s%s", d && *d ? d : cairn_strerror(r),
-			child ? "; the receive on the destination stopped with it" : "");
+		cli_err(label, "%s%s%s", d && *d ? d : cairn_strerror(r),
+			child ? "; the receive on the destination stopped with it" : "",
+			kept ? "; its partial state is kept: run sync again to resume" : "");
 		rc = 1;
 	} else if (child != 0) {
 		cli_err(dst->dataset, "receiving %s: %s%s", label, rwhy,

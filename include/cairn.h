@@ -484,9 +484,17 @@ typedef struct cairn_recv_opts {
 /** Reads a stream and commits each snapshot atomically.  The stream is
  * untrusted: every record's checksum, every chunk's digest and the
  * whole-stream checksum are verified; nothing is written outside the
- * store (a dry run's scratch directory aside).  @return 0, CAIRN_ECORRUPT (bad or hostile stream: detail says
- * where), -EPIPE (truncated; with resumable the partial state is kept and
- * the dataset's receive_resume_token is set), -EEXIST, -ENOENT. */
+ * store (a dry run's scratch directory aside).
+ *
+ * While it runs it handles SIGINT, SIGTERM and SIGHUP (those not ignored
+ * when it started) for the whole process, and restores the previous
+ * handlers before it returns: the first one stops the receive like a cut
+ * stream (-EINTR), a second one has its previous effect.  So two receives
+ * must not run at once in one process.
+ * @return 0, CAIRN_ECORRUPT (bad or hostile stream: detail says where),
+ * -EPIPE (truncated) or -EINTR (a signal; with resumable, either way the
+ * partial state is kept and the dataset's receive_resume_token is set),
+ * -EEXIST, -ENOENT. */
 int cairn_recv(cairn_store *st, cairn_recv_opts *opts);
 
 /** For each of n chunk digests, present[i] = 1 if the store has it.  Each

@@ -17,6 +17,7 @@
  * Retrying is safe: snapshots the target already has (same guid) are
  * skipped, so the same stream received again converges. */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <signal.h>
@@ -1972,18 +1973,25 @@ static void scratch_close(rctx_t *c)
 }
 
 static volatile int g_recv_stop;
+static int g_recv_wake[2] = {-1, -1}; /* the handler writes here to wake a poll */
 
 static void recv_on_signal(int sig)
 {
 	(void)sig;
+	int saved = errno;
 	g_recv_stop = 1;
+	if (g_recv_wake[1] >= 0 && write(g_recv_wake[1], "", 1) < 0) {
+		/* full or closed: the flag alone is enough then */
+	}
+	errno = saved;
 }
 
 /* A receive stops on SIGINT, SIGTERM or SIGHUP as on a cut stream: a dry
  * run removes its scratch directory, a resumable one (-s) saves where it
- * stopped for the token, any other rolls back.  No SA_RESTART, so a read
- * blocked on the stream returns; the reader then sees the flag.  The
- * handlers stay until the partial state is saved. */
+ * stopped for the token, any other rolls back.  The reader waits in poll
+ * for the stream or the handler's pipe, so even a signal that comes just
+ * before a read ends it.  The handlers stay until the partial state is
+ * saved. */
 static const int recv_sigs[] = {SIGINT, SIGTERM, SIGHUP};
 
 static void catch_signals(rctx_t *c, struct sigaction old[3])
@@ -1991,6 +1999,8 @@ static void catch_signals(rctx_t *c, struct sigaction old[3])
 	/* SA_RESETHAND: a second signal ends the process, as it would have. */
 	struct sigaction sa = {.sa_handler = recv_on_signal, .sa_flags = SA_RESETHAND};
 	g_recv_stop = 0;
+	if (pipe2(g_recv_wake, O_CLOEXEC | O_NONBLOCK) < 0)
+		g_recv_wake[0] = g_recv_wake[1] = -1; /* the flag alone, as before */
 	for (int i = 0; i < 3; i++) {
 		/* One ignored by whoever started us stays ignored: nohup, or a
 		 * script's background job (SIGINT), must not be stopped by it. */
@@ -1999,6 +2009,7 @@ static void catch_signals(rctx_t *c, struct sigaction old[3])
 			sigaction(recv_sigs[i], &sa, NULL);
 	}
 	c->rd.stop = &g_recv_stop;
+	c->rd.stop_fd = g_recv_wake[0];
 }
 
 static int release_signals(rctx_t *c, const struct sigaction old[3], int r)
@@ -2006,8 +2017,14 @@ static int release_signals(rctx_t *c, const struct sigaction old[3], int r)
 	if (g_recv_stop && r == -EINTR)
 		store_err(c->st, r, "%s: interrupted", c->o->target);
 	c->rd.stop = NULL;
+	c->rd.stop_fd = -1;
 	for (int i = 0; i < 3; i++)
 		sigaction(recv_sigs[i], &old[i], NULL);
+	for (int i = 0; i < 2; i++) {
+		if (g_recv_wake[i] >= 0)
+			close(g_recv_wake[i]);
+		g_recv_wake[i] = -1;
+	}
 	return r;
 }
 

@@ -2,6 +2,7 @@
 #include "stream.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -148,6 +149,14 @@ static int fill(sreader_t *r, size_t n)
 	while (r->in.len < n) {
 		if (r->stop && *r->stop)
 			return -EINTR;
+		if (r->stop && r->stop_fd >= 0) {
+			struct pollfd p[2] = {{.fd = r->fd, .events = POLLIN},
+					      {.fd = r->stop_fd, .events = POLLIN}};
+			if (poll(p, 2, -1) < 0 && errno != EINTR)
+				return -errno;
+			if (*r->stop)
+				return -EINTR;
+		}
 		ssize_t k = read(r->fd, r->in.data + r->in.len, r->in.cap - r->in.len);
 		if (r->stop && *r->stop)
 			return -EINTR; /* the signal may come with the end of input */
@@ -177,6 +186,7 @@ int sr_init(sreader_t *r, int fd)
 {
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;
+	r->stop_fd = -1;
 	r->sha = EVP_MD_CTX_new();
 	if (!r->sha || !EVP_DigestInit_ex(r->sha, EVP_sha256(), NULL))
 		return -ENOMEM;

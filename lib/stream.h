@@ -91,6 +91,10 @@ typedef struct sreader {
 	bool eof;
 	/* When set, nonzero makes reads stop with -EINTR (a signal). */
 	volatile int *stop;
+	/* With stop: a pipe the signal handler writes to (-1: none).  A read
+	 * waits for the stream or this, so a signal that lands between the
+	 * check of *stop and the read cannot leave it blocked. */
+	int stop_fd;
 	/* For REC_END and REC_GROUPEND: the SHA-256 of every byte before the
 	 * current record, to compare with the digest it carries. */
 	uint8_t prior[32];

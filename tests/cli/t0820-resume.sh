@@ -5,7 +5,7 @@
 # partial: inconsistent=on, a receive_resume_token, no snapshot visible.
 # Completed chunks are not sent again.  recv -A discards partial state and
 # the dataset the partial receive created.  kill -9 hits the receiver only
-# once it has consumed every byte written to it (it sleeps in read(0)).
+# once it has consumed every byte written to it (it sleeps in read(0), or in poll before it).
 # SEED=n reproduces a run.
 . "$(dirname "$0")/lib.sh"
 # a private copy of the binary: a concurrent rebuild must not hit this test
@@ -32,12 +32,12 @@ FULL=$(stat -c %s "$TESTDIR/full")
 
 token() { cb get -H -o value receive_resume_token "$1" 2>/dev/null; }
 KILLS=0
-# wait_reading PID: until PID is blocked in read(0, ...) (or gone)
+# wait_reading PID: until PID is blocked in read(0, ...) or recv's poll before it (or gone)
 wait_reading() {
 	local i s
 	for i in $(seq 1 1200); do
 		s=$(cat "/proc/$1/syscall" 2>/dev/null) || return 0
-		case "$s" in "0 0x0 "*) return 0 ;; esac
+		case "$s" in "0 0x0 "* | "7 "*) return 0 ;; esac # read(0) or poll (recv)
 		sleep 0.05
 	done
 	fail "receiver $1 never waited for input"

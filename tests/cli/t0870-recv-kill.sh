@@ -2,7 +2,7 @@
 # tier: stress
 # kill -9 loop over recv and sync.  A `send -R -I` stream of 3 datasets x 5
 # recursive snapshots is fed to `recv -s` up to a random byte and, once
-# the receiver has consumed it and waits for more (it sleeps in read(0)),
+# the receiver has consumed it and waits for more (it sleeps in read(0), or in poll before it),
 # the receiver is killed with SIGKILL.  In the sync rounds the stream goes
 # through an ssh stand-in that holds it open after N bytes; the receiver
 # and then sync itself are killed.  After every kill the target holds
@@ -45,12 +45,12 @@ mkdir -p "$TESTDIR/save"
 cp -a "$B"/catalog.db* "$TESTDIR/save/"
 reset_target() { rm -f "$B"/catalog.db*; cp -a "$TESTDIR/save"/catalog.db* "$B/"; }
 
-# wait_reading PID: until PID sleeps in read(0, ...) (or is gone)
+# wait_reading PID: until PID sleeps in read(0, ...) or recv's poll before it (or is gone)
 wait_reading() {
 	local i s
 	for i in $(seq 1 1200); do
 		s=$(cat "/proc/$1/syscall" 2>/dev/null) || return 0
-		case "$s" in "0 0x0 "*) return 0 ;; esac
+		case "$s" in "0 0x0 "* | "7 "*) return 0 ;; esac # read(0) or poll (recv)
 		sleep 0.05
 	done
 	fail "process $1 never waited for input"

@@ -27,12 +27,13 @@ ca send ds@1 >"$TESTDIR/full" || fail "send"
 FULL=$(stat -c %s "$TESTDIR/full")
 token() { cb get -H -o value receive_resume_token "$1" 2>/dev/null; }
 
-# wait_reading PID: until PID sleeps in read(0, ...); fails if it never does
+# wait_reading PID: until PID sleeps in read(0, ...) or in the poll before
+# it; fails if it never does
 wait_reading() {
 	local s
 	for _ in $(seq 1 1200); do
 		s=$(cat "/proc/$1/syscall" 2>/dev/null) || fail "receiver $1 gone before the signal"
-		case "$s" in "0 0x0 "*) return 0 ;; esac
+		case "$s" in "0 0x0 "* | "7 "*) return 0 ;; esac # read(0) or poll (recv)
 		sleep 0.05
 	done
 	fail "receiver $1 never waited for input"
@@ -109,5 +110,59 @@ exec 3>&-
 wait $pid || fail "an ignored SIGHUP stopped the receive: $(cat "$TESTDIR/err")"
 [ "$(cb list -H -p -o guid ignored@1)" = "$(ca list -H -p -o guid ds@1)" ] || fail "ignored HUP: guid"
 [ "$(token ignored)" = - ] || fail "ignored HUP: a token after a whole stream"
+
+# sync whose receiver is stopped by SIGTERM halfway through: sync says the
+# partial state is kept and to run sync again, and the next sync (which
+# resumes by token) converges.  The link (an ssh stand-in) feeds the
+# receiver 60% of the stream, waits until it asks for more, and sends it
+# SIGTERM; every other command passes untouched.
+L=$TESTDIR/link
+mkdir -p "$L"
+cat >"$TESTDIR/stopssh" <<SH
+#!/bin/bash
+shift
+case "\$*" in
+*"'recv' '-s'"*)
+	rm -f "$L/fifo"; mkfifo "$L/fifo"
+	sh -c "exec \$*" <"$L/fifo" &
+	rp=\$!
+	exec 3>"$L/fifo"
+	head -c $((FULL * 6 / 10)) >&3
+	for _ in \$(seq 1 1200); do
+		case "\$(cat /proc/\$rp/syscall 2>/dev/null)" in "0 0x0 "* | "7 "*) break ;; esac
+		sleep 0.05
+	done
+	kill -TERM \$rp && echo sent >"$L/killed"
+	wait \$rp
+	rc=\$?
+	exec 3>&-
+	exit \$rc
+	;;
+*) exec sh -c "\$*" ;;
+esac
+SH
+chmod +x "$TESTDIR/stopssh"
+export CAIRN_REMOTE=$CAIRN
+CAIRN_SSH=$TESTDIR/stopssh ca sync ds "localhost:$B:synced" >/dev/null 2>"$TESTDIR/err"
+rc=$?
+[ -e "$L/killed" ] || fail "sync: the receiver was never sent SIGTERM"
+[ $rc = 1 ] || fail "sync: exit $rc after its receiver was stopped: $(cat "$TESTDIR/err")"
+grep -q "synced: interrupted" "$TESTDIR/err" || fail "sync: stderr: $(cat "$TESTDIR/err")"
+grep -q "partial state is kept: run sync again to resume" "$TESTDIR/err" ||
+	fail "sync: no retry hint: $(cat "$TESTDIR/err")"
+t=$(token synced)
+[ -n "$t" ] && [ "$t" != - ] || fail "sync: no token after the stopped receive"
+cat >"$TESTDIR/plainssh" <<'SH'
+#!/bin/bash
+shift
+exec sh -c "$*"
+SH
+chmod +x "$TESTDIR/plainssh"
+CAIRN_SSH=$TESTDIR/plainssh ca sync ds "localhost:$B:synced" 2>"$TESTDIR/err" ||
+	fail "sync again: $(cat "$TESTDIR/err")"
+[ "$(token synced)" = - ] || fail "sync again: a token is left"
+[ "$(cb list -H -p -o guid synced@1)" = "$(ca list -H -p -o guid ds@1)" ] || fail "sync again: guid"
+cb restore synced@1 "$XDIR/rs" || fail "restore synced@1"
+same_tree "$SRC" "$XDIR/rs"
 ok cb verify
 done_test
