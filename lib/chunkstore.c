@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -333,13 +332,9 @@ static int subdir_make(chunkstore_t *cs, unsigned idx)
 
 static unsigned subfd_cap_from_rlimit(void)
 {
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
-		return NSUBDIRS;
 	/* A quarter of the fd budget: backup also opens source files and the
 	 * catalog, and must not hit EMFILE because of cached directories. */
-	rlim_t cap = rl.rlim_cur / 4;
-	return cap < 16 ? 16 : cap > NSUBDIRS ? NSUBDIRS : (unsigned)cap;
+	return fd_limit_share(4, 16, NSUBDIRS);
 }
 
 static int check_layout(int dirfd)

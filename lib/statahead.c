@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "statahead.h"
@@ -58,15 +57,6 @@ static void cpu_relax(void)
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
 #endif
-}
-
-static unsigned prep_max_from_rlimit(void)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
-		return SA_PREP_MAX;
-	rlim_t cap = rl.rlim_cur / 8;
-	return cap < 8 ? 8 : cap > SA_PREP_MAX ? SA_PREP_MAX : (unsigned)cap;
 }
 
 /* ---- directories ---- */
@@ -367,7 +357,7 @@ int statahead_start(dev_t rootdev, statahead_t **out)
 	if (!sa)
 		return -ENOMEM;
 	sa->rootdev = rootdev;
-	sa->prep_max = prep_max_from_rlimit();
+	sa->prep_max = fd_limit_share(8, 8, SA_PREP_MAX);
 	sa->spin = true;
 	pthread_mutex_init(&sa->lock, NULL);
 	pthread_cond_init(&sa->work, NULL);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -247,6 +248,15 @@ uint64_t random_u64(void)
 			v = (uint64_t)now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
 	}
 	return v;
+}
+
+unsigned fd_limit_share(unsigned divisor, unsigned lo, unsigned hi)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return hi;
+	rlim_t share = rl.rlim_cur / divisor;
+	return share < lo ? lo : share > hi ? hi : (unsigned)share;
 }
 
 uint64_t process_start_time(int pid)

@@ -119,6 +119,11 @@ int64_t now_ns(void);      /* CLOCK_REALTIME in ns */
 int64_t mono_ns(void);     /* CLOCK_MONOTONIC in ns */
 uint64_t random_u64(void); /* from getrandom(); never 0 */
 
+/* A share of the descriptor limit for a cache of open fds: the soft
+ * RLIMIT_NOFILE divided by divisor, kept within [lo, hi] (hi when there is
+ * no limit). */
+unsigned fd_limit_share(unsigned divisor, unsigned lo, unsigned hi);
+
 /* Start time of a process in clock ticks since boot (field 22 of
  * /proc/PID/stat), or 0 when the process does not exist. */
 uint64_t process_start_time(int pid);
