@@ -288,9 +288,10 @@ static char *child_reason(const char *err, int status, bool pass_on, bool *kept)
 
 /* Whether running sync again can get past a failed receive on the
  * destination: it was killed or stopped by a signal, its link cut (ssh
- * says 255), the stream stopped short, or the disk was full or failing.  A refusal (the target
- * diverged, needs -F, is encrypted otherwise...) is not: the same sync
- * would be refused the same way, so it gets no "run sync again". */
+ * says 255), the stream stopped short, or the disk was full or failing.
+ * A refusal (the target diverged, needs -F, is encrypted otherwise...) is
+ * not: the same sync would be refused the same way, so it gets no "run
+ * sync again". */
 static bool recv_retryable(int status, const char *why)
 {
 	if (status > 128 || status == 255)
