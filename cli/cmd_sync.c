@@ -548,9 +548,14 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 		size_t ll = strlen(label);
 		if (d && !strncmp(d, label, ll) && !strncmp(d + ll, ": ", 2))
 			d += ll + 2; /* the detail names the snapshot too: once is enough */
+		/* A resume helps when the stream was cut or stopped; a failure
+		 * in the source (a damaged chunk) would stop it again. */
+		bool cut = r == -EINTR || r == -EPIPE || r == -EIO;
 		cli_err(label, "%s%s%s", d && *d ? d : cairn_strerror(r),
 			child ? "; the receive on the destination stopped with it" : "",
-			kept ? "; its partial state is kept: run sync again to resume" : "");
+			!kept ? ""
+			: cut ? "; the partial state is kept: run sync again to resume"
+			      : "; the partial state is kept for the next sync");
 		rc = 1;
 	} else if (child != 0) {
 		cli_err(dst->dataset, "receiving %s: %s%s", label, rwhy,

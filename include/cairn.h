@@ -492,9 +492,9 @@ typedef struct cairn_recv_opts {
  * stream (-EINTR), a second one ends the process (the default action).  So two receives
  * must not run at once in one process.
  * @return 0, CAIRN_ECORRUPT (bad or hostile stream: detail says where),
- * -EPIPE (truncated) or -EINTR (a signal; with resumable, either way the
- * partial state is kept and the dataset's receive_resume_token is set),
- * -EEXIST, -ENOENT. */
+ * -EPIPE (truncated) or -EINTR (a signal): with resumable, a group in
+ * flight keeps its partial state and the dataset's receive_resume_token
+ * (opts->partial_kept says whether it did); -EEXIST, -ENOENT. */
 int cairn_recv(cairn_store *st, cairn_recv_opts *opts);
 
 /** For each of n chunk digests, present[i] = 1 if the store has it.  Each

@@ -1974,12 +1974,21 @@ static void scratch_close(rctx_t *c)
 
 static volatile int g_recv_stop;
 static int g_recv_wake[2] = {-1, -1}; /* the handler writes here to wake a poll */
+static const int recv_sigs[] = {SIGINT, SIGTERM, SIGHUP};
+static bool g_recv_caught[3]; /* which of recv_sigs have our handler */
 
+/* The first signal stops the receive; from then on any of the three has
+ * its default action, so a second one (Ctrl-C, then a kill) ends the
+ * process at once. */
 static void recv_on_signal(int sig)
 {
 	(void)sig;
 	int saved = errno;
 	g_recv_stop = 1;
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	for (int i = 0; i < 3; i++)
+		if (g_recv_caught[i])
+			sigaction(recv_sigs[i], &dfl, NULL);
 	if (g_recv_wake[1] >= 0 && write(g_recv_wake[1], "", 1) < 0) {
 		/* full or closed: the flag alone is enough then */
 	}
@@ -1992,12 +2001,12 @@ static void recv_on_signal(int sig)
  * for the stream or the handler's pipe, so even a signal that comes just
  * before a read ends it.  The handlers stay until the partial state is
  * saved. */
-static const int recv_sigs[] = {SIGINT, SIGTERM, SIGHUP};
-
 static void catch_signals(rctx_t *c, struct sigaction old[3])
 {
-	/* SA_RESETHAND: a second signal ends the process, as it would have. */
-	struct sigaction sa = {.sa_handler = recv_on_signal, .sa_flags = SA_RESETHAND};
+	struct sigaction sa = {.sa_handler = recv_on_signal};
+	/* While the handler runs, the others wait: it resets all three. */
+	for (int i = 0; i < 3; i++)
+		sigaddset(&sa.sa_mask, recv_sigs[i]);
 	g_recv_stop = 0;
 	if (pipe2(g_recv_wake, O_CLOEXEC | O_NONBLOCK) < 0)
 		g_recv_wake[0] = g_recv_wake[1] = -1; /* the flag alone, as before */
@@ -2005,7 +2014,8 @@ static void catch_signals(rctx_t *c, struct sigaction old[3])
 		/* One ignored by whoever started us stays ignored: nohup, or a
 		 * script's background job (SIGINT), must not be stopped by it. */
 		sigaction(recv_sigs[i], NULL, &old[i]);
-		if (old[i].sa_handler != SIG_IGN)
+		g_recv_caught[i] = old[i].sa_handler != SIG_IGN;
+		if (g_recv_caught[i])
 			sigaction(recv_sigs[i], &sa, NULL);
 	}
 	c->rd.stop = &g_recv_stop;
@@ -2018,8 +2028,10 @@ static int release_signals(rctx_t *c, const struct sigaction old[3], int r)
 		store_err(c->st, r, "%s: interrupted", c->o->target);
 	c->rd.stop = NULL;
 	c->rd.stop_fd = -1;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		sigaction(recv_sigs[i], &old[i], NULL);
+		g_recv_caught[i] = false;
+	}
 	for (int i = 0; i < 2; i++) {
 		if (g_recv_wake[i] >= 0)
 			close(g_recv_wake[i]);

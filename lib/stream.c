@@ -152,8 +152,11 @@ static int fill(sreader_t *r, size_t n)
 		if (r->stop && r->stop_fd >= 0) {
 			struct pollfd p[2] = {{.fd = r->fd, .events = POLLIN},
 					      {.fd = r->stop_fd, .events = POLLIN}};
-			if (poll(p, 2, -1) < 0 && errno != EINTR)
+			if (poll(p, 2, -1) < 0) {
+				if (errno == EINTR)
+					continue; /* another handler's signal: check and poll again */
 				return -errno;
+			}
 			if (*r->stop)
 				return -EINTR;
 		}

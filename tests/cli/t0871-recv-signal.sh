@@ -129,14 +129,20 @@ case "\$*" in
 	exec 3>"$L/fifo"
 	head -c $((FULL * 6 / 10)) >&3
 	for _ in \$(seq 1 1200); do
-		case "\$(cat /proc/\$rp/syscall 2>/dev/null)" in "0 0x0 "* | "7 "*) break ;; esac
+		case "\$(cat /proc/\$rp/syscall 2>/dev/null)" in
+		"0 0x0 "* | "7 "*) echo waiting >"$L/waited"; break ;;
+		esac
 		sleep 0.05
 	done
 	kill -TERM \$rp && echo sent >"$L/killed"
-	wait \$rp
-	rc=\$?
+	# it must stop by itself while the pipe is still open
+	for _ in \$(seq 1 200); do
+		kill -0 \$rp 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -0 \$rp 2>/dev/null && echo stuck >"$L/stuck"
 	exec 3>&-
-	exit \$rc
+	wait \$rp
 	;;
 *) exec sh -c "\$*" ;;
 esac
@@ -145,7 +151,9 @@ chmod +x "$TESTDIR/stopssh"
 export CAIRN_REMOTE=$CAIRN
 CAIRN_SSH=$TESTDIR/stopssh ca sync ds "localhost:$B:synced" >/dev/null 2>"$TESTDIR/err"
 rc=$?
+[ -e "$L/waited" ] || fail "sync: the receiver never waited for input"
 [ -e "$L/killed" ] || fail "sync: the receiver was never sent SIGTERM"
+[ -e "$L/stuck" ] && fail "sync: the receiver went on reading after SIGTERM"
 [ $rc = 1 ] || fail "sync: exit $rc after its receiver was stopped: $(cat "$TESTDIR/err")"
 grep -q "synced: interrupted" "$TESTDIR/err" || fail "sync: stderr: $(cat "$TESTDIR/err")"
 grep -q "partial state is kept: run sync again to resume" "$TESTDIR/err" ||
