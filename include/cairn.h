@@ -489,8 +489,8 @@ typedef struct cairn_recv_opts {
  * While it runs it handles SIGINT, SIGTERM and SIGHUP (those not ignored
  * when it started) for the whole process, and restores the previous
  * handlers before it returns: the first one stops the receive like a cut
- * stream (-EINTR), a second one ends the process (the default action).  So two receives
- * must not run at once in one process.
+ * stream (-EINTR), a second one ends the process (the default action).
+ * So two receives must not run at once in one process.
  * @return 0, CAIRN_ECORRUPT (bad or hostile stream: detail says where),
  * -EPIPE (truncated) or -EINTR (a signal): with resumable, a group in
  * flight keeps its partial state and the dataset's receive_resume_token
