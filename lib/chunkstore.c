@@ -603,7 +603,6 @@ int chunkstore_flush(chunkstore_t *cs)
 
 /* ---- put ---- */
 
-/* Touches an existing chunk and returns its size; -ENOENT if missing. */
 /* Sets the chunk's atime to now (what a running GC checks), nothing else. */
 static int touch_atime(const struct cpath *p)
 {
@@ -611,6 +610,7 @@ static int touch_atime(const struct cpath *p)
 	return utimensat(p->at, p->name, ts, 0) < 0 ? -errno : 0;
 }
 
+/* Touches an existing chunk and returns its size; -ENOENT if missing. */
 static int touch_stat(const struct cpath *p, uint32_t *stored_len)
 {
 	struct stat st;
