@@ -90,6 +90,19 @@ overlapped() {
 	[ ${#a[@]} = 2 ] && [ ${#b[@]} = 2 ] && [ "${a[0]}" -lt "${b[1]}" ] && [ "${b[0]}" -lt "${a[1]}" ]
 }
 
+# wait_reading PID: waits (at most 60 s) until PID sleeps in read(0, ...)
+# or in the poll recv makes before each read.  Returns 1 at once if PID is
+# gone, for the caller to judge; fails the test if PID never waits.
+wait_reading() {
+	local s
+	for _ in $(seq 1 1200); do
+		s=$(cat "/proc/$1/syscall" 2>/dev/null) || return 1
+		case "$s" in "0 0x0 "* | "7 "*) return 0 ;; esac
+		sleep 0.05
+	done
+	fail "process $1 never waited for input"
+}
+
 new_store() {
 	rm -rf "$CAIRN_STORE"
 	"$CAIRN" init >/dev/null || fail "init"

@@ -27,18 +27,6 @@ ca send ds@1 >"$TESTDIR/full" || fail "send"
 FULL=$(stat -c %s "$TESTDIR/full")
 token() { cb get -H -o value receive_resume_token "$1" 2>/dev/null; }
 
-# wait_reading PID: until PID sleeps in read(0, ...) or in the poll before
-# it; fails if it never does
-wait_reading() {
-	local s
-	for _ in $(seq 1 1200); do
-		s=$(cat "/proc/$1/syscall" 2>/dev/null) || fail "receiver $1 gone before the signal"
-		case "$s" in "0 0x0 "* | "7 "*) return 0 ;; esac # read(0) or poll (recv)
-		sleep 0.05
-	done
-	fail "receiver $1 never waited for input"
-}
-
 # stop SIG TARGET FLAGS: feeds 60% of the stream to `recv FLAGS TARGET`,
 # holds the pipe open, and sends SIG once the receiver waits for more.
 # The receiver must exit by itself while the pipe is still open.
@@ -53,7 +41,7 @@ stop() {
 	local pid=$!
 	exec 3>"$TESTDIR/fifo"
 	head -c $((FULL * 6 / 10)) "$TESTDIR/full" >&3
-	wait_reading $pid
+	wait_reading $pid || fail "receiver $pid gone before the signal"
 	kill -"$sig" $pid || fail "$sig: receiver gone before the signal"
 	local gone=
 	for _ in $(seq 1 200); do
@@ -103,7 +91,7 @@ env --ignore-signal=HUP "$CAIRN" -s "$B" recv -s ignored <"$TESTDIR/fifo" 2>"$TE
 pid=$!
 exec 3>"$TESTDIR/fifo"
 head -c $((FULL * 6 / 10)) "$TESTDIR/full" >&3
-wait_reading $pid
+wait_reading $pid || fail "receiver $pid gone before the signal"
 kill -HUP $pid || fail "ignored HUP: receiver gone before the signal"
 tail -c +$((FULL * 6 / 10 + 1)) "$TESTDIR/full" >&3 2>/dev/null
 exec 3>&-
