@@ -42,7 +42,7 @@ struct statahead {
 	pthread_cond_t work;     /* something changed for the helper, or stop */
 	pthread_cond_t released; /* the helper let go of a directory or made one */
 	sa_dir_t *top;           /* entered directories, newest first (->below) */
-	sa_dir_t *ready;         /* made ahead, not taken (->next_ready) */
+	sa_dir_t *ready, *ready_tail; /* made ahead, not taken, oldest first */
 	unsigned nready, prep_max, peak_ready;
 	size_t ready_entries;    /* their entries, summed */
 	_Atomic unsigned gen;    /* bumped whenever the walk enters, takes or leaves */
@@ -169,16 +169,26 @@ static void push_locked(statahead_t *sa, sa_dir_t *d)
 	notify_locked(sa);
 }
 
+/* The ready list is doubly linked: up to prep_max directories wait in it,
+ * and the walk takes them from anywhere (usually the head). */
+static void append_ready_locked(statahead_t *sa, sa_dir_t *d)
+{
+	d->next_ready = NULL;
+	d->prev_ready = sa->ready_tail;
+	*(sa->ready_tail ? &sa->ready_tail->next_ready : &sa->ready) = d;
+	sa->ready_tail = d;
+	if (++sa->nready > sa->peak_ready)
+		sa->peak_ready = sa->nready;
+	sa->ready_entries += d->list.n;
+}
+
 static void unlink_ready_locked(statahead_t *sa, sa_dir_t *d)
 {
-	for (sa_dir_t **p = &sa->ready; *p; p = &(*p)->next_ready)
-		if (*p == d) {
-			*p = d->next_ready;
-			d->next_ready = NULL;
-			sa->nready--;
-			sa->ready_entries -= d->list.n;
-			return;
-		}
+	*(d->prev_ready ? &d->prev_ready->next_ready : &sa->ready) = d->next_ready;
+	*(d->next_ready ? &d->next_ready->prev_ready : &sa->ready_tail) = d->prev_ready;
+	d->next_ready = d->prev_ready = NULL;
+	sa->nready--;
+	sa->ready_entries -= d->list.n;
 }
 
 /* The newest directory with entries nobody has claimed: an entered one,
@@ -295,13 +305,7 @@ static void helper_make_locked(statahead_t *sa, sa_dir_t *d, size_t j)
 	if (c) {
 		d->child[j] = c;
 		d->prep[j] = PREP_READY;
-		sa_dir_t **p = &sa->ready;
-		while (*p)
-			p = &(*p)->next_ready;
-		*p = c;
-		if (++sa->nready > sa->peak_ready)
-			sa->peak_ready = sa->nready;
-		sa->ready_entries += c->list.n;
+		append_ready_locked(sa, c);
 		atomic_fetch_add_explicit(&sa->made, 1, memory_order_relaxed);
 	} else {
 		d->prep[j] = PREP_FAILED; /* the walk opens it and reports why */

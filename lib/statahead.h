@@ -60,7 +60,7 @@ typedef struct sa_dir {
 	/* The helper's bookkeeping, under the statahead lock: */
 	size_t prep_scan;        /* entries before it were looked at */
 	struct sa_dir *below;    /* stack: the directory this one was entered from */
-	struct sa_dir *next_ready; /* list of made, not yet taken directories */
+	struct sa_dir *next_ready, *prev_ready; /* made, not yet taken directories */
 	bool exhausted;          /* the helper met the walk: nothing to claim */
 	bool no_ahead;           /* the helper must not make its subdirectories */
 	bool ending;             /* sa_leave waits for the helper to let go */
