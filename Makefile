@@ -13,7 +13,7 @@ CFLAGS += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter \
 LDLIBS += $(PKG_LIBS) -pthread
 B ?= build
 
-LIB_SRC := $(sort $(wildcard lib/*.c))
+LIB_SRC := $(sort $(wildcard lib/*.c lib/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 CLI_SRC := $(sort $(wildcard cli/*.c))
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
@@ -30,7 +30,7 @@ all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
 deps:
 	@scripts/deps.sh
 
-$(B)/%.o: %.c include/cairn.h $(wildcard lib/*.h cli/*.h)
+$(B)/%.o: %.c include/cairn.h $(wildcard lib/*.h lib/*/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 

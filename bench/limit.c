@@ -2,7 +2,7 @@
  *
  * Loads a corpus into memory, cuts it the way a backup does (FastCDC chunks
  * for files of at least the minimum chunk size, small files packed into
- * bundles with the same boundary rule as lib/backup.c), then hashes
+ * bundles with the same boundary rule as lib/data/backup.c), then hashes
  * (digest_of: SHA-256) and encodes (blob_encode: zstd at the store's default
  * level plus the blob header's XXH3) every piece on all cores.  Only that
  * last step is timed: no file system work at all, so no backup on this
@@ -27,11 +27,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blob.h"
-#include "chunker.h"
+#include "store/blob.h"
+#include "data/chunker.h"
 #include "util.h"
 
-/* Must match lib/backup.c's bundle rule. */
+/* Must match lib/data/backup.c's bundle rule. */
 #define BUNDLE_HASH_MASK 31u
 
 typedef struct file {

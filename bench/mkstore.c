@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blob.h"
-#include "snapio.h"
-#include "store.h"
+#include "store/blob.h"
+#include "data/snapio.h"
+#include "store/store.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 

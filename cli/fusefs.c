@@ -26,10 +26,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "encroot.h"
+#include "crypt/encroot.h"
 #include "fusefs.h"
-#include "snapview.h"
-#include "store.h"
+#include "data/snapview.h"
+#include "store/store.h"
 
 #define CACHE_BYTES (256u << 20)
 

@@ -21,7 +21,7 @@ ca() { "$CAIRN" "$@"; }
 cb() { "$CAIRN" -s "$B" "$@"; }
 CST=$TESTDIR/cst.py
 cat >"$CST" <<'PY'
-# cst.py - surgery on cairn send streams for tests (see lib/stream.h):
+# cst.py - surgery on cairn send streams for tests (see lib/repl/stream.h):
 #   header "CAIRNSND" u32 version; record u8 type, u32 len, payload,
 #   u64 XXH3-64(type, len, payload); last record END = SHA-256 of all before;
 #   GROUPEND = u64 txg, u32 n, SHA-256 of all before (stream version 2).
@@ -124,7 +124,7 @@ def enc_snaplist(d):
     return S(d["name"]) + struct.pack("<I", len(d["snaps"])) + \
         b"".join(S(n) + struct.pack("<Q", g) for n, g in d["snaps"])
 
-def blob(plain):  # an uncompressed blob (lib/blob.h)
+def blob(plain):  # an uncompressed blob (lib/store/blob.h)
     return b"CRNB" + bytes([1, 0, 0, 0]) + struct.pack("<IIQ", len(plain), len(plain), xxh3(plain)) + plain
 
 def unblob(b):

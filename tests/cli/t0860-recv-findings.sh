@@ -31,7 +31,7 @@ asan_build() {
 }
 T=$TESTDIR/tool.py
 cat >"$T" <<'PY'
-# Stream surgery (stream version 2, lib/stream.h): re-signs every record
+# Stream surgery (stream version 2, lib/repl/stream.h): re-signs every record
 # checksum, GROUPEND and END digests after a change.
 import ctypes, ctypes.util, hashlib, struct, sys
 _x = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
@@ -75,7 +75,7 @@ def blob(plain):
     return b"CRNB" + bytes([1, 0, 0, 0]) + struct.pack("<IIQ", len(plain), len(plain), xxh3(plain)) + plain
 def ref(plain):
     return hashlib.sha256(plain).digest() + struct.pack("<II", len(plain), len(blob(plain)))
-# tree entries (lib/tree.h): (type, path, size, content)
+# tree entries (lib/data/tree.h): (type, path, size, content)
 REG, DIR = 1, 2
 def entry(t, path, size=0, content=b"\0", mode=None):
     mode = mode if mode is not None else (0o40755 if t == DIR else 0o100644)

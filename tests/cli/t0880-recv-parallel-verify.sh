@@ -1,6 +1,6 @@
 #!/bin/bash
 # recv checks chunks (blob checksum, zstd, SHA-256) on worker threads
-# (lib/recvq.c) and stores them in stream order.  A stream of ~150 chunks
+# (lib/repl/recvq.c) and stores them in stream order.  A stream of ~150 chunks
 # received with one worker and with four gives the same snapshots, the same
 # chunk files and the same restored tree.  A hostile chunk in the middle
 # of that stream (its blob damaged, or another chunk's valid blob under its

@@ -11,7 +11,7 @@
 
 #include <xxhash.h>
 
-#include "blob.h"
+#include "store/blob.h"
 
 static void reencode(const buf_t *plain, int level)
 {

@@ -13,7 +13,7 @@
 
 #include <xxhash.h>
 
-#include "blob.h"
+#include "store/blob.h"
 
 static crypt_keys_t *fixed_key(void)
 {

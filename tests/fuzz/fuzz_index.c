@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "snapio.h"
+#include "data/snapio.h"
 
 static char g_dir[256];
 static char g_chunks[300];

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crypt.h"
+#include "crypt/crypt.h"
 
 static const uint8_t pass[] = "fuzzing passphrase";
 static const uint8_t raw[32] = "0123456789abcdef0123456789abcdef";

@@ -63,7 +63,7 @@
 #include <xxhash.h>
 
 #include "cairn.h"
-#include "stream.h"
+#include "repl/stream.h"
 #include "util.h"
 
 /* `cairn send base@1` of a dataset with two small files. */

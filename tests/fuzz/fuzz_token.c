@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "token.h"
+#include "repl/token.h"
 
 static uint64_t le64(const uint8_t *p)
 {

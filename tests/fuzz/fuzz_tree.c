@@ -12,7 +12,7 @@
  */
 #include <stdlib.h>
 
-#include "tree.h"
+#include "data/tree.h"
 
 /* Re-encodes e into a fresh stream, decodes it, and checks the result. */
 static void check_entry(const tree_entry_t *e, buf_t *stream)

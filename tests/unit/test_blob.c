@@ -7,7 +7,7 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-#include "blob.h"
+#include "store/blob.h"
 #include "unit.h"
 #include "util.h"
 

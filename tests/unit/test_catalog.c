@@ -1,4 +1,4 @@
-/* test_catalog.c - the SQLite catalog (lib/catalog.h): create/open, txg
+/* test_catalog.c - the SQLite catalog (lib/catalog/catalog.h): create/open, txg
  * accounting, settings, datasets and subtrees, properties, snapshots and
  * their order, roots, rollback and read isolation. */
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "unit.h"
 
 static char tmpdir[] = "/dev/shm/test_catalog.XXXXXX";

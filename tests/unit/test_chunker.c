@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chunker.h"
+#include "data/chunker.h"
 #include "unit.h"
 #include "util.h"
 

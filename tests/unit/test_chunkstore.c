@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blob.h"
-#include "chunkstore.h"
+#include "store/blob.h"
+#include "store/chunkstore.h"
 #include "unit.h"
 
 static char tmpdir[] = "/dev/shm/test_chunkstore.XXXXXX";

@@ -5,9 +5,9 @@
 
 #include <xxhash.h>
 
-#include "blob.h"
-#include "chunker.h"
-#include "crypt.h"
+#include "store/blob.h"
+#include "data/chunker.h"
+#include "crypt/crypt.h"
 #include "unit.h"
 #include "util.h"
 

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "exclude.h"
+#include "data/exclude.h"
 #include "unit.h"
 
 /* Does list exclude path (entry name = last component)? */

@@ -27,8 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gc.h"
-#include "snapio.h"
+#include "maint/gc.h"
+#include "data/snapio.h"
 #include "unit.h"
 
 static char tmpdir[] = "/tmp/test_gc.XXXXXX";

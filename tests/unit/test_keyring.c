@@ -8,7 +8,7 @@
 
 #include <keyutils.h>
 
-#include "keyring.h"
+#include "crypt/keyring.h"
 #include "unit.h"
 
 static bool same(const crypt_keys_t *a, const crypt_keys_t *b)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lru.h"
+#include "maint/lru.h"
 #include "unit.h"
 
 static uint64_t rs = 88172645463325252ull;

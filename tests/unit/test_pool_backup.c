@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "cairn.h"
-#include "catalog.h"
-#include "store.h"
+#include "catalog/catalog.h"
+#include "store/store.h"
 #include "unit.h"
 
 static char tmpdir[256], src[300];

@@ -1,4 +1,4 @@
-/* test_recvq.c - recv's ordered chunk verification (lib/recvq.c).
+/* test_recvq.c - recv's ordered chunk verification (lib/repl/recvq.c).
  *
  * 200 CHUNK payloads (digest + blob, as a stream carries them): compressible
  * and random chunks, one whose blob is damaged (index 97), one carrying
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blob.h"
-#include "recvq.h"
+#include "store/blob.h"
+#include "repl/recvq.h"
 #include "unit.h"
 
 #define N 200

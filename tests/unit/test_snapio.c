@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blob.h"
-#include "snapio.h"
+#include "store/blob.h"
+#include "data/snapio.h"
 #include "unit.h"
 
 static char tmpdir[] = "/dev/shm/test_snapio.XXXXXX";

@@ -1,4 +1,4 @@
-/* test_statahead.c - the incremental walk's helper thread (lib/statahead.c).
+/* test_statahead.c - the incremental walk's helper thread (lib/data/statahead.c).
  *
  * A tree of 3,000-odd objects (deep and wide directories, an empty one, one
  * of 1,500 entries, symlinks to directories, fifos) is walked through the
@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "statahead.h"
+#include "data/statahead.h"
 #include "unit.h"
 #include "util.h"
 

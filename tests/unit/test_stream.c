@@ -1,4 +1,4 @@
-/* test_stream.c - the send-stream framing (lib/stream.h): writer/reader
+/* test_stream.c - the send-stream framing (lib/repl/stream.h): writer/reader
  * round trip of every record type; the per-record checksum against every
  * single-bit flip; lengths over a type's limit refused before the payload
  * is read; truncation at every byte; the END checksum against dropped,
@@ -11,7 +11,7 @@
 
 #include <xxhash.h>
 
-#include "stream.h"
+#include "repl/stream.h"
 #include "unit.h"
 #include "util.h"
 

@@ -1,5 +1,5 @@
 /* test_tree.c - tree stream encoding, incremental decoding, path order. */
-#include "tree.h"
+#include "data/tree.h"
 #include "unit.h"
 
 #include <errno.h>

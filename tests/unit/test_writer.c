@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "cairn.h"
-#include "store.h"
-#include "writer.h"
+#include "store/store.h"
+#include "catalog/writer.h"
 #include "unit.h"
 
 static char tmpdir[] = "/dev/shm/test_writer.XXXXXX";

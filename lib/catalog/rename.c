@@ -1,0 +1,159 @@
+/* rename.c - renaming snapshots and datasets, and inheriting properties. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "crypt/encroot.h"
+#include "data/exclude.h"
+#include "catalog/dataset.h"
+#include "store/store.h"
+
+static int run_sql(cairn_store *st, sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+	int r = rc == SQLITE_DONE ? 0 : rc == SQLITE_CONSTRAINT ? -EEXIST : -EIO;
+	sqlite3_finalize(s);
+	return r;
+}
+
+static int rename_snapshot(cairn_store *st, const char *from, const char *to, bool recursive)
+{
+	ds_row_t ds = {0};
+	const char *oldname;
+	int r = snapshot_split(st, from, &ds, &oldname);
+	if (r < 0)
+		return r;
+	const char *newname = strchr(to, '@') ? strchr(to, '@') + 1 : to;
+	char why[256], full[600];
+	snprintf(full, sizeof(full), "%s@%s", ds.name, newname);
+	if (strchr(to, '@') && (strncmp(to, ds.name, strlen(ds.name)) || to[strlen(ds.name)] != '@'))
+		r = store_err(st, -EINVAL, "%s: snapshots can only be renamed within their dataset",
+			      to);
+	else if (cairn_name_check(full, true, why, sizeof(why)) < 0)
+		r = store_err(st, CAIRN_EBADNAME, "%s: %s", full, why);
+	int64_t *ids = NULL;
+	size_t n = 1;
+	if (r == 0 && recursive)
+		r = catalog_ds_subtree(st->cat, ds.id, &ids, &n);
+	size_t renamed = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		int64_t id = recursive ? ids[i] : ds.id;
+		snap_row_t exist = {0};
+		if (catalog_snap_lookup(st->cat, id, newname, &exist) == 0) {
+			ds_row_t d = {0};
+			catalog_ds_by_id(st->cat, id, &d);
+			r = store_err(st, -EEXIST, "%s@%s: snapshot already exists", d.name, newname);
+			ds_row_clear(&d);
+			snap_row_clear(&exist);
+			break;
+		}
+		sqlite3_stmt *s;
+		if (sqlite3_prepare_v2(catalog_db(st->cat),
+				       "UPDATE snapshot SET name=? WHERE dataset=? AND name=?", -1, &s,
+				       NULL)) {
+			r = -EIO;
+			break;
+		}
+		sqlite3_bind_text(s, 1, newname, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, id);
+		sqlite3_bind_text(s, 3, oldname, -1, SQLITE_STATIC);
+		r = run_sql(st, s);
+		renamed += sqlite3_changes(catalog_db(st->cat));
+	}
+	if (r == 0 && !renamed)
+		r = store_err(st, -ENOENT, "%s: snapshot does not exist", from);
+	free(ids);
+	ds_row_clear(&ds);
+	return r;
+}
+
+static int rename_dataset(cairn_store *st, const char *from, const char *to, bool parents,
+			  uint64_t txg)
+{
+	char why[256];
+	if (cairn_name_check(to, false, why, sizeof(why)) < 0)
+		return store_err(st, CAIRN_EBADNAME, "%s: %s", to, why);
+	ds_row_t ds = {0}, exist = {0}, parent = {0};
+	int r = dataset_lookup(st, from, &ds);
+	size_t fl = strlen(from);
+	if (r == 0 && !strncmp(to, from, fl) && to[fl] == '/')
+		r = store_err(st, -EINVAL, "%s: cannot move a dataset into itself", to);
+	if (r == 0 && catalog_ds_by_name(st->cat, to, &exist) == 0)
+		r = store_err(st, -EEXIST, "%s: dataset already exists", to);
+	int64_t parent_id = 0;
+	if (r == 0)
+		r = dataset_ensure_parent(st, to, parents, txg, &parent_id);
+	if (r == 0 && parent_id && catalog_ds_by_id(st->cat, parent_id, &parent) == 0 &&
+	    parent.type != CAIRN_TYPE_FILESYSTEM)
+		r = store_err(st, -ENOTDIR, "%s: parent is a volume", parent.name);
+	if (r == 0)
+		r = encroot_rename_check(st, &ds, parent_id, to);
+	if (r == 0) {
+		/* The whole subtree moves: every descendant name gets the new prefix. */
+		sqlite3_stmt *s;
+		if (sqlite3_prepare_v2(catalog_db(st->cat),
+				       "UPDATE dataset SET name = ?1 || substr(name, ?3 + 1)"
+				       " WHERE name = ?2 OR (name > ?2 || '/' AND name < ?2 || '0')",
+				       -1, &s, NULL))
+			r = -EIO;
+		else {
+			sqlite3_bind_text(s, 1, to, -1, SQLITE_STATIC);
+			sqlite3_bind_text(s, 2, from, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(s, 3, fl);
+			r = run_sql(st, s);
+		}
+	}
+	if (r == 0) {
+		sqlite3_stmt *s;
+		if (sqlite3_prepare_v2(catalog_db(st->cat), "UPDATE dataset SET parent=? WHERE id=?",
+				       -1, &s, NULL))
+			r = -EIO;
+		else {
+			sqlite3_bind_int64(s, 1, parent_id);
+			sqlite3_bind_int64(s, 2, ds.id);
+			r = run_sql(st, s);
+		}
+	}
+	/* Names of descendants must stay valid (at most 255 bytes). */
+	if (r == 0) {
+		sqlite3_stmt *s;
+		if (sqlite3_prepare_v2(catalog_db(st->cat),
+				       "SELECT name FROM dataset WHERE length(name) > 255 LIMIT 1", -1,
+				       &s, NULL) == SQLITE_OK) {
+			if (sqlite3_step(s) == SQLITE_ROW)
+				r = store_err(st, CAIRN_EBADNAME, "%s: name would exceed 255 bytes",
+					      sqlite3_column_text(s, 0));
+			sqlite3_finalize(s);
+		}
+	}
+	ds_row_clear(&ds);
+	ds_row_clear(&exist);
+	ds_row_clear(&parent);
+	return r;
+}
+
+int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursive,
+		 bool parents)
+{
+	st->errdetail[0] = 0;
+	uint64_t txg;
+	int r = store_txn_begin(st, &txg);
+	if (r < 0)
+		return r;
+	if (strchr(from, '@'))
+		r = rename_snapshot(st, from, to, recursive);
+	else if (strchr(to, '@'))
+		r = store_err(st, -EINVAL, "%s: a dataset cannot become a snapshot", to);
+	else if (recursive)
+		r = store_err(st, -EINVAL, "-r applies to snapshots only");
+	else
+		r = rename_dataset(st, from, to, parents, txg);
+	r = store_txn_end(st, r);
+	return r;
+}
+
+int cairn_dataset_inherit(cairn_store *st, const char *name, const char *prop, bool recursive)
+{
+	/* The older entry point: zfs inherit without -S (props.c). */
+	return cairn_prop_inherit(st, name, prop, recursive, false);
+}

@@ -1,0 +1,784 @@
+/* encroot.c - see encroot.h. */
+#include "crypt/encroot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "store/blob.h"
+#include "catalog/dataset.h"
+#include "crypt/keyring.h"
+
+#define ENC_NAME "aes-256-gcm"
+#define FILE_PREFIX "file://"
+/* A key file is a passphrase (<= 512 bytes), 64 hex digits or 32 bytes;
+ * anything much longer is not one. */
+#define KEYFILE_MAX 1024
+
+/* ---- catalog rows ---- */
+
+static int sql_exec(cairn_store *st, const char *sql)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(catalog_db(st->cat), sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		store_err(st, -EIO, "catalog: %s", msg ? msg : "error");
+		sqlite3_free(msg);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* The store's id for keyring descriptions; 0 when it has none yet. */
+static int store_id_get(cairn_store *st, uint64_t *id)
+{
+	sqlite3_stmt *q;
+	*id = 0;
+	if (sqlite3_prepare_v2(catalog_db(st->cat), "SELECT value FROM meta WHERE key='store_id'",
+			       -1, &q, NULL))
+		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	if (sqlite3_step(q) == SQLITE_ROW)
+		*id = (uint64_t)sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return 0;
+}
+
+/* In a write transaction: makes the store id and the key table exist. */
+static int encryption_schema_in_txn(cairn_store *st)
+{
+	char sql[200];
+	snprintf(sql, sizeof(sql),
+		 "INSERT OR IGNORE INTO meta VALUES('store_id', %lld);"
+		 "CREATE TABLE IF NOT EXISTS cryptkey(dataset INTEGER PRIMARY KEY,"
+		 " keyblob BLOB NOT NULL);",
+		 (long long)random_u64());
+	return sql_exec(st, sql);
+}
+
+/* The key blob of root id: 0, -ENOENT (none), CAIRN_ECORRUPT (damaged). */
+static int keyblob_get(cairn_store *st, int64_t id, uint8_t blob[CRYPT_KEYBLOB_LEN])
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat), "SELECT keyblob FROM cryptkey WHERE dataset=?",
+			       -1, &q, NULL))
+		return -ENOENT; /* no table: no encrypted dataset was ever made */
+	sqlite3_bind_int64(q, 1, id);
+	int r = -ENOENT;
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		const void *b = sqlite3_column_blob(q, 0);
+		int n = sqlite3_column_bytes(q, 0);
+		r = b && n == CRYPT_KEYBLOB_LEN && crypt_keyblob_check(b, n, NULL, NULL) == 0
+			? 0
+			: CAIRN_ECORRUPT;
+		if (r == 0)
+			memcpy(blob, b, CRYPT_KEYBLOB_LEN);
+	}
+	sqlite3_finalize(q);
+	return r;
+}
+
+static int keyblob_put_in_txn(cairn_store *st, int64_t id, const uint8_t *blob)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat), "INSERT OR REPLACE INTO cryptkey VALUES(?, ?)",
+			       -1, &q, NULL))
+		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	sqlite3_bind_int64(q, 1, id);
+	sqlite3_bind_blob(q, 2, blob, CRYPT_KEYBLOB_LEN, SQLITE_STATIC);
+	int rc = sqlite3_step(q);
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+}
+
+int encroot_forget_in_txn(cairn_store *st, int64_t id)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat), "DELETE FROM cryptkey WHERE dataset=?", -1, &q,
+			       NULL))
+		return 0; /* no table, nothing to forget */
+	sqlite3_bind_int64(q, 1, id);
+	int rc = sqlite3_step(q);
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+}
+
+/* ---- roots ---- */
+
+static bool is_on(const char *v)
+{
+	return v && strcmp(v, "off") != 0;
+}
+
+int encroot_find(cairn_store *st, const ds_row_t *ds, ds_row_t *root)
+{
+	int64_t id = ds->id;
+	while (id) {
+		ds_row_t cur = {0};
+		int r = catalog_ds_by_id(st->cat, id, &cur);
+		if (r < 0)
+			return store_err(st, r, "%s: %s", ds->name, catalog_errmsg(st->cat));
+		char *v = NULL;
+		r = catalog_prop_get(st->cat, id, "encryption", &v);
+		bool on = r == 0 && is_on(v);
+		free(v);
+		if (r < 0 && r != -ENOENT) {
+			ds_row_clear(&cur);
+			return store_err(st, r, "%s: %s", ds->name, catalog_errmsg(st->cat));
+		}
+		if (on) {
+			*root = cur;
+			return 1;
+		}
+		id = cur.parent;
+		ds_row_clear(&cur);
+	}
+	return 0;
+}
+
+_Static_assert(sizeof(((encroot_loaded_t *)0)->desc) == KEYRING_DESC_MAX, "encroot_loaded_t");
+
+static int root_desc(cairn_store *st, const ds_row_t *root, char desc[KEYRING_DESC_MAX])
+{
+	uint64_t sid;
+	int r = store_id_get(st, &sid);
+	if (r == 0)
+		keyring_describe(sid, root->guid, desc);
+	return r;
+}
+
+/* Reads a key file named by a file:// keylocation. */
+static int keyfile_read(cairn_store *st, const char *root, const char *loc, uint8_t *buf,
+			size_t *len)
+{
+	const char *path = loc + strlen(FILE_PREFIX);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return store_err(st, -errno, "%s: keylocation %s: %s", root, loc, strerror(errno));
+	ssize_t n = read_full(fd, buf, KEYFILE_MAX + 1);
+	if (n < 0)
+		return store_err(st, (int)n, "%s: keylocation %s: %s", root, loc, strerror(-n));
+	if (n > KEYFILE_MAX)
+		return store_err(st, CAIRN_EBADPROP, "%s: keylocation %s: file too long for a key",
+				 root, loc);
+	*len = n;
+	return 0;
+}
+
+/* Turns raw user key material into the secret for fmt. */
+static int secret_from(cairn_store *st, const char *root, int fmt, const uint8_t *in, size_t len,
+		       uint8_t *out, size_t *olen)
+{
+	const char *why = "";
+	int r = crypt_secret_parse(fmt, in, len, out, olen, &why);
+	return r < 0 ? store_err(st, r, "%s: %s", root, why) : 0;
+}
+
+/* Unwraps root's key blob with key material read from loc (a file:// URL)
+ * or given in secret. */
+static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
+		       const uint8_t *given, size_t glen, crypt_keys_t **out)
+{
+	uint8_t blob[CRYPT_KEYBLOB_LEN];
+	int r = keyblob_get(st, root->id, blob);
+	if (r < 0)
+		return store_err(st, r == -ENOENT ? CAIRN_ECORRUPT : r,
+				 "%s: wrapped key missing or damaged in the catalog", root->name);
+	int fmt = 0;
+	crypt_keyblob_check(blob, sizeof(blob), &fmt, NULL);
+	uint8_t raw[KEYFILE_MAX + 1], secret[CRYPT_PASSPHRASE_MAX];
+	size_t rlen = 0, slen = 0;
+	if (!given) {
+		if (!loc || strncmp(loc, FILE_PREFIX, strlen(FILE_PREFIX)))
+			return store_err(st, -EINVAL, "%s: no key given and keylocation is %s",
+					 root->name, loc ? loc : "none");
+		r = keyfile_read(st, root->name, loc, raw, &rlen);
+		given = raw;
+		glen = rlen;
+	}
+	if (r == 0)
+		r = secret_from(st, root->name, fmt, given, glen, secret, &slen);
+	if (r == 0) {
+		r = crypt_unwrap(blob, sizeof(blob), secret, slen, out);
+		if (r == CAIRN_EBADKEY)
+			store_err(st, r, "%s: incorrect key", root->name);
+		else if (r < 0)
+			store_err(st, r, "%s: unwrapping the key: %s", root->name,
+				  cairn_strerror(r));
+	}
+	OPENSSL_cleanse(raw, sizeof(raw));
+	OPENSSL_cleanse(secret, sizeof(secret));
+	return r;
+}
+
+int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
+{
+	*out = NULL;
+	ds_row_t root = {0};
+	int r = encroot_find(st, ds, &root);
+	if (r <= 0)
+		return r;
+	char desc[KEYRING_DESC_MAX];
+	r = root_desc(st, &root, desc);
+	if (r == 0)
+		r = keyring_find(desc, out);
+	if (r == -ENOKEY) {
+		/* Not loaded: a file keylocation loads it for this command. */
+		char *loc = NULL;
+		catalog_prop_get(st->cat, root.id, "keylocation", &loc);
+		if (loc && !strncmp(loc, FILE_PREFIX, strlen(FILE_PREFIX)))
+			r = unwrap_root(st, &root, loc, NULL, 0, out);
+		else
+			r = store_err(st, CAIRN_ENOKEY,
+				      "%s: encryption key not loaded (encryption root %s; run "
+				      "'cairn load-key %s')",
+				      ds->name, root.name, root.name);
+		free(loc);
+	} else if (r < 0) {
+		store_err(st, r, "%s: kernel keyring: %s", root.name, cairn_strerror(r));
+	}
+	uint8_t blob[CRYPT_KEYBLOB_LEN], kid[CRYPT_KEYID_LEN];
+	/* A key left in the keyring by an earlier root of the same guid (a
+	 * destroyed and re-received dataset) must not be used for this one. */
+	if (r == 0 && keyblob_get(st, root.id, blob) == 0 &&
+	    crypt_keyblob_check(blob, sizeof(blob), NULL, kid) == 0 &&
+	    memcmp(kid, (*out)->keyid, CRYPT_KEYID_LEN)) {
+		crypt_keys_free(*out);
+		*out = NULL;
+		r = store_err(st, CAIRN_ENOKEY,
+			      "%s: the loaded key belongs to other key material (run 'cairn "
+			      "unload-key %s' and load it again)",
+			      root.name, root.name);
+	}
+	ds_row_clear(&root);
+	return r;
+}
+
+int encroot_keys_by_name(cairn_store *st, const char *name, crypt_keys_t **out)
+{
+	ds_row_t ds = {0};
+	*out = NULL;
+	int r = dataset_lookup(st, name, &ds);
+	if (r == 0)
+		r = encroot_keys(st, &ds, out);
+	ds_row_clear(&ds);
+	return r;
+}
+
+/* ---- properties ---- */
+
+static bool is_enc_prop(const char *p)
+{
+	return !strcmp(p, "encryption") || !strcmp(p, "keyformat") || !strcmp(p, "keylocation");
+}
+
+int encroot_prop_normalize(cairn_store *st, const char *prop, const char *value, char **norm)
+{
+	if (!is_enc_prop(prop))
+		return 0;
+	if (!strcmp(prop, "encryption")) {
+		if (!strcmp(value, "on") || !strcmp(value, ENC_NAME))
+			*norm = strdup(ENC_NAME);
+		else if (!strcmp(value, "off"))
+			*norm = strdup("off");
+		else
+			return store_err(st, CAIRN_EBADPROP,
+					 "encryption=%s: expected on, off or " ENC_NAME, value);
+	} else if (!strcmp(prop, "keyformat")) {
+		if (crypt_keyformat_parse(value) < 0)
+			return store_err(st, CAIRN_EBADPROP,
+					 "keyformat=%s: expected passphrase, hex or raw", value);
+		*norm = strdup(value);
+	} else {
+		bool file = !strncmp(value, FILE_PREFIX "/", strlen(FILE_PREFIX) + 1);
+		if (strcmp(value, "prompt") && !file)
+			return store_err(st, CAIRN_EBADPROP,
+					 "keylocation=%s: expected prompt or file:///absolute/path",
+					 value);
+		*norm = strdup(value);
+	}
+	return *norm ? 1 : -ENOMEM;
+}
+
+static int set_str(char **v, const char *s)
+{
+	*v = strdup(s);
+	return *v ? 1 : -ENOMEM;
+}
+
+static int keystatus(cairn_store *st, const ds_row_t *root, char **value)
+{
+	char desc[KEYRING_DESC_MAX];
+	int r = root_desc(st, root, desc);
+	if (r < 0)
+		return r;
+	return set_str(value, keyring_present(desc) ? "available" : "unavailable");
+}
+
+int encroot_prop(cairn_store *st, const ds_row_t *ds, const char *prop, char **value,
+		 char **source)
+{
+	bool computed = !strcmp(prop, "encryptionroot") || !strcmp(prop, "keystatus");
+	if (!computed && !is_enc_prop(prop))
+		return 0;
+	ds_row_t root = {0};
+	int r = encroot_find(st, ds, &root);
+	if (r < 0)
+		return r;
+	bool enc = r == 1;
+	if (source)
+		*source = NULL;
+	if (computed) {
+		if (source && !(*source = strdup("-")))
+			r = -ENOMEM;
+		else if (!enc)
+			r = set_str(value, "-");
+		else if (!strcmp(prop, "encryptionroot"))
+			r = set_str(value, root.name);
+		else
+			r = keystatus(st, &root, value);
+		ds_row_clear(&root);
+		return r;
+	}
+	/* encryption, keyformat, keylocation: the root's local value, shown
+	 * as inherited below it; "off"/"none" on plain datasets. */
+	char *v = NULL;
+	if (enc && catalog_prop_get(st->cat, root.id, prop, &v) == 0) {
+		*value = v;
+		if (source) {
+			if (root.id == ds->id)
+				*source = strdup("local");
+			else if (asprintf(source, "inherited from %s", root.name) < 0)
+				*source = NULL;
+		}
+	} else {
+		*value = strdup(!strcmp(prop, "encryption") ? "off" : "none");
+		if (source)
+			*source = strdup("default");
+	}
+	ds_row_clear(&root);
+	return *value && (!source || *source) ? 1 : -ENOMEM;
+}
+
+int encroot_set_check(cairn_store *st, const ds_row_t *ds, const char *prop)
+{
+	if (!strcmp(prop, "encryption") || !strcmp(prop, "keyformat"))
+		return store_err(st, CAIRN_EBADPROP,
+				 "%s: %s can only be set at creation (keyformat: use change-key)",
+				 ds->name, prop);
+	if (strcmp(prop, "keylocation"))
+		return 0;
+	char *v = NULL;
+	int r = catalog_prop_get(st->cat, ds->id, "encryption", &v);
+	bool root = r == 0 && is_on(v);
+	free(v);
+	return root ? 0
+		    : store_err(st, CAIRN_EBADPROP,
+				"%s: keylocation can only be set on an encryption root", ds->name);
+}
+
+/* ---- create ---- */
+
+static const char *prop_in(const cairn_prop *props, size_t n, const char *name)
+{
+	const char *v = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(props[i].name, name))
+			v = props[i].value;
+	return v;
+}
+
+static __thread bool receiving;
+
+void encroot_receiving(bool on)
+{
+	receiving = on;
+}
+
+bool encroot_prop_is_key(const char *prop)
+{
+	return is_enc_prop(prop);
+}
+
+/* A child of an encrypted dataset: zfs wants the root's key loaded. */
+static int check_child(cairn_store *st, const char *name, int64_t parent, const char *enc,
+		       const char *fmt, const char *loc)
+{
+	if (!parent)
+		goto plain;
+	ds_row_t p = {0};
+	int r = catalog_ds_by_id(st->cat, parent, &p);
+	if (r < 0)
+		return store_err(st, r, "%s: %s", name, catalog_errmsg(st->cat));
+	crypt_keys_t *k = NULL;
+	ds_row_t root = {0};
+	r = encroot_find(st, &p, &root);
+	if (r == 1) {
+		if (enc && !is_on(enc))
+			r = store_err(st, CAIRN_EBADPROP,
+				      "%s: cannot create an unencrypted dataset below encryption "
+				      "root %s",
+				      name, root.name);
+		else if (enc)
+			r = store_err(st, CAIRN_EBADPROP,
+				      "%s: already encrypted through encryption root %s (cairn has "
+				      "one encryption root per subtree)",
+				      name, root.name);
+		else if (fmt || loc)
+			r = store_err(st, CAIRN_EBADPROP,
+				      "%s: keyformat and keylocation belong to encryption root %s",
+				      name, root.name);
+		else if (!receiving)
+			r = encroot_keys(st, &p, &k);
+	}
+	crypt_keys_free(k);
+	ds_row_clear(&root);
+	ds_row_clear(&p);
+	if (r != 0)
+		return r < 0 ? r : 1;
+plain:
+	if (!enc && (fmt || loc))
+		return store_err(st, CAIRN_EBADPROP,
+				 "%s: keyformat and keylocation need -o encryption=on", name);
+	return 0;
+}
+
+int encroot_create_in_txn(cairn_store *st, int64_t id, const char *name, int64_t parent,
+			  const cairn_prop *props, size_t nprops, const uint8_t *secret,
+			  size_t slen, crypt_keys_t **loaded)
+{
+	*loaded = NULL;
+	const char *enc = prop_in(props, nprops, "encryption");
+	const char *fmt = prop_in(props, nprops, "keyformat");
+	const char *loc = prop_in(props, nprops, "keylocation");
+	int r = check_child(st, name, parent, enc, fmt, loc);
+	if (r != 0 || !enc || !is_on(enc))
+		return r < 0 ? r : 0;
+	if (!fmt)
+		return store_err(st, CAIRN_EBADPROP,
+				 "%s: keyformat must be given for a new encryption root", name);
+	if (!loc) {
+		loc = "prompt";
+		r = catalog_prop_set(st->cat, id, "keylocation", loc);
+		if (r < 0)
+			return store_err(st, r, "%s: %s", name, catalog_errmsg(st->cat));
+	}
+	int f = crypt_keyformat_parse(fmt);
+	uint8_t raw[KEYFILE_MAX + 1], sec[CRYPT_PASSPHRASE_MAX], blob[CRYPT_KEYBLOB_LEN];
+	size_t rlen = 0, seclen = 0;
+	if (!secret) {
+		if (strncmp(loc, FILE_PREFIX, strlen(FILE_PREFIX)))
+			return store_err(st, -EINVAL, "%s: keylocation=prompt needs a key given",
+					 name);
+		r = keyfile_read(st, name, loc, raw, &rlen);
+		secret = raw;
+		slen = rlen;
+	}
+	crypt_keys_t *k = NULL;
+	if (r == 0)
+		r = secret_from(st, name, f, secret, slen, sec, &seclen);
+	if (r == 0 && (r = crypt_keys_generate(&k)) < 0)
+		store_err(st, r, "%s: generating keys: %s", name, cairn_strerror(r));
+	if (r == 0 && (r = crypt_wrap(k, f, sec, seclen, blob)) < 0)
+		store_err(st, r, "%s: wrapping the key: %s", name, cairn_strerror(r));
+	if (r == 0)
+		r = encryption_schema_in_txn(st);
+	if (r == 0)
+		r = keyblob_put_in_txn(st, id, blob);
+	OPENSSL_cleanse(raw, sizeof(raw));
+	OPENSSL_cleanse(sec, sizeof(sec));
+	if (r < 0)
+		crypt_keys_free(k);
+	else
+		*loaded = k;
+	return r;
+}
+
+int encroot_desc(cairn_store *st, const ds_row_t *root, char desc[64])
+{
+	return root_desc(st, root, desc);
+}
+
+int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const uint8_t *secret,
+		   size_t slen, crypt_keys_t **out)
+{
+	return unwrap_root(st, root, loc, secret, slen, out);
+}
+
+int encroot_is_root(cairn_store *st, const ds_row_t *ds)
+{
+	char *v = NULL;
+	int r = catalog_prop_get(st->cat, ds->id, "encryption", &v);
+	bool root = r == 0 && is_on(v);
+	free(v);
+	if (r < 0 && r != -ENOENT)
+		return store_err(st, r, "%s: %s", ds->name, catalog_errmsg(st->cat));
+	return root;
+}
+
+int encroot_rewrap_in_txn(cairn_store *st, const ds_row_t *root, const crypt_keys_t *k, int fmt,
+			  const char *loc, const uint8_t *secret, size_t slen)
+{
+	uint8_t raw[KEYFILE_MAX + 1], sec[CRYPT_PASSPHRASE_MAX], blob[CRYPT_KEYBLOB_LEN];
+	size_t rlen = 0, seclen = 0;
+	int r = 0;
+	if (!secret) {
+		if (strncmp(loc, FILE_PREFIX, strlen(FILE_PREFIX)))
+			return store_err(st, -EINVAL, "%s: keylocation=prompt needs a key given",
+					 root->name);
+		r = keyfile_read(st, root->name, loc, raw, &rlen);
+		secret = raw;
+		slen = rlen;
+	}
+	if (r == 0)
+		r = secret_from(st, root->name, fmt, secret, slen, sec, &seclen);
+	if (r == 0 && (r = crypt_wrap(k, fmt, sec, seclen, blob)) < 0)
+		store_err(st, r, "%s: wrapping the key: %s", root->name, cairn_strerror(r));
+	if (r == 0)
+		r = keyblob_put_in_txn(st, root->id, blob);
+	if (r == 0 && (r = catalog_prop_set(st->cat, root->id, "keyformat",
+					    crypt_keyformat_name(fmt))) < 0)
+		store_err(st, r, "%s: %s", root->name, catalog_errmsg(st->cat));
+	if (r == 0 && (r = catalog_prop_set(st->cat, root->id, "keylocation", loc)) < 0)
+		store_err(st, r, "%s: %s", root->name, catalog_errmsg(st->cat));
+	OPENSSL_cleanse(raw, sizeof(raw));
+	OPENSSL_cleanse(sec, sizeof(sec));
+	return r;
+}
+
+int encroot_keyring_add(cairn_store *st, const char *name, const crypt_keys_t *k,
+			unsigned timeout_s, encroot_loaded_t *loaded)
+{
+	ds_row_t root = {0};
+	int r = dataset_lookup(st, name, &root);
+	char desc[KEYRING_DESC_MAX];
+	if (r == 0)
+		r = root_desc(st, &root, desc);
+	if (r == 0 && (r = keyring_load(desc, k, timeout_s)) < 0)
+		store_err(st, r, "%s: kernel keyring: %s", name, strerror(-r));
+	if (r == 0 && loaded)
+		memcpy(loaded->desc, desc, sizeof(desc));
+	ds_row_clear(&root);
+	return r;
+}
+
+void encroot_keyring_undo(const encroot_loaded_t *loaded)
+{
+	keyring_unload(loaded->desc);
+}
+
+/* ---- verify ---- */
+
+int encroot_keyset_load(cairn_store *st, encroot_keyset_t *ks)
+{
+	memset(ks, 0, sizeof(*ks));
+	ks->complete = true;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "SELECT dataset FROM dprop WHERE name='encryption' AND value!='off'",
+			       -1, &q, NULL))
+		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	int r = 0;
+	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+		ds_row_t root = {0};
+		crypt_keys_t *k = NULL;
+		r = catalog_ds_by_id(st->cat, sqlite3_column_int64(q, 0), &root);
+		int e = r == 0 ? encroot_keys(st, &root, &k) : 0;
+		ds_row_clear(&root);
+		if (r < 0 || e < 0) {
+			/* A root without its key is checked without it. */
+			ks->complete = false;
+			st->errdetail[0] = 0;
+			r = 0;
+			continue;
+		}
+		crypt_keys_t **v = realloc(ks->k, (ks->n + 1) * sizeof(*v));
+		if (!v) {
+			crypt_keys_free(k);
+			r = -ENOMEM;
+			break;
+		}
+		ks->k = v;
+		ks->k[ks->n++] = k;
+	}
+	sqlite3_finalize(q);
+	if (r < 0)
+		encroot_keyset_free(ks);
+	return r;
+}
+
+void encroot_keyset_free(encroot_keyset_t *ks)
+{
+	for (size_t i = 0; i < ks->n; i++)
+		crypt_keys_free(ks->k[i]);
+	free(ks->k);
+	memset(ks, 0, sizeof(*ks));
+}
+
+int encroot_verify_chunk(chunkstore_t *cs, const encroot_keyset_t *ks, const digest_t *d,
+			 buf_t *out)
+{
+	int r = chunkstore_get_raw(cs, d, out);
+	if (r < 0)
+		return r;
+	if (!blob_is_encrypted(out->data, out->len)) {
+		buf_t raw = *out;
+		*out = (buf_t){0};
+		r = blob_decode(raw.data, raw.len, d, out);
+		buf_free(&raw);
+		return r;
+	}
+	r = blob_check(out->data, out->len, NULL);
+	if (r < 0)
+		return r;
+	buf_t plain = {0};
+	for (size_t i = 0; i < ks->n; i++) {
+		if (blob_decode_key(ks->k[i], out->data, out->len, d, &plain) == 0) {
+			OPENSSL_cleanse(plain.data, plain.len);
+			buf_free(&plain);
+			return 0;
+		}
+	}
+	buf_free(&plain);
+	return ks->complete ? CAIRN_ECORRUPT : 0;
+}
+
+int encroot_keys_for_snapshot(cairn_store *st, int64_t snap_id, crypt_keys_t **out)
+{
+	*out = NULL;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat), "SELECT dataset FROM snapshot WHERE id=?", -1,
+			       &q, NULL))
+		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	sqlite3_bind_int64(q, 1, snap_id);
+	int64_t ds = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+	sqlite3_finalize(q);
+	if (!ds)
+		return -ENOENT;
+	ds_row_t row = {0};
+	int r = catalog_ds_by_id(st->cat, ds, &row);
+	if (r == 0)
+		r = encroot_keys(st, &row, out);
+	ds_row_clear(&row);
+	return r;
+}
+
+int encroot_rename_check(cairn_store *st, const ds_row_t *ds, int64_t new_parent, const char *to)
+{
+	int r = encroot_is_root(st, ds);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	ds_row_t old = {0}, now = {0}, parent = {0};
+	int a = encroot_find(st, ds, &old);
+	int b = 0;
+	if (a >= 0 && new_parent) {
+		b = catalog_ds_by_id(st->cat, new_parent, &parent);
+		if (b == 0)
+			b = encroot_find(st, &parent, &now);
+	}
+	if (a < 0 || b < 0)
+		r = a < 0 ? a : b;
+	else if (a != b || (a == 1 && old.id != now.id))
+		r = store_err(st, -EINVAL,
+			      "%s: cannot move %s from encryption root %s to %s (its data is "
+			      "sealed with its root's keys)",
+			      to, ds->name, a ? old.name : "none (unencrypted)",
+			      b ? now.name : "none (unencrypted)");
+	ds_row_clear(&old);
+	ds_row_clear(&now);
+	ds_row_clear(&parent);
+	return r;
+}
+
+/* ---- raw send and receive ---- */
+
+int encroot_wrapped_get(cairn_store *st, const ds_row_t *ds, encroot_wrapped_t *w)
+{
+	memset(w, 0, sizeof(*w));
+	ds_row_t root = {0};
+	int r = encroot_find(st, ds, &root);
+	if (r <= 0)
+		return r;
+	r = keyblob_get(st, root.id, w->blob);
+	if (r < 0)
+		r = store_err(st, CAIRN_ECORRUPT, "%s: wrapped key missing or damaged in the catalog",
+			      root.name);
+	if (r == 0 && (catalog_prop_get(st->cat, root.id, "keyformat", &w->keyformat) < 0 ||
+		       catalog_prop_get(st->cat, root.id, "keylocation", &w->keylocation) < 0))
+		r = store_err(st, CAIRN_ECORRUPT, "%s: keyformat or keylocation missing",
+			      root.name);
+	if (r == 0) {
+		w->root = root.name;
+		root.name = NULL;
+	}
+	ds_row_clear(&root);
+	if (r < 0) {
+		encroot_wrapped_clear(w);
+		return r;
+	}
+	return 1;
+}
+
+void encroot_wrapped_clear(encroot_wrapped_t *w)
+{
+	free(w->root);
+	free(w->keyformat);
+	free(w->keylocation);
+	memset(w, 0, sizeof(*w));
+}
+
+int encroot_recv_root_in_txn(cairn_store *st, int64_t id, const char *name,
+			     const encroot_wrapped_t *w)
+{
+	int fmt = 0;
+	if (crypt_keyblob_check(w->blob, CRYPT_KEYBLOB_LEN, &fmt, NULL) < 0 ||
+	    crypt_keyformat_parse(w->keyformat) != fmt)
+		return store_err(st, CAIRN_ECORRUPT, "%s: received wrapped key is malformed", name);
+	char *loc = NULL;
+	int r = encroot_prop_normalize(st, "keylocation", w->keylocation, &loc);
+	free(loc);
+	if (r < 0)
+		return r;
+	r = encryption_schema_in_txn(st);
+	if (r == 0)
+		r = keyblob_put_in_txn(st, id, w->blob);
+	const char *props[][2] = {{"encryption", ENC_NAME},
+				  {"keyformat", w->keyformat},
+				  {"keylocation", w->keylocation}};
+	for (size_t i = 0; r == 0 && i < 3; i++)
+		if ((r = catalog_prop_set(st->cat, id, props[i][0], props[i][1])) < 0)
+			store_err(st, r, "%s: %s", name, catalog_errmsg(st->cat));
+	return r;
+}
+
+int encroot_recv_check(cairn_store *st, const ds_row_t *ds, const encroot_wrapped_t *want)
+{
+	ds_row_t root = {0};
+	int r = encroot_find(st, ds, &root);
+	if (r < 0)
+		return r;
+	uint8_t blob[CRYPT_KEYBLOB_LEN], have[CRYPT_KEYID_LEN], got[CRYPT_KEYID_LEN];
+	if (!want && r == 1)
+		r = store_err(st, -EINVAL,
+			      "%s: cannot receive unencrypted data below encryption root %s",
+			      ds->name, root.name);
+	else if (want && r == 0)
+		r = store_err(st, -EINVAL,
+			      "%s: exists unencrypted; an encrypted (raw) stream cannot go into it",
+			      ds->name);
+	else if (want && (keyblob_get(st, root.id, blob) < 0 ||
+			  crypt_keyblob_check(blob, sizeof(blob), NULL, have) < 0 ||
+			  crypt_keyblob_check(want->blob, CRYPT_KEYBLOB_LEN, NULL, got) < 0 ||
+			  memcmp(have, got, CRYPT_KEYID_LEN)))
+		r = store_err(st, -EINVAL,
+			      "%s: encrypted with other key material (encryption root %s) than "
+			      "the stream's",
+			      ds->name, root.name);
+	else
+		r = 0;
+	ds_row_clear(&root);
+	return r;
+}

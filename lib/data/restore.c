@@ -1,0 +1,607 @@
+/* restore.c - writing a snapshot back out: a directory tree or an image.
+ *
+ * Every chunk is checked against its digest as it is read.  Paths come
+ * from a tree stream that may have been received from elsewhere, so every
+ * parent directory is opened with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS: a
+ * hostile tree cannot make restore write outside the target.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "catalog/dataset.h"
+#include "crypt/encroot.h"
+#include "data/snapio.h"
+#include "store/store.h"
+
+typedef struct dirmeta {
+	char *path;
+	uint32_t mode, uid, gid;
+	int64_t atime_ns, mtime_ns;
+} dirmeta_t;
+
+/* Bundles decoded most recently.  After incremental backups a directory's
+ * small files alternate between the bundle their unchanged files stayed in
+ * and the one the changed files were carried into: with a single slot each
+ * switch would read and decode a bundle again. */
+#define BUNDLE_SLOTS 4
+typedef struct bundleslot {
+	digest_t d;
+	buf_t data;
+	uint64_t used; /* 0: empty */
+} bundleslot_t;
+
+typedef struct rctx {
+	cairn_store *st;
+	cairn_restore_opts *opts;
+	const crypt_keys_t *key; /* the encryption root's keys, or NULL */
+	int rootfd;
+	char *pdir_path; /* the cached parent directory */
+	int pdir_fd;
+	dirmeta_t *dirs;
+	size_t ndirs, capdirs;
+	bundleslot_t bundles[BUNDLE_SLOTS];
+	uint64_t bundle_clock;
+	buf_t chunk;
+	bool *found; /* per requested path */
+	bool as_root;
+	int first_err;
+	int64_t last_progress;
+} rctx_t;
+
+static int open_beneath(int rootfd, const char *path, int flags)
+{
+	struct open_how how = {.flags = flags | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS};
+	long fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* The parent directory fd of path and its last component. */
+static int parent_of(rctx_t *c, const char *path, const char **name)
+{
+	const char *slash = strrchr(path, '/');
+	*name = slash ? slash + 1 : path;
+	if (!slash)
+		return c->rootfd;
+	size_t len = slash - path;
+	if (c->pdir_path && strlen(c->pdir_path) == len && !memcmp(c->pdir_path, path, len))
+		return c->pdir_fd;
+	if (c->pdir_fd >= 0)
+		close(c->pdir_fd);
+	free(c->pdir_path);
+	c->pdir_path = strndup(path, len);
+	c->pdir_fd = c->pdir_path ? open_beneath(c->rootfd, c->pdir_path, O_RDONLY | O_DIRECTORY)
+				  : -ENOMEM;
+	if (c->pdir_fd < 0) {
+		int e = c->pdir_fd;
+		free(c->pdir_path);
+		c->pdir_path = NULL;
+		return e;
+	}
+	return c->pdir_fd;
+}
+
+static int fail(rctx_t *c, const char *path, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Records a per-file failure; restore goes on with the next file. */
+static int fail(rctx_t *c, const char *path, int err, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (!c->first_err) {
+		c->first_err = err;
+		store_err(c->st, err, "%s (file %s)", why, *path ? path : "/");
+	}
+	c->opts->errors++;
+	if (c->opts->warn) {
+		char obj[4200];
+		snprintf(obj, sizeof(obj), "%s: %s", *path ? path : "/", why);
+		c->opts->warn(obj, err, c->opts->arg);
+	}
+	return 0;
+}
+
+static int chunk_fail(rctx_t *c, const char *path, const chunk_ref_t *ref, int err)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(&ref->digest, hex);
+	return fail(c, path, err, "chunk %s: %s", hex,
+		    err == -ENOENT ? "missing from the chunk store" : cairn_strerror(err));
+}
+
+static void progress(rctx_t *c, bool force)
+{
+	if (!c->opts->progress)
+		return;
+	int64_t now = mono_ns();
+	if (!force && now - c->last_progress < 200000000)
+		return;
+	c->last_progress = now;
+	cairn_progress p = {.phase = "restore", .files = c->opts->files, .bytes = c->opts->bytes};
+	c->opts->progress(&p, c->opts->arg);
+}
+
+static struct timespec ts_of(int64_t ns)
+{
+	struct timespec t = {ns / 1000000000, ns % 1000000000};
+	if (t.tv_nsec < 0) {
+		t.tv_sec--;
+		t.tv_nsec += 1000000000;
+	}
+	return t;
+}
+
+/* ---- content ---- */
+
+static int write_extents(rctx_t *c, int fd, const tree_entry_t *e, bool zero_holes)
+{
+	uint64_t off = 0;
+	for (uint32_t i = 0; i < e->nextent; i++) {
+		const tree_extent_t *x = &e->extents[i];
+		if (x->kind == TREE_EXT_HOLE) {
+			if (zero_holes) {
+				static const uint8_t z[65536];
+				for (uint64_t k = 0; k < x->length; k += sizeof(z)) {
+					int r = pwrite_full(fd, z, MIN(sizeof(z), x->length - k), off + k);
+					if (r < 0)
+						return fail(c, e->path, r, "write: %s", strerror(-r)), r;
+				}
+			}
+			off += x->length;
+			continue;
+		}
+		int r = chunkstore_get_key(c->st->cs, c->key, &x->ref.digest, &c->chunk);
+		if (r < 0)
+			return chunk_fail(c, e->path, &x->ref, r), r;
+		r = pwrite_full(fd, c->chunk.data, c->chunk.len, off);
+		if (r < 0)
+			return fail(c, e->path, r, "write: %s", strerror(-r)), r;
+		off += c->chunk.len;
+		c->opts->bytes += c->chunk.len;
+		progress(c, false);
+	}
+	if (ftruncate(fd, off) < 0)
+		return fail(c, e->path, -errno, "truncate: %s", strerror(errno)), -errno;
+	return 0;
+}
+
+/* The decoded bundle d, from a slot or read into the least recently used. */
+static int bundle_get(rctx_t *c, const digest_t *d, const buf_t **out)
+{
+	bundleslot_t *victim = &c->bundles[0];
+	for (size_t i = 0; i < BUNDLE_SLOTS; i++) {
+		bundleslot_t *s = &c->bundles[i];
+		if (s->used && !digest_cmp(&s->d, d)) {
+			s->used = ++c->bundle_clock;
+			*out = &s->data;
+			return 0;
+		}
+		if (s->used < victim->used)
+			victim = s;
+	}
+	victim->used = 0;
+	int r = chunkstore_get_key(c->st->cs, c->key, d, &victim->data);
+	if (r < 0)
+		return r;
+	victim->d = *d;
+	victim->used = ++c->bundle_clock;
+	*out = &victim->data;
+	return 0;
+}
+
+static int write_bundle_part(rctx_t *c, int fd, const tree_entry_t *e)
+{
+	const buf_t *bundle;
+	int r = bundle_get(c, &e->bundle.digest, &bundle);
+	if (r < 0)
+		return chunk_fail(c, e->path, &e->bundle, r), r;
+	if ((uint64_t)e->bundle_off + e->size > bundle->len)
+		return fail(c, e->path, CAIRN_ECORRUPT, "bundle reference out of range"),
+		       CAIRN_ECORRUPT;
+	r = write_full(fd, bundle->data + e->bundle_off, e->size);
+	if (r < 0)
+		return fail(c, e->path, r, "write: %s", strerror(-r)), r;
+	c->opts->bytes += e->size;
+	return 0;
+}
+
+/* ---- metadata ---- */
+
+/* Extended attributes (ACLs among them).  One that cannot be set is a
+ * per-file failure naming it: the data is restored, but the restore does
+ * not claim full fidelity.  As with owners, a non-root restore skips the
+ * namespaces only root may write. */
+static void set_xattrs(rctx_t *c, int fd, const char *pathfd, const tree_entry_t *e)
+{
+	for (uint16_t i = 0; i < e->nxattr; i++) {
+		const tree_xattr_t *x = &e->xattrs[i];
+		int r = fd >= 0 ? fsetxattr(fd, x->name, x->value, x->len, 0)
+				: lsetxattr(pathfd, x->name, x->value, x->len, 0);
+		if (r == 0)
+			continue;
+		bool root_only = !strncmp(x->name, "trusted.", 8) || !strncmp(x->name, "security.", 9);
+		if (!c->as_root && root_only && errno == EPERM)
+			continue;
+		fail(c, e->path, -errno, "extended attribute %s: %s", x->name, strerror(errno));
+	}
+}
+
+/* Owner, mode and times of an open file.  Owners only stick for root, as
+ * with tar; that is not an error. */
+static void set_meta_fd(rctx_t *c, int fd, const tree_entry_t *e)
+{
+	if (c->as_root)
+		(void)!fchown(fd, e->uid, e->gid);
+	fchmod(fd, e->mode);
+	struct timespec t[2] = {ts_of(e->atime_ns ? e->atime_ns : e->mtime_ns), ts_of(e->mtime_ns)};
+	futimens(fd, t);
+}
+
+static void set_meta_at(rctx_t *c, int dfd, const char *name, const tree_entry_t *e,
+			bool symlink)
+{
+	if (c->as_root)
+		fchownat(dfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW);
+	if (!symlink)
+		fchmodat(dfd, name, e->mode, 0);
+	struct timespec t[2] = {ts_of(e->atime_ns ? e->atime_ns : e->mtime_ns), ts_of(e->mtime_ns)};
+	utimensat(dfd, name, t, AT_SYMLINK_NOFOLLOW);
+}
+
+/* ---- objects ---- */
+
+/* With --force, whatever is in the way (a file, a symlink, a FIFO that
+ * would block an open, a read-only file) is removed first; a directory in
+ * the way is an error, as with tar. */
+static int clear_way(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
+{
+	if (!c->opts->force || !unlinkat(dfd, name, 0) || errno == ENOENT)
+		return 0;
+	if (errno == EISDIR)
+		return fail(c, e->path, -EISDIR, "a directory is in the way"), -EISDIR;
+	return fail(c, e->path, -errno, "removing the old entry: %s", strerror(errno)), -errno;
+}
+
+static int make_reg(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
+{
+	if (clear_way(c, dfd, name, e) < 0)
+		return 0;
+	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_EXCL;
+	int fd = openat(dfd, name, flags, 0600);
+	if (fd < 0)
+		return fail(c, e->path, -errno, "create: %s", strerror(errno));
+	int r = 0;
+	if (e->content == TREE_CONTENT_EXTENTS)
+		r = write_extents(c, fd, e, false);
+	else if (e->content == TREE_CONTENT_BUNDLE)
+		r = write_bundle_part(c, fd, e);
+	set_xattrs(c, fd, NULL, e);
+	set_meta_fd(c, fd, e);
+	close(fd);
+	(void)r; /* already recorded by fail() */
+	return 0;
+}
+
+static int make_dir(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
+{
+	if (*e->path && mkdirat(dfd, name, 0700) < 0) {
+		struct stat sb;
+		bool isdir = errno == EEXIST && !fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) &&
+			     S_ISDIR(sb.st_mode);
+		/* --force replaces a non-directory in the way. */
+		if (!isdir && (errno != EEXIST || !c->opts->force || unlinkat(dfd, name, 0) < 0 ||
+			       mkdirat(dfd, name, 0700) < 0))
+			return fail(c, e->path, -errno, "mkdir: %s", strerror(errno));
+		/* An existing directory may be read-only from an earlier run. */
+		if (isdir)
+			fchmodat(dfd, name, 0700, 0);
+	}
+	int fd = *e->path ? open_beneath(c->rootfd, e->path, O_RDONLY | O_DIRECTORY)
+			  : dup(c->rootfd);
+	if (fd < 0)
+		return fail(c, e->path, fd, "open directory: %s", strerror(-fd));
+	set_xattrs(c, fd, NULL, e);
+	close(fd);
+	if (c->ndirs == c->capdirs) {
+		size_t n = c->capdirs ? c->capdirs * 2 : 64;
+		dirmeta_t *p = realloc(c->dirs, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		c->dirs = p;
+		c->capdirs = n;
+	}
+	dirmeta_t *d = &c->dirs[c->ndirs];
+	d->path = strdup(e->path);
+	if (!d->path)
+		return -ENOMEM;
+	d->mode = e->mode;
+	d->uid = e->uid;
+	d->gid = e->gid;
+	d->atime_ns = e->atime_ns;
+	d->mtime_ns = e->mtime_ns;
+	c->ndirs++;
+	return 0;
+}
+
+static int make_other(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
+{
+	if (clear_way(c, dfd, name, e) < 0)
+		return 0;
+	int r = 0;
+	switch (e->type) {
+	case TREE_SYMLINK:
+		r = symlinkat(e->link, dfd, name);
+		break;
+	case TREE_HARDLINK: {
+		const char *tname;
+		char *tpath = strdup(e->link);
+		if (!tpath)
+			return -ENOMEM;
+		char *slash = strrchr(tpath, '/');
+		int tfd = c->rootfd;
+		if (slash) {
+			*slash = 0;
+			tfd = open_beneath(c->rootfd, tpath, O_RDONLY | O_DIRECTORY);
+			tname = slash + 1;
+		} else {
+			tname = tpath;
+		}
+		r = tfd < 0 ? (errno = -tfd, -1) : linkat(tfd, tname, dfd, name, 0);
+		int saved = errno;
+		if (slash && tfd >= 0)
+			close(tfd);
+		free(tpath);
+		errno = saved;
+		if (r < 0)
+			return fail(c, e->path, -errno, "link to %s: %s", e->link, strerror(errno));
+		return 0;
+	}
+	case TREE_CHR:
+	case TREE_BLK:
+		r = mknodat(dfd, name, (e->type == TREE_CHR ? S_IFCHR : S_IFBLK) | 0600, e->rdev);
+		break;
+	case TREE_FIFO:
+		r = mknodat(dfd, name, S_IFIFO | 0600, 0);
+		break;
+	case TREE_SOCK:
+		r = mknodat(dfd, name, S_IFSOCK | 0600, 0);
+		break;
+	}
+	if (r < 0)
+		return fail(c, e->path, -errno, "create: %s", strerror(errno));
+	char procpath[64];
+	snprintf(procpath, sizeof(procpath), "/proc/self/fd/%d", dfd);
+	if (e->nxattr && e->type == TREE_SYMLINK) {
+		char full[4200];
+		snprintf(full, sizeof(full), "%s/%s", procpath, name);
+		set_xattrs(c, -1, full, e);
+	}
+	set_meta_at(c, dfd, name, e, e->type == TREE_SYMLINK);
+	return 0;
+}
+
+static int restore_entry(rctx_t *c, const tree_entry_t *e)
+{
+	const char *name = e->path;
+	int dfd = *e->path ? parent_of(c, e->path, &name) : c->rootfd;
+	if (dfd < 0)
+		return fail(c, e->path, dfd, "parent directory: %s", strerror(-dfd));
+	c->opts->files++;
+	progress(c, false);
+	switch (e->type) {
+	case TREE_DIR:
+		return make_dir(c, dfd, name, e);
+	case TREE_REG:
+		if (!*e->path)
+			return fail(c, e->path, -EISDIR, "a volume image in a filesystem tree");
+		return make_reg(c, dfd, name, e);
+	default:
+		return make_other(c, dfd, name, e);
+	}
+}
+
+/* Directory modes and times go last: creating children changes mtimes,
+ * and a read-only directory could not receive its children. */
+static void finish_dirs(rctx_t *c)
+{
+	for (size_t i = c->ndirs; i-- > 0;) {
+		dirmeta_t *d = &c->dirs[i];
+		tree_entry_t e = {.path = d->path, .mode = d->mode, .uid = d->uid, .gid = d->gid,
+				  .atime_ns = d->atime_ns, .mtime_ns = d->mtime_ns};
+		int fd = *d->path ? open_beneath(c->rootfd, d->path, O_RDONLY | O_DIRECTORY)
+				  : dup(c->rootfd);
+		if (fd >= 0) {
+			set_meta_fd(c, fd, &e);
+			close(fd);
+		}
+		free(d->path);
+	}
+	free(c->dirs);
+	c->dirs = NULL;
+	c->ndirs = 0;
+}
+
+/* ---- path selection ---- */
+
+static bool has_prefix_dir(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && path[n] == '/';
+}
+
+/* 1 = restore, 0 = skip; ancestors of a wanted path are restored too. */
+static int wanted(rctx_t *c, const char *path)
+{
+	if (!c->opts->npaths)
+		return 1;
+	int w = 0;
+	for (size_t i = 0; i < c->opts->npaths; i++) {
+		const char *p = c->opts->paths[i];
+		if (!strcmp(path, p)) {
+			c->found[i] = true;
+			w = 1;
+		} else if (has_prefix_dir(path, p) || !*path || has_prefix_dir(p, path)) {
+			w = 1;
+		}
+	}
+	return w;
+}
+
+/* ---- entry points ---- */
+
+static int open_target_dir(cairn_store *st, const char *target, bool force)
+{
+	if (mkdir(target, 0700) < 0 && errno != EEXIST)
+		return store_err(st, -errno, "%s: %s", target, strerror(errno));
+	int fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return store_err(st, -errno, "%s: %s", target, strerror(errno));
+	if (!force) {
+		int probe = dup(fd);
+		DIR *d = fdopendir(probe);
+		struct dirent *de;
+		bool empty = true;
+		while (d && (de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				empty = false;
+		if (d)
+			closedir(d);
+		if (!empty) {
+			close(fd);
+			return store_err(st, -ENOTEMPTY,
+					 "%s: target directory is not empty (use --force)", target);
+		}
+	}
+	return fd;
+}
+
+static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
+			const char *target, cairn_restore_opts *opts)
+{
+	rctx_t c = {.st = st, .opts = opts, .pdir_fd = -1, .as_root = geteuid() == 0,
+		    .key = key};
+	c.rootfd = open_target_dir(st, target, opts->force);
+	if (c.rootfd < 0)
+		return c.rootfd;
+	c.found = calloc(opts->npaths + 1, sizeof(bool));
+	snaptree_t t;
+	int r = c.found ? snaptree_open_key(&t, st->cs, key, roots) : -ENOMEM;
+	tree_entry_t e = {0};
+	while (r >= 0 && (r = snaptree_next(&t, &e)) == 1) {
+		if (wanted(&c, e.path))
+			r = restore_entry(&c, &e);
+		tree_entry_clear(&e);
+	}
+	if (r < 0 && !c.first_err) {
+		char hex[DIGEST_HEX_LEN + 1];
+		digest_to_hex(&t.m.failed.digest, hex);
+		store_err(st, r, "tree stream chunk %s: %s", hex,
+			  r == -ENOENT ? "missing from the chunk store" : cairn_strerror(r));
+	}
+	snaptree_close(&t);
+	finish_dirs(&c);
+	for (size_t i = 0; r >= 0 && i < opts->npaths; i++)
+		if (!c.found[i])
+			r = store_err(st, -ENOENT, "%s: no such path in the snapshot",
+				      opts->paths[i]);
+	progress(&c, true);
+	if (c.pdir_fd >= 0)
+		close(c.pdir_fd);
+	free(c.pdir_path);
+	free(c.found);
+	for (size_t i = 0; i < BUNDLE_SLOTS; i++)
+		buf_free(&c.bundles[i].data);
+	buf_free(&c.chunk);
+	close(c.rootfd);
+	if (r < 0)
+		return r;
+	return c.first_err;
+}
+
+static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
+			  const char *target, cairn_restore_opts *opts)
+{
+	struct stat sb;
+	bool exists = stat(target, &sb) == 0;
+	bool blockdev = exists && S_ISBLK(sb.st_mode);
+	if (exists && !blockdev && S_ISREG(sb.st_mode) && sb.st_size > 0 && !opts->force)
+		return store_err(st, -EEXIST, "%s: target exists and is not empty (use --force)",
+				 target);
+	if (exists && !blockdev && !S_ISREG(sb.st_mode))
+		return store_err(st, -EINVAL, "%s: target is not a file or block device", target);
+	int fd = open(target, O_WRONLY | O_CLOEXEC | (blockdev ? 0 : O_CREAT | O_TRUNC), 0600);
+	if (fd < 0)
+		return store_err(st, -errno, "%s: %s", target, strerror(errno));
+	rctx_t c = {.st = st, .opts = opts, .rootfd = -1, .pdir_fd = -1, .key = key};
+	snaptree_t t;
+	tree_entry_t e = {0};
+	int r = snaptree_open_key(&t, st->cs, key, roots);
+	if (r == 0 && (r = snaptree_next(&t, &e)) == 1) {
+		if (e.type != TREE_REG || *e.path) {
+			r = store_err(st, CAIRN_ECORRUPT, "volume tree has no image entry");
+		} else {
+			/* A block device is not sparse: its holes must become zeros. */
+			write_extents(&c, fd, &e, blockdev);
+			opts->files = 1;
+			r = 0;
+		}
+		tree_entry_clear(&e);
+	} else if (r == 0) {
+		r = store_err(st, CAIRN_ECORRUPT, "volume tree is empty");
+	}
+	snaptree_close(&t);
+	buf_free(&c.chunk);
+	if (fsync(fd) < 0 && r == 0 && !c.first_err)
+		r = store_err(st, -errno, "%s: %s", target, strerror(errno));
+	close(fd);
+	return r < 0 ? r : c.first_err;
+}
+
+int cairn_restore(cairn_store *st, const char *snap, const char *target,
+		  cairn_restore_opts *opts)
+{
+	cairn_restore_opts none = {0};
+	if (!opts)
+		opts = &none;
+	st->errdetail[0] = 0;
+	ds_row_t ds = {0};
+	const char *sname;
+	int r = snapshot_split(st, snap, &ds, &sname);
+	snap_row_t row = {0};
+	if (r == 0) {
+		r = catalog_snap_lookup(st->cat, ds.id, sname, &row);
+		if (r == -ENOENT)
+			store_err(st, r, "%s: snapshot does not exist", snap);
+	}
+	buf_t tree = {0}, idx = {0};
+	if (r == 0)
+		r = catalog_snap_roots(st->cat, row.id, &tree, &idx);
+	/* Before the target is touched: an encrypted snapshot needs its key. */
+	crypt_keys_t *key = NULL;
+	if (r == 0)
+		r = encroot_keys(st, &ds, &key);
+	if (r == 0)
+		r = ds.type == CAIRN_TYPE_VOLUME ? restore_volume(st, key, &tree, target, opts)
+						 : restore_tree(st, key, &tree, target, opts);
+	crypt_keys_free(key);
+	buf_free(&tree);
+	buf_free(&idx);
+	snap_row_clear(&row);
+	ds_row_clear(&ds);
+	return r;
+}

@@ -1,0 +1,751 @@
+/* verify.c - re-reading every chunk some snapshots reference.
+ *
+ * 1. The chunk set: every target snapshot's tree and index roots and the
+ *    records of its index stream (its tree stream where the index cannot
+ *    be read), deduplicated in the bounded range set of gc.h: the digest
+ *    space is taken one range of directories at a time, so memory is set
+ *    by the gc_cache_capacity and gc_batch settings, not by the store.
+ * 2. Each range's chunks are read once, sorted by inode number (read from
+ *    the directories they live in) or by digest, by several threads that
+ *    take consecutive blocks of the sorted list.  chunkstore_get checks
+ *    the blob header, its checksum and the SHA-256 of the plain bytes.
+ * 3. A damaged chunk (corrupt, or an I/O error) is renamed <digest>.bad:
+ *    the next backup or receive of the same data finds the chunk missing
+ *    and writes it anew (chunkstore_put only skips names that exist).
+ * 4. Only for the bad chunks: which target snapshots use them (a second
+ *    pass over their indexes) and which files (their tree streams).
+ * 5. lastverified = the verify's start time on every target snapshot all
+ *    of whose chunks were good, in one transaction at the end.
+ */
+#include "maint/gc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog/dataset.h"
+#include "crypt/encroot.h"
+#include "data/snapio.h"
+
+#define PROGRESS_NS 200000000LL
+#define BLOCK 16
+#define MAX_FILES 3       /* files named per (chunk, snapshot) */
+#define MAX_SNAPS_NAMED 20 /* snapshots named per bad chunk */
+
+typedef struct vitem {
+	digest_t d;
+	uint64_t ino;
+	uint32_t stored_len;
+} vitem_t;
+
+typedef struct vbad {
+	digest_t d;
+	int err;
+	bool renamed;
+	size_t nusers;
+} vbad_t;
+
+/* One (bad chunk, snapshot) pair for the report. */
+typedef struct vuse {
+	size_t bad;
+	int64_t snap;
+	const char *what; /* "tree stream", "index stream", NULL = content */
+	char *files;      /* "a, b, +3 more" */
+	size_t nfiles;
+} vuse_t;
+
+typedef struct vctx {
+	cairn_store *st;
+	cairn_verify_opts *o;
+	int chunkfd;
+	int64_t *ids; /* targets, sorted; NULL = every snapshot */
+	size_t nids;
+	int64_t *seen; /* snapshots walked (first range), for lastverified */
+	size_t nseen, capseen;
+	int64_t *broken; /* snapshots whose chunk lists could not be read */
+	size_t nbroken, capbroken;
+	vbad_t *bad;
+	size_t nbad, capbad;
+	pthread_mutex_t lock;
+	gc_range_t *range;
+	gc_source_t *src;
+	bool first, sorted;
+	int fatal;
+	/* reading */
+	vitem_t *items;
+	size_t nitems;
+	atomic_size_t next;
+	atomic_uint_fast64_t chunks, bytes;
+	uint64_t total_bytes;
+	int64_t t0, last;
+	encroot_keyset_t keys; /* encryption roots' keys that are available */
+} vctx_t;
+
+static int push_id(int64_t **v, size_t *n, size_t *cap, int64_t id)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		int64_t *p = realloc(*v, c * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		*v = p;
+		*cap = c;
+	}
+	(*v)[(*n)++] = id;
+	return 0;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static bool id_in(const int64_t *v, size_t n, int64_t id)
+{
+	return n && bsearch(&id, v, n, sizeof(*v), id_cmp);
+}
+
+static void sort_ids(int64_t *v, size_t *n)
+{
+	if (!*n)
+		return;
+	qsort(v, *n, sizeof(*v), id_cmp);
+	size_t k = 1;
+	for (size_t i = 1; i < *n; i++)
+		if (v[i] != v[k - 1])
+			v[k++] = v[i];
+	*n = k;
+}
+
+/* ---- targets ---- */
+
+static int dataset_snapshots(vctx_t *c, int64_t ds, size_t *cap)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
+			       "SELECT id FROM snapshot WHERE dataset = ?1 ORDER BY createtxg", -1, &q,
+			       NULL) != SQLITE_OK)
+		return store_err(c->st, -EIO, "catalog: %s", catalog_errmsg(c->st->cat));
+	sqlite3_bind_int64(q, 1, ds);
+	int rc, r = 0;
+	while (r == 0 && (rc = sqlite3_step(q)) == SQLITE_ROW)
+		r = push_id(&c->ids, &c->nids, cap, sqlite3_column_int64(q, 0));
+	sqlite3_finalize(q);
+	return r;
+}
+
+static int one_snapshot(vctx_t *c, const char *name, size_t *cap)
+{
+	ds_row_t ds = {0};
+	snap_row_t row = {0};
+	const char *sn;
+	int r = snapshot_split(c->st, name, &ds, &sn);
+	if (r == 0) {
+		r = catalog_snap_lookup(c->st->cat, ds.id, sn, &row);
+		if (r == -ENOENT)
+			store_err(c->st, r, "%s: snapshot does not exist", name);
+		else if (r < 0)
+			store_err(c->st, r, "%s: %s", name, catalog_errmsg(c->st->cat));
+	}
+	if (r == 0)
+		r = push_id(&c->ids, &c->nids, cap, row.id);
+	snap_row_clear(&row);
+	ds_row_clear(&ds);
+	return r;
+}
+
+static int resolve_targets(vctx_t *c)
+{
+	size_t cap = 0;
+	int r = catalog_begin_read(c->st->cat);
+	if (r < 0)
+		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
+	for (size_t i = 0; r == 0 && i < c->o->ntargets; i++) {
+		const char *t = c->o->targets[i];
+		if (strchr(t, '@')) {
+			if (!c->o->recursive) {
+				r = one_snapshot(c, t, &cap);
+				continue;
+			}
+			char **names = NULL;
+			size_t n = 0;
+			r = cairn_snapshot_expand(c->st, t, &names, &n);
+			for (size_t k = 0; k < n; k++) {
+				if (r == 0)
+					r = one_snapshot(c, names[k], &cap);
+				free(names[k]);
+			}
+			free(names);
+			continue;
+		}
+		ds_row_t ds = {0};
+		r = dataset_lookup(c->st, t, &ds);
+		int64_t *sub = NULL;
+		size_t nsub = 0;
+		if (r == 0 && c->o->recursive)
+			r = catalog_ds_subtree(c->st->cat, ds.id, &sub, &nsub);
+		if (r == 0 && !c->o->recursive)
+			r = dataset_snapshots(c, ds.id, &cap);
+		for (size_t k = 0; r == 0 && k < nsub; k++)
+			r = dataset_snapshots(c, sub[k], &cap);
+		free(sub);
+		ds_row_clear(&ds);
+	}
+	catalog_end_read(c->st->cat);
+	sort_ids(c->ids, &c->nids);
+	return r;
+}
+
+/* ---- collecting the chunk set ---- */
+
+static int collect_refs(const chunk_ref_t *refs, size_t n, void *arg)
+{
+	vctx_t *c = arg;
+	int r = gc_range_add(c->range, refs, n);
+	if (r < 0)
+		c->fatal = r;
+	return r < 0 ? r : (c->sorted ? r : 0);
+}
+
+static int collect_roots(vctx_t *c, const buf_t *roots)
+{
+	chunk_ref_t v[64];
+	size_t n = roots->len / CHUNK_REF_WIRE;
+	for (size_t i = 0; i < n;) {
+		size_t k = 0;
+		for (; k < ARRAY_SIZE(v) && i < n; k++, i++)
+			chunk_ref_unpack(roots->data + i * CHUNK_REF_WIRE, &v[k]);
+		int r = collect_refs(v, k, c);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void warn_snapshot(vctx_t *c, const char *what, int err)
+{
+	if (!c->o->warn)
+		return;
+	char obj[600];
+	snprintf(obj, sizeof(obj), "snapshot %s: %s", c->src->name, what);
+	c->o->warn(obj, err, c->o->arg);
+}
+
+static int collect_source(vctx_t *c, gc_idxwalk_t *w)
+{
+	gc_source_t *src = c->src;
+	int r = collect_roots(c, &src->tree);
+	if (r == 0)
+		r = collect_roots(c, &src->idx);
+	if (r < 0)
+		return r;
+	chunk_ref_t failed;
+	c->sorted = true;
+	size_t nroots = src->idx.len / CHUNK_REF_WIRE;
+	r = nroots ? gc_idxwalk_stream(w, c->st->cs, src->idx.data, nroots, collect_refs, c,
+				       &failed)
+		   : CAIRN_ECORRUPT;
+	c->sorted = false;
+	if (c->fatal)
+		return c->fatal;
+	if (r == 0)
+		return 0;
+	/* The index cannot be read (its bad chunk is reported as such): the
+	 * tree still lists the content. */
+	r = gc_tree_refs(c->st->cs, &src->tree, collect_refs, c, &failed);
+	if (c->fatal)
+		return c->fatal;
+	if (r < 0 && c->first) {
+		warn_snapshot(c, "neither its index nor its tree stream can be read; its content "
+				 "chunks cannot be listed",
+			      r);
+		if (push_id(&c->broken, &c->nbroken, &c->capbroken, src->owner) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int collect(vctx_t *c, gc_idxwalk_t *w)
+{
+	gc_srciter_t it;
+	gc_srciter_init(&it, c->st, c->ids, c->nids, false);
+	int r;
+	while ((r = gc_srciter_next(&it, &c->src)) == 1) {
+		if (c->first && push_id(&c->seen, &c->nseen, &c->capseen, c->src->owner) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		r = collect_source(c, w);
+		if (r < 0)
+			break;
+	}
+	c->src = NULL;
+	gc_srciter_free(&it);
+	return r;
+}
+
+/* ---- reading ---- */
+
+static void record_bad(vctx_t *c, const digest_t *d, int err)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->nbad == c->capbad) {
+		size_t n = c->capbad ? c->capbad * 2 : 16;
+		vbad_t *v = realloc(c->bad, n * sizeof(*v));
+		if (!v) {
+			pthread_mutex_unlock(&c->lock);
+			return;
+		}
+		c->bad = v;
+		c->capbad = n;
+	}
+	c->bad[c->nbad++] = (vbad_t){.d = *d, .err = err};
+	pthread_mutex_unlock(&c->lock);
+}
+
+static int read_one(vctx_t *c, const vitem_t *it, buf_t *out)
+{
+	int r = encroot_verify_chunk(c->st->cs, &c->keys, &it->d, out);
+	if (r != -ENOENT)
+		return r;
+	/* A sweep killed mid-removal may have left it as "<hex>.gc". */
+	char hex[DIGEST_HEX_LEN + 1], dn[5];
+	digest_to_hex(&it->d, hex);
+	gc_dir_name(gc_dir_of(&it->d), dn);
+	int fd = openat(c->chunkfd, dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return r;
+	int q = gc_quarantine_restore(fd, hex);
+	close(fd);
+	return q == 1 ? encroot_verify_chunk(c->st->cs, &c->keys, &it->d, out) : r;
+}
+
+typedef struct vrun {
+	vctx_t *c;
+	bool main;
+} vrun_t;
+
+static void *reader(void *arg)
+{
+	vrun_t *run = arg;
+	vctx_t *c = run->c;
+	buf_t out = {0};
+	for (;;) {
+		size_t i = atomic_fetch_add(&c->next, BLOCK);
+		if (i >= c->nitems)
+			break;
+		size_t end = MIN(c->nitems, i + BLOCK);
+		for (; i < end; i++) {
+			const vitem_t *it = &c->items[i];
+			int r = read_one(c, it, &out);
+			if (r < 0)
+				record_bad(c, &it->d, r);
+			atomic_fetch_add(&c->chunks, 1);
+			atomic_fetch_add(&c->bytes, it->stored_len);
+		}
+		if (run->main && c->o->progress && mono_ns() - c->last > PROGRESS_NS) {
+			c->last = mono_ns();
+			cairn_progress p = {.phase = "verify", .object = "chunks",
+					    .files = atomic_load(&c->chunks),
+					    .bytes = atomic_load(&c->bytes),
+					    .bytes_total = c->total_bytes, .elapsed_ns = c->last - c->t0};
+			c->o->progress(&p, c->o->arg);
+		}
+	}
+	buf_free(&out);
+	return NULL;
+}
+
+static int item_ino_cmp(const void *a, const void *b)
+{
+	const vitem_t *x = a, *y = b;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* Reads this range's chunks (c->range->set) in the chosen order. */
+static int read_range(vctx_t *c, int threads)
+{
+	chunk_ref_t *refs;
+	size_t n;
+	int r = refset_sorted(&c->range->set, &refs, &n);
+	if (r < 0)
+		return r;
+	vitem_t *items = malloc((n ? n : 1) * sizeof(*items));
+	if (!items) {
+		free(refs);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		items[i] = (vitem_t){.d = refs[i].digest, .stored_len = refs[i].stored_len};
+		c->total_bytes += refs[i].stored_len;
+	}
+	free(refs);
+	if (c->o->order == CAIRN_GC_ORDER_INODE) {
+		/* Inode numbers from each needed directory, read once. */
+		for (size_t a = 0; a < n;) {
+			unsigned d = gc_dir_of(&items[a].d);
+			size_t b = a;
+			while (b < n && gc_dir_of(&items[b].d) == d)
+				b++;
+			char dn[5];
+			gc_dir_name(d, dn);
+			int fd = openat(c->chunkfd, dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd >= 0) {
+				gc_dir_inodes(fd, items + a, sizeof(vitem_t), b - a,
+					      offsetof(vitem_t, ino));
+				close(fd);
+			}
+			a = b;
+		}
+		qsort(items, n, sizeof(*items), item_ino_cmp);
+	}
+	c->items = items;
+	c->nitems = n;
+	atomic_store(&c->next, 0);
+	pthread_t tid[64];
+	vrun_t runs[64];
+	int started = 0;
+	for (int i = 1; i < threads && i < 64; i++) {
+		runs[i] = (vrun_t){.c = c};
+		if (pthread_create(&tid[started + 1], NULL, reader, &runs[i]) == 0)
+			started++;
+	}
+	runs[0] = (vrun_t){.c = c, .main = true};
+	reader(&runs[0]);
+	for (int i = 1; i <= started; i++)
+		pthread_join(tid[i], NULL);
+	free(items);
+	c->items = NULL;
+	c->nitems = 0;
+	return 0;
+}
+
+/* ---- the report ---- */
+
+static int bad_cmp(const void *a, const void *b)
+{
+	return digest_cmp(&((const vbad_t *)a)->d, &((const vbad_t *)b)->d);
+}
+
+static vbad_t *bad_find(vctx_t *c, const digest_t *d)
+{
+	vbad_t key = {.d = *d};
+	return bsearch(&key, c->bad, c->nbad, sizeof(vbad_t), bad_cmp);
+}
+
+typedef struct usectx {
+	vctx_t *c;
+	vuse_t *uses;
+	size_t nuses, capuses;
+	size_t first_of_snap; /* uses of the current snapshot start here */
+} usectx_t;
+
+static vuse_t *use_add(usectx_t *u, size_t bad, int64_t snap, const char *what)
+{
+	for (size_t i = u->first_of_snap; i < u->nuses; i++)
+		if (u->uses[i].bad == bad)
+			return &u->uses[i];
+	if (u->nuses == u->capuses) {
+		size_t n = u->capuses ? u->capuses * 2 : 16;
+		vuse_t *v = realloc(u->uses, n * sizeof(*v));
+		if (!v)
+			return NULL;
+		u->uses = v;
+		u->capuses = n;
+	}
+	vuse_t *x = &u->uses[u->nuses++];
+	*x = (vuse_t){.bad = bad, .snap = snap, .what = what};
+	return x;
+}
+
+static int find_uses(const chunk_ref_t *refs, size_t n, void *arg)
+{
+	usectx_t *u = arg;
+	for (size_t i = 0; i < n; i++) {
+		vbad_t *b = bad_find(u->c, &refs[i].digest);
+		if (b && !use_add(u, b - u->c->bad, u->c->src->owner, NULL))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void roots_uses(usectx_t *u, const buf_t *roots, const char *what)
+{
+	for (size_t i = 0; i < roots->len / CHUNK_REF_WIRE; i++) {
+		chunk_ref_t r;
+		chunk_ref_unpack(roots->data + i * CHUNK_REF_WIRE, &r);
+		vbad_t *b = bad_find(u->c, &r.digest);
+		if (b)
+			use_add(u, b - u->c->bad, u->c->src->owner, what);
+	}
+}
+
+static void file_add(vuse_t *x, const char *path)
+{
+	x->nfiles++;
+	if (x->nfiles > MAX_FILES)
+		return;
+	char *s = NULL;
+	if (asprintf(&s, "%s%s%s", x->files ? x->files : "", x->files ? ", " : "",
+		     *path ? path : "(volume image)") < 0)
+		return;
+	free(x->files);
+	x->files = s;
+}
+
+/* Names the files of this snapshot that use its bad content chunks. */
+static void map_files(usectx_t *u)
+{
+	vctx_t *c = u->c;
+	snaptree_t t;
+	crypt_keys_t *key = NULL;
+	/* Files of an encrypted snapshot can be named only with its key. */
+	if (encroot_keys_for_snapshot(c->st, c->src->owner, &key) < 0 ||
+	    snaptree_open_key(&t, c->st->cs, key, &c->src->tree) < 0) {
+		crypt_keys_free(key);
+		return;
+	}
+	tree_entry_t e = {0};
+	while (snaptree_next(&t, &e) == 1) {
+		for (size_t i = u->first_of_snap; i < u->nuses; i++) {
+			vuse_t *x = &u->uses[i];
+			if (x->what)
+				continue;
+			const digest_t *d = &c->bad[x->bad].d;
+			bool hit = e.content == TREE_CONTENT_BUNDLE && !digest_cmp(&e.bundle.digest, d);
+			for (uint32_t k = 0; !hit && e.content == TREE_CONTENT_EXTENTS && k < e.nextent;
+			     k++)
+				hit = e.extents[k].kind == TREE_EXT_CHUNK &&
+				      !digest_cmp(&e.extents[k].ref.digest, d);
+			if (hit)
+				file_add(x, e.path ? e.path : "");
+		}
+		tree_entry_clear(&e);
+	}
+	snaptree_close(&t);
+	crypt_keys_free(key);
+}
+
+static void report(vctx_t *c)
+{
+	usectx_t u = {.c = c};
+	gc_idxwalk_t *w = NULL;
+	if (gc_idxwalk_new(0, &w) < 0)
+		return;
+	gc_srciter_t it;
+	gc_srciter_init(&it, c->st, c->ids, c->nids, false);
+	while (gc_srciter_next(&it, &c->src) == 1) {
+		u.first_of_snap = u.nuses;
+		roots_uses(&u, &c->src->tree, "tree stream");
+		roots_uses(&u, &c->src->idx, "index stream");
+		chunk_ref_t failed;
+		size_t nroots = c->src->idx.len / CHUNK_REF_WIRE;
+		int r = nroots ? gc_idxwalk_stream(w, c->st->cs, c->src->idx.data, nroots,
+						   find_uses, &u, &failed)
+			       : CAIRN_ECORRUPT;
+		if (r < 0)
+			gc_tree_refs(c->st->cs, &c->src->tree, find_uses, &u, &failed);
+		bool content = false;
+		for (size_t i = u.first_of_snap; i < u.nuses; i++) {
+			u.uses[i].snap = c->src->owner;
+			content |= !u.uses[i].what;
+		}
+		if (content)
+			map_files(&u);
+	}
+	c->src = NULL;
+	gc_srciter_free(&it);
+	gc_idxwalk_free(w);
+
+	/* One warning per (chunk, snapshot), chunk by chunk. */
+	char *path = NULL;
+	for (size_t b = 0; b < c->nbad; b++) {
+		vbad_t *bd = &c->bad[b];
+		char hex[DIGEST_HEX_LEN + 1];
+		digest_to_hex(&bd->d, hex);
+		free(path);
+		if (asprintf(&path, "%s/.chunks/%.4s/%s%s", c->st->path, hex, hex,
+			     bd->renamed ? ", renamed to .bad" : "") < 0)
+			path = NULL;
+		size_t named = 0, more = 0;
+		for (size_t i = 0; i < u.nuses; i++) {
+			vuse_t *x = &u.uses[i];
+			if (x->bad != b)
+				continue;
+			if (named == MAX_SNAPS_NAMED) {
+				more++;
+				continue;
+			}
+			named++;
+			char *sname = gc_snapshot_name(c->st, x->snap);
+			char files[1024] = "";
+			if (x->what)
+				snprintf(files, sizeof(files), ", %s", x->what);
+			else if (x->files)
+				snprintf(files, sizeof(files), ", file %s%s", x->files,
+					 x->nfiles > MAX_FILES ? ", ..." : "");
+			char obj[2048];
+			snprintf(obj, sizeof(obj), "chunk %s (snapshot %s%s): %s", hex,
+				 sname ? sname : "?", files, path ? path : "");
+			if (c->o->warn)
+				c->o->warn(obj, bd->err, c->o->arg);
+			free(sname);
+		}
+		if (!named && c->o->warn) {
+			char obj[512];
+			snprintf(obj, sizeof(obj), "chunk %s: %s", hex, path ? path : "");
+			c->o->warn(obj, bd->err, c->o->arg);
+		}
+		if (more && c->o->warn) {
+			char obj[512];
+			snprintf(obj, sizeof(obj), "chunk %s: also used by %zu more snapshots", hex,
+				 more);
+			c->o->warn(obj, bd->err, c->o->arg);
+		}
+	}
+	free(path);
+	/* The snapshots that use a bad chunk are not verified. */
+	for (size_t i = 0; i < u.nuses; i++) {
+		push_id(&c->broken, &c->nbroken, &c->capbroken, u.uses[i].snap);
+		free(u.uses[i].files);
+	}
+	free(u.uses);
+}
+
+static int record_verified(vctx_t *c, int64_t when)
+{
+	sort_ids(c->broken, &c->nbroken);
+	uint64_t txg;
+	int r = catalog_begin_write(c->st->cat, &txg);
+	if (r < 0)
+		return r;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
+			       "UPDATE snapshot SET lastverified = ?1 WHERE id = ?2", -1, &q,
+			       NULL) != SQLITE_OK) {
+		catalog_rollback(c->st->cat);
+		return -EIO;
+	}
+	for (size_t i = 0; r == 0 && i < c->nseen; i++) {
+		if (id_in(c->broken, c->nbroken, c->seen[i]))
+			continue;
+		sqlite3_bind_int64(q, 1, when);
+		sqlite3_bind_int64(q, 2, c->seen[i]);
+		if (sqlite3_step(q) != SQLITE_DONE)
+			r = catalog_error(c->st->cat);
+		sqlite3_reset(q);
+	}
+	sqlite3_finalize(q);
+	if (r < 0) {
+		catalog_rollback(c->st->cat);
+		return r;
+	}
+	return catalog_commit(c->st->cat);
+}
+
+int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
+{
+	cairn_verify_opts none = {0};
+	if (!opts)
+		opts = &none;
+	st->errdetail[0] = 0;
+	opts->chunks = opts->bytes = opts->bad = 0;
+	if (opts->order != CAIRN_GC_ORDER_INODE && opts->order != CAIRN_GC_ORDER_DIGEST)
+		return store_err(st, -EINVAL, "verify: order must be inode or digest");
+	vctx_t c = {.st = st, .o = opts, .first = true, .t0 = mono_ns()};
+	pthread_mutex_init(&c.lock, NULL);
+	int64_t start = time(NULL);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int threads = opts->threads > 0 ? opts->threads : (ncpu > 0 ? (int)ncpu : 1);
+	int r = 0;
+	/* A remote store's chunk cache would answer for the bucket: skip it. */
+	if (st->cs)
+		chunkstore_cache_bypass(st->cs, true);
+	c.chunkfd = openat(st->dirfd, ".chunks", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c.chunkfd < 0)
+		r = store_err(st, -errno, ".chunks: %s", strerror(errno));
+	if (r == 0)
+		r = encroot_keyset_load(st, &c.keys);
+	if (r == 0 && opts->ntargets) {
+		r = resolve_targets(&c);
+		if (r == 0 && !c.nids) {
+			/* Datasets without snapshots: nothing to do. */
+			close(c.chunkfd);
+			encroot_keyset_free(&c.keys);
+			pthread_mutex_destroy(&c.lock);
+			free(c.ids);
+			return 0;
+		}
+	}
+	int64_t cap = store_setting(st, "gc_cache_capacity");
+	int64_t batch = store_setting(st, "gc_batch");
+	size_t budget = MAX((size_t)(cap + batch), (size_t)65536);
+	gc_idxwalk_t *w = NULL;
+	if (r == 0)
+		r = gc_idxwalk_new(MAX((size_t)cap / 16, 256), &w);
+	if (r == 0)
+		gc_idxwalk_set_prefetch(w, c.chunkfd, GC_IO_THREADS / 2);
+	unsigned lo = 0;
+	while (r == 0 && lo < GC_NDIRS) {
+		gc_range_t range;
+		r = gc_range_init(&range, lo, budget);
+		if (r < 0)
+			break;
+		c.range = &range;
+		gc_idxwalk_reset(w);
+		r = collect(&c, w);
+		c.first = false;
+		if (r == 0)
+			r = read_range(&c, threads);
+		lo = range.hi;
+		c.range = NULL;
+		gc_range_free(&range);
+	}
+	gc_idxwalk_free(w);
+	opts->chunks = atomic_load(&c.chunks);
+	opts->bytes = atomic_load(&c.bytes);
+	opts->bad = c.nbad;
+	if (r == 0 && c.nbad) {
+		qsort(c.bad, c.nbad, sizeof(vbad_t), bad_cmp);
+		for (size_t i = 0; i < c.nbad; i++) {
+			vbad_t *b = &c.bad[i];
+			if (b->err != CAIRN_ECORRUPT && b->err != -EIO)
+				continue;
+			char hex[DIGEST_HEX_LEN + 1], from[70], to[74];
+			digest_to_hex(&b->d, hex);
+			snprintf(from, sizeof(from), "%.4s/%s", hex, hex);
+			snprintf(to, sizeof(to), "%.4s/%s.bad", hex, hex);
+			b->renamed = renameat(c.chunkfd, from, c.chunkfd, to) == 0;
+		}
+		report(&c);
+	}
+	if (r == 0 && c.nseen) {
+		int e = record_verified(&c, start);
+		/* A read-only store can be verified; it just cannot remember it. */
+		if (e == -EROFS)
+			e = 0;
+		if (e < 0)
+			r = store_err(st, e, "recording lastverified: %s", catalog_errmsg(st->cat));
+	}
+	if (r == 0 && (c.nbad || c.nbroken))
+		r = store_err(st, CAIRN_ECORRUPT, "%zu bad chunks%s", c.nbad,
+			      c.nbroken ? " (the snapshots using them were not marked verified)"
+					: "");
+	if (c.chunkfd >= 0)
+		close(c.chunkfd);
+	if (st->cs)
+		chunkstore_cache_bypass(st->cs, false);
+	pthread_mutex_destroy(&c.lock);
+	encroot_keyset_free(&c.keys);
+	free(c.ids);
+	free(c.seen);
+	free(c.broken);
+	free(c.bad);
+	return r;
+}

@@ -1,0 +1,401 @@
+/* backend_store.c - a store whose chunks live in a backend: its settings
+ * file, attaching the backend on open, the catalog copy in the bucket
+ * after each command's commits, and rebuilding a store from a bucket.
+ *
+ * <store>/backend.conf holds "key = value" lines (never credentials):
+ *   chunks = s3://BUCKET/PREFIX | file:///PATH
+ *   endpoint = http(s)://host[:port]      (default $CAIRN_S3_ENDPOINT)
+ *   region = us-east-1
+ *   addressing = path | virtual
+ *   tls_verify = yes | no
+ *   credentials_file = /path             (AWS style: aws_access_key_id = ...)
+ * Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, else the
+ * credentials file.
+ */
+#include "store/backend.h"
+#include "store/chunkcache.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#define CONF_NAME "backend.conf"
+#define STALE_NAME "catalog.remote-stale"
+#define CATALOG_OBJECT "catalog.db"
+
+static __thread char init_err[1024];
+
+const char *cairn_store_init_errdetail(void)
+{
+	return init_err;
+}
+
+typedef struct bconf {
+	char chunks[512], endpoint[256], region[64], addressing[16], tls_verify[8];
+	char credentials_file[512];
+	char access_key[256], secret_key[256];
+} bconf_t;
+
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+		s[--n] = 0;
+	return s;
+}
+
+/* Reads "key = value" lines; calls set for each.  -errno on open failure,
+ * -EINVAL naming the line on a line without '='. */
+static int read_kv(const char *path, int (*set)(void *, const char *, const char *), void *arg,
+		   char *why, size_t whylen)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	char line[1024];
+	int r = 0, no = 0;
+	while (!r && fgets(line, sizeof(line), f)) {
+		no++;
+		char *l = trim(line);
+		if (!*l || *l == '#' || *l == '[')
+			continue;
+		char *eq = strchr(l, '=');
+		if (!eq) {
+			snprintf(why, whylen, "%s:%d: expected 'key = value'", path, no);
+			r = -EINVAL;
+			break;
+		}
+		*eq = 0;
+		r = set(arg, trim(l), trim(eq + 1));
+		if (r < 0)
+			snprintf(why, whylen, "%s:%d: bad setting '%s'", path, no, trim(l));
+	}
+	fclose(f);
+	return r;
+}
+
+static int conf_set(void *arg, const char *k, const char *v)
+{
+	bconf_t *c = arg;
+	struct {
+		const char *key;
+		char *dst;
+		size_t len;
+	} t[] = {{"chunks", c->chunks, sizeof(c->chunks)},
+		 {"endpoint", c->endpoint, sizeof(c->endpoint)},
+		 {"region", c->region, sizeof(c->region)},
+		 {"addressing", c->addressing, sizeof(c->addressing)},
+		 {"tls_verify", c->tls_verify, sizeof(c->tls_verify)},
+		 {"credentials_file", c->credentials_file, sizeof(c->credentials_file)}};
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		if (!strcmp(k, t[i].key)) {
+			if (strlen(v) >= t[i].len)
+				return -EINVAL;
+			strcpy(t[i].dst, v);
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int cred_set(void *arg, const char *k, const char *v)
+{
+	bconf_t *c = arg;
+	char *dst = !strcmp(k, "aws_access_key_id")	? c->access_key
+		    : !strcmp(k, "aws_secret_access_key") ? c->secret_key
+							  : NULL;
+	if (dst && !*dst && strlen(v) < sizeof(c->access_key))
+		strcpy(dst, v);
+	return 0; /* other keys of an AWS credentials file are not ours */
+}
+
+static int validate_conf(const bconf_t *c, char *why, size_t whylen)
+{
+	if (*c->addressing && strcmp(c->addressing, "path") && strcmp(c->addressing, "virtual")) {
+		snprintf(why, whylen, "addressing must be 'path' or 'virtual'");
+		return -EINVAL;
+	}
+	if (*c->tls_verify && strcmp(c->tls_verify, "yes") && strcmp(c->tls_verify, "no")) {
+		snprintf(why, whylen, "tls_verify must be 'yes' or 'no'");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Credentials: the environment first, then the credentials file. */
+static int load_credentials(bconf_t *c, char *why, size_t whylen)
+{
+	const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
+	if (ak && sk && *ak && *sk) {
+		snprintf(c->access_key, sizeof(c->access_key), "%s", ak);
+		snprintf(c->secret_key, sizeof(c->secret_key), "%s", sk);
+		return 0;
+	}
+	if (*c->credentials_file)
+		return read_kv(c->credentials_file, cred_set, c, why, whylen);
+	return 0; /* backend_open names what is missing */
+}
+
+static int open_backend(bconf_t *c, bool create, int parallel, int retry, backend_t **out,
+			char *why, size_t whylen)
+{
+	if (!*c->endpoint) {
+		const char *e = getenv("CAIRN_S3_ENDPOINT");
+		snprintf(c->endpoint, sizeof(c->endpoint), "%s", e ? e : "");
+	}
+	int r = load_credentials(c, why, whylen);
+	if (r < 0)
+		return r;
+	backend_config bc = {.url = c->chunks,
+			     .endpoint = c->endpoint,
+			     .region = *c->region ? c->region : NULL,
+			     .access_key = c->access_key,
+			     .secret_key = c->secret_key,
+			     .virtual_host = !strcmp(c->addressing, "virtual"),
+			     .insecure = !strcmp(c->tls_verify, "no"),
+			     .parallel = parallel,
+			     .retry_seconds = retry};
+	r = backend_open(&bc, create, out, why, whylen);
+	explicit_bzero(c->secret_key, sizeof(c->secret_key));
+	return r;
+}
+
+static int write_conf(int dfd, const bconf_t *c)
+{
+	char text[2048];
+	int n = snprintf(text, sizeof(text),
+			 "# cairn: where this store's chunks live (docs/BACKENDS.md)\n"
+			 "chunks = %s\n%s%s%s%s%s%s%s%s%s%s%s%s",
+			 c->chunks, *c->endpoint ? "endpoint = " : "", c->endpoint,
+			 *c->endpoint ? "\n" : "", *c->region ? "region = " : "", c->region,
+			 *c->region ? "\n" : "", *c->addressing ? "addressing = " : "",
+			 c->addressing, *c->addressing ? "\n" : "",
+			 *c->credentials_file ? "credentials_file = " : "", c->credentials_file,
+			 *c->credentials_file ? "\n" : "");
+	if (n < 0 || (size_t)n >= sizeof(text))
+		return -EINVAL;
+	int fd = openat(dfd, CONF_NAME ".tmp", O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int r = write_full(fd, text, n);
+	if (!r && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (!r && renameat(dfd, CONF_NAME ".tmp", dfd, CONF_NAME) < 0)
+		r = -errno;
+	return r;
+}
+
+static void fill_conf(bconf_t *c, const cairn_init_opts *o)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->chunks, sizeof(c->chunks), "%s", o->chunks);
+	snprintf(c->endpoint, sizeof(c->endpoint), "%s",
+		 o->endpoint ? o->endpoint : getenv("CAIRN_S3_ENDPOINT") ? getenv("CAIRN_S3_ENDPOINT") : "");
+	snprintf(c->region, sizeof(c->region), "%s", o->region ? o->region : "");
+	snprintf(c->addressing, sizeof(c->addressing), "%s",
+		 o->virtual_host ? "virtual" : "");
+	snprintf(c->credentials_file, sizeof(c->credentials_file), "%s",
+		 o->credentials_file ? o->credentials_file : "");
+}
+
+int store_remote_init(int dfd, const cairn_init_opts *o)
+{
+	bconf_t c;
+	fill_conf(&c, o);
+	backend_t *be = NULL;
+	int r = open_backend(&c, true, 0, 0, &be, init_err, sizeof(init_err));
+	if (r == 0) {
+		/* The bucket must not hold another store's catalog: two stores
+		 * sharing a prefix would delete each other's chunks. */
+		buf_t b = {0};
+		int g = backend_get_meta(be, CATALOG_OBJECT, &b);
+		buf_free(&b);
+		if (g == 0) {
+			snprintf(init_err, sizeof(init_err),
+				 "%.400s already holds a store (use --import to rebuild it)", c.chunks);
+			r = -EEXIST;
+		} else if (g != -ENOENT) {
+			snprintf(init_err, sizeof(init_err), "%s", backend_errmsg(be));
+			r = g;
+		}
+	}
+	backend_close(be);
+	if (r == 0)
+		r = write_conf(dfd, &c);
+	return r;
+}
+
+int store_remote_attach(cairn_store *st)
+{
+	struct stat sb;
+	if (fstatat(st->dirfd, CONF_NAME, &sb, 0) < 0)
+		return errno == ENOENT ? 0 : store_err(st, -errno, CONF_NAME ": %s", strerror(errno));
+	bconf_t c = {0};
+	char path[4096], why[512] = "";
+	snprintf(path, sizeof(path), "%s/" CONF_NAME, st->path);
+	int r = read_kv(path, conf_set, &c, why, sizeof(why));
+	if (!r)
+		r = validate_conf(&c, why, sizeof(why));
+	backend_t *be = NULL;
+	if (!r)
+		r = open_backend(&c, false, store_setting(st, "s3_parallel"),
+				 store_setting(st, "s3_retry_seconds"), &be, why, sizeof(why));
+	if (r < 0)
+		return store_err(st, r, "chunk backend: %s", why);
+	snprintf(path, sizeof(path), "%s/.chunks.lock", st->path);
+	r = chunkstore_set_backend(st->cs, be, path);
+	if (r < 0) {
+		backend_close(be);
+		return store_err(st, r, "%s: %s", path, strerror(-r));
+	}
+	/* Best effort: without its cache the store works, with more requests. */
+	chunkcache_t *cache = NULL;
+	if (chunkcache_open(st->dirfd, (uint64_t)store_setting(st, "s3_cache_mb") << 20, &cache) == 0)
+		chunkstore_set_cache(st->cs, cache);
+	st->published_changes = sqlite3_total_changes(catalog_db(st->cat));
+	/* A copy that failed to upload last time goes up now (best effort:
+	 * a read-only command must still work with the bucket away). */
+	if (faccessat(st->dirfd, STALE_NAME, F_OK, 0) == 0)
+		store_remote_publish(st, true);
+	return 0;
+}
+
+/* Uploads a consistent copy of the catalog (VACUUM INTO a temporary file)
+ * as meta/catalog.db.  A failure leaves catalog.remote-stale behind so the
+ * next command uploads again. */
+int store_remote_publish(cairn_store *st, bool force)
+{
+	backend_t *be = st->cs ? chunkstore_backend(st->cs) : NULL;
+	if (!be)
+		return 0;
+	sqlite3 *db = catalog_db(st->cat);
+	int64_t changes = sqlite3_total_changes(db);
+	if (!force && changes == st->published_changes)
+		return 0;
+	/* Inside an outer transaction (a command committing in steps) the
+	 * copy waits: the store's close publishes it. */
+	if (!sqlite3_get_autocommit(db))
+		return 0;
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s/catalog.upload.%d", st->path, (int)getpid());
+	unlink(tmp);
+	char *sql = sqlite3_mprintf("VACUUM INTO %Q", tmp);
+	int r = sql ? 0 : -ENOMEM;
+	if (!r && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		r = store_err(st, -EIO, "catalog copy for the bucket: %s", sqlite3_errmsg(db));
+	sqlite3_free(sql);
+	int fd = r ? -1 : open(tmp, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (!r && (fd < 0 || fstat(fd, &sb) < 0))
+		r = store_err(st, -errno, "%s: %s", tmp, strerror(errno));
+	if (!r && (r = backend_put_meta(be, CATALOG_OBJECT, fd, sb.st_size)) < 0)
+		store_err(st, r,
+			  "committed here, but the catalog copy did not reach the bucket (%s); the "
+			  "next command uploads it",
+			  backend_errmsg(be));
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	if (!r) {
+		st->published_changes = changes;
+		unlinkat(st->dirfd, STALE_NAME, 0);
+	} else {
+		int sfd = openat(st->dirfd, STALE_NAME, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+		if (sfd >= 0)
+			close(sfd);
+	}
+	return r;
+}
+
+int cairn_store_import(const char *path, const cairn_init_opts *o)
+{
+	init_err[0] = 0;
+	if (!o || !o->chunks) {
+		snprintf(init_err, sizeof(init_err), "no bucket to import from");
+		return -EINVAL;
+	}
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	int dfd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if (faccessat(dfd, "catalog.db", F_OK, 0) == 0 || faccessat(dfd, "cairn-store", F_OK, 0) == 0) {
+		close(dfd);
+		return -EEXIST;
+	}
+	bconf_t c;
+	fill_conf(&c, o);
+	backend_t *be = NULL;
+	buf_t cat = {0};
+	int r = open_backend(&c, false, 0, 0, &be, init_err, sizeof(init_err));
+	if (!r) {
+		r = backend_get_meta(be, CATALOG_OBJECT, &cat);
+		if (r == -ENOENT)
+			snprintf(init_err, sizeof(init_err), "%.400s holds no store (no meta/catalog.db)",
+				 c.chunks);
+		else if (r < 0)
+			snprintf(init_err, sizeof(init_err), "%s", backend_errmsg(be));
+	}
+	backend_close(be);
+	/* The catalog first (under a temporary name), then the settings. */
+	if (!r) {
+		int fd = openat(dfd, "catalog.db.import", O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC,
+				0600);
+		r = fd < 0 ? -errno : write_full(fd, cat.data, cat.len);
+		if (!r && fsync(fd) < 0)
+			r = -errno;
+		if (fd >= 0)
+			close(fd);
+		if (!r && renameat(dfd, "catalog.db.import", dfd, "catalog.db") < 0)
+			r = -errno;
+	}
+	buf_free(&cat);
+	if (!r)
+		r = write_conf(dfd, &c);
+	char sub[4096];
+	snprintf(sub, sizeof(sub), "%s/.chunks", path);
+	if (!r)
+		r = chunkstore_create(sub);
+	/* Markers for every object: the known-chunk set, so GC can mark. */
+	chunkstore_t *cs = NULL;
+	if (!r)
+		r = chunkstore_open(sub, &cs);
+	if (!r) {
+		bconf_t c2 = c;
+		r = open_backend(&c2, false, 0, 0, &be, init_err, sizeof(init_err));
+		if (!r) {
+			snprintf(sub, sizeof(sub), "%s/.chunks.lock", path);
+			r = chunkstore_set_backend(cs, be, sub);
+			if (r < 0)
+				backend_close(be);
+		}
+	}
+	uint64_t n = 0;
+	if (!r && (r = chunkstore_import_markers(cs, &n)) < 0)
+		snprintf(init_err, sizeof(init_err), "listing the bucket: %s",
+			 backend_errmsg(chunkstore_backend(cs)));
+	chunkstore_close(cs);
+	if (!r) {
+		int fd = openat(dfd, "cairn-store", O_CREAT | O_WRONLY | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 || write_full(fd, "cairn store format 1\n", 21) < 0 || fsync(fd) < 0)
+			r = -errno;
+		if (fd >= 0)
+			close(fd);
+		if (!r && fsync(dfd) < 0)
+			r = -errno;
+	}
+	close(dfd);
+	return r;
+}

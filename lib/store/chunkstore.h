@@ -1,0 +1,158 @@
+/* chunkstore.h - the content-addressed chunk directory of a store.
+ *
+ * A chunk lives in <chunks>/<first 4 hex digits>/<64 hex digits>, as a blob
+ * (blob.h).  Writing is crash safe and batched:
+ *   1. put() writes new chunks to temporary files "<hex>.tmp.<pid>.<n>";
+ *   2. when the batch is full (or on flush), ONE syncfs() makes the data
+ *      durable, then every temporary file is renamed to its final name;
+ *   3. flush() ends with a second syncfs() so the renames are durable too.
+ * So a final name never holds an incomplete file, and no fsync is paid
+ * per chunk.  A chunk that already exists is not rewritten: put() touches
+ * its atime (utimensat UTIME_NOW) so that a running GC sees it in use.
+ */
+#ifndef CAIRN_CHUNKSTORE_H
+#define CAIRN_CHUNKSTORE_H
+
+#include "crypt/crypt.h"
+#include "util.h"
+
+typedef struct chunkstore chunkstore_t;
+
+/* Creates <dir> (mode 0700).  Its subdirectories 0000..ffff are made on
+ * first use, so an empty store is small; stores that have all of them
+ * (made by older versions) work the same. */
+int chunkstore_create(const char *dir);
+
+/* Opens the chunk directory.  Subdirectory fds are opened lazily and kept. */
+int chunkstore_open(const char *dir, chunkstore_t **out);
+/* Closes; pending (unflushed) temporary files are removed, not renamed. */
+void chunkstore_close(chunkstore_t *cs);
+
+/* Stores one chunk whose SHA-256 digest the caller computed.  If a chunk
+ * of that digest exists (on disk, or pending in this batch), nothing is
+ * written: the existing file is touched and *was_new is false.
+ * level is the zstd level (0 = off).  *stored_len gets the blob size.
+ * Thread safe: several threads may put() at once.
+ * Returns 0, -ENOSPC, -EIO, ... */
+int chunkstore_put(chunkstore_t *cs, const digest_t *d, const void *data, size_t len,
+		   int level, uint32_t *stored_len, bool *was_new);
+
+/* Like chunkstore_put, but stores an already-encoded blob the caller has
+ * verified (blob_decode against d): received chunks keep their encoding. */
+int chunkstore_put_blob(chunkstore_t *cs, const digest_t *d, const void *blob, size_t len,
+			uint32_t *stored_len, bool *was_new);
+
+/* chunkstore_put / chunkstore_get for a dataset under an encryption root:
+ * with k not NULL the blob is encrypted with k (blob.h version 2) and d
+ * is the keyed id HMAC(id key, plain) the caller computed; get checks the
+ * GCM tag and that id.  k NULL: exactly chunkstore_put / chunkstore_get
+ * (which gives CAIRN_ENOKEY for an encrypted blob). */
+int chunkstore_put_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d,
+		       const void *data, size_t len, int level, uint32_t *stored_len,
+		       bool *was_new);
+int chunkstore_get_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d, buf_t *out);
+
+/* Makes every chunk put so far durable under its final name (see above).
+ * Returns 0 or a negative errno; on failure, pending chunks are dropped. */
+int chunkstore_flush(chunkstore_t *cs);
+
+/* Reads and decodes a chunk, verifying its digest.  out is replaced.
+ * Returns 0, -ENOENT (missing), CAIRN_ECORRUPT (bad blob or digest). */
+int chunkstore_get(chunkstore_t *cs, const digest_t *d, buf_t *out);
+
+/* Reads a chunk's raw blob bytes without decoding.  out is replaced. */
+int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out);
+
+/* Touches one chunk's atime; returns 0 or -ENOENT. */
+int chunkstore_touch(chunkstore_t *cs, const digest_t *d);
+
+/* Like chunkstore_touch, but changes nothing (recv -n must leave the
+ * store as it was, atimes included): 0 when the chunk exists (on disk or
+ * pending), -ENOENT when not, another negative errno on error. */
+int chunkstore_has(chunkstore_t *cs, const digest_t *d);
+
+/* Makes fallback (not owned, must outlive cs) answer the reads that miss
+ * in cs: get, get_key, get_raw, and touch and has, which then only look
+ * (chunkstore_has).  Nothing is ever written to or touched in fallback.
+ * recv -n reads through a scratch store this way.  NULL: none. */
+void chunkstore_set_fallback(chunkstore_t *cs, chunkstore_t *fallback);
+
+/* Returns the fd of subdirectory idx (0..65535), opening (and, on first
+ * use, making) it if needed; the
+ * fd stays owned by cs.  Negative errno on failure. */
+int chunkstore_dirfd(chunkstore_t *cs, unsigned idx);
+
+/* Bytes written (new blobs) and chunks written since open. */
+uint64_t chunkstore_new_bytes(const chunkstore_t *cs);
+uint64_t chunkstore_new_chunks(const chunkstore_t *cs);
+
+/* Count of syncfs() calls made since open (tests check batching). */
+uint64_t chunkstore_sync_count(const chunkstore_t *cs);
+
+/* Pending-batch limits: flush automatically after this many chunks or
+ * bytes (defaults 4096 chunks, 256 MiB). */
+void chunkstore_set_batch(chunkstore_t *cs, uint32_t max_chunks, uint64_t max_bytes);
+
+/* ---- remote chunks (backend.h) ----
+ *
+ * With a backend, blobs live remotely and each local chunk file is a
+ * marker: a sparse file of the blob's size holding no data, created only
+ * after the backend acknowledged the upload.  Markers are the known-chunk
+ * set (dedup and GC marking need no request); get() fetches from the
+ * backend.  A batch flush uploads its chunks in parallel instead of
+ * syncfs; the temporary file of a chunk is its upload intent (below). */
+
+struct backend;
+
+/* Hands be to cs (closed by chunkstore_close).  lockpath is the intent
+ * lock file (created if missing).  Returns 0 or a negative errno. */
+int chunkstore_set_backend(chunkstore_t *cs, struct backend *be, const char *lockpath);
+/* The backend, or NULL for a local store. */
+struct backend *chunkstore_backend(const chunkstore_t *cs);
+/* Hands cs the cache of remote blobs it reads through (chunkcache.h; cs
+ * closes it).  NULL: no cache. */
+struct chunkcache;
+void chunkstore_set_cache(chunkstore_t *cs, struct chunkcache *cache);
+/* While set, reads skip the cache (verify checks what the bucket holds). */
+void chunkstore_cache_bypass(chunkstore_t *cs, bool bypass);
+
+typedef struct chunkstore_rsweep {
+	uint64_t listed, kept_recent, kept_marker, kept_intent, removed, removed_bytes;
+	uint64_t list_requests, delete_requests;
+} chunkstore_rsweep;
+
+/* The remote half of GC's sweep; call it after the local sweep removed the
+ * markers of unreferenced chunks.  Pages through the bucket's listing and
+ * deletes (1000 a request) every object last modified before threshold_ns
+ * that has no marker and no writer's temporary file, re-checking under an
+ * exclusive intent lock right before each delete request.  0 or an error
+ * (backend detail in backend_errmsg). */
+int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_rsweep *out);
+
+/* If a backend call failed since the last call, copies the backend's
+ * message (object, server answer, retries) into buf and returns true. */
+bool chunkstore_remote_error(chunkstore_t *cs, char *buf, size_t len);
+
+/* Rebuilds the markers from the bucket listing (import): one marker per
+ * object.  *count gets how many.  0 or an error. */
+int chunkstore_import_markers(chunkstore_t *cs, uint64_t *count);
+
+/* Further details of the contract above:
+ * - chunkstore_create() accepts an existing <dir>, so an interrupted
+ *   create can be rerun.  chunkstore_open() returns CAIRN_ENOTSTORE when
+ *   <dir> is not a directory.  A missing subdirectory means no chunk of
+ *   it exists yet; put() makes it (mkdirat, EEXIST from a racing writer
+ *   is fine) and nothing ever removes one.
+ * - A chunk pending in the current batch is found by put(), get(),
+ *   get_raw() and touch() (get reads its temporary file).
+ * - When a batch flushed automatically inside put() fails, that put()
+ *   returns the error and the next chunkstore_flush() returns it again:
+ *   the chunks of other threads went down with the batch.
+ * - set_batch(): 0 for either limit means its default.
+ * - Internally, at most a quarter of RLIMIT_NOFILE subdirectory fds are
+ *   cached; beyond that (or on EMFILE) paths "xxxx/<hex>" relative to the
+ *   store fd are used.  chunkstore_dirfd() always caches (the fd stays
+ *   valid until close), so a caller walking all 65536 subdirectories
+ *   should rather openat() each one itself and close it when done. */
+
+#endif

@@ -1,0 +1,57 @@
+/* store.h - the cairn_store handle shared by every libcairn module. */
+#ifndef CAIRN_STORE_H
+#define CAIRN_STORE_H
+
+#include "catalog/catalog.h"
+#include "data/chunker.h"
+#include "store/chunkstore.h"
+#include "util.h"
+
+struct cairn_store {
+	char *path;
+	int dirfd;
+	catalog_t *cat;
+	chunkstore_t *cs;
+	char errdetail[1024];
+	int writer_refs; /* writer.h registrations held by this handle */
+	int writer_fd;   /* the locked registry file while writer_refs > 0 */
+	char writer_name[80];
+	bool temp_holds_skipped; /* read-only filesystem: see cairn_hold() */
+	int64_t published_changes; /* catalog changes already copied to the bucket */
+};
+
+/* Remote chunks (backend_store.c).  store_remote_init checks the bucket and
+ * writes backend.conf into the new store directory dfd; attach opens the
+ * backend of an existing store (no-op for a local one); publish copies the
+ * catalog to the bucket when it changed (force: even if not). */
+int store_remote_init(int dfd, const cairn_init_opts *o);
+int store_remote_attach(cairn_store *st);
+int store_remote_publish(cairn_store *st, bool force);
+int cairn_store_import(const char *path, const cairn_init_opts *o);
+
+/* Records the failing object and reason for cairn_store_errdetail() and
+ * returns err, so callers can `return store_err(st, r, "...", ...)`. */
+int store_err(cairn_store *st, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Begins a write transaction (BEGIN IMMEDIATE) and gives its txg; on
+ * failure records the catalog's reason in errdetail.  0 or negative errno. */
+int store_txn_begin(cairn_store *st, uint64_t *txg);
+/* Ends the open write transaction: commits when r == 0 (recording a
+ * failed commit in errdetail), else rolls back.  Returns the outcome. */
+int store_txn_end(cairn_store *st, int r);
+
+/* Effective integer setting (environment, catalog, default); the key must
+ * be in the config table.  Falls back to the default on a bad env value
+ * after recording why in errdetail. */
+int64_t store_setting(cairn_store *st, const char *key);
+
+/* The FastCDC parameters for tree and index streams: fixed, so that equal
+ * trees chunk alike in every store. */
+#define META_CHUNK_AVG (64u << 10)
+
+/* Checks that the filesystem holding dirfd updates atimes set with
+ * utimensat (GC depends on it).  CAIRN_ENOATIME with a reason in why. */
+int store_check_atime(int dirfd, char *why, size_t whylen);
+
+#endif
