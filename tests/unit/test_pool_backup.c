@@ -4,10 +4,12 @@
  * worker pool while the main thread walks on; entries are emitted once
  * their group's jobs are done.  Here one source (many small files that form
  * bundles, large files of several chunks, hardlinks, a symlink, a sparse
- * file, an empty file) is backed up into separate stores with 1, 2 and 7
- * workers, then changed and backed up again (reused bundles, kept members
+ * file, an empty file, a 40 MiB file read through several slabs) is backed
+ * up into separate stores with 1, 2 and 7 workers, then changed and backed up again (reused bundles, kept members
  * and carried ones in one run): each snapshot's tree and chunk index roots must be the
- * same bytes in every store, and each store must restore the source.
+ * same bytes in every store, and each store must restore the source.  The
+ * big file's chunks must be those of one contiguous cut of it: reading it
+ * slab by slab (and carrying each slab's tail over) moves no boundary.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 
 #include "cairn.h"
 #include "catalog/catalog.h"
+#include "data/chunker.h"
 #include "store/store.h"
 #include "unit.h"
 
@@ -68,6 +71,7 @@ static void make_source(void)
 		}
 	}
 	write_file("empty", 0);
+	write_file("big", 40 << 20); /* backup reads 16 MiB slabs */
 	char a[600], b[600];
 	snprintf(a, sizeof(a), "%s/d00/f005", src);
 	snprintf(b, sizeof(b), "%s/d03/link-big", src);
@@ -159,6 +163,40 @@ static void check_restore(const char *store, const char *snap, const char *targe
 	CHECK_EQ(cmp_bad, 0);
 }
 
+/* Cuts src/big in one piece, as if it were read whole, and checks that
+ * the store holds every chunk of that cut. */
+static void check_contiguous_cuts(const char *store)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/big", src);
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	size_t len = 40 << 20, chunks = 0, missing = 0;
+	uint8_t *b = malloc(len);
+	CHECK(b && fd >= 0 && pread_full(fd, b, len, 0) == (ssize_t)len);
+	if (fd >= 0)
+		close(fd);
+	chunker_params_t p;
+	CHECK_EQ(chunker_params_init(&p, 65536), 0);
+	cairn_store *st;
+	CHECK_EQ(cairn_store_open(store, &st), 0);
+	for (size_t at = 0; b && at < len; chunks++) {
+		size_t n = chunker_cut(&p, b + at, len - at);
+		digest_t d;
+		digest_of(b + at, n, &d);
+		if (chunkstore_has(st->cs, &d) != 0)
+			missing++;
+		at += n;
+	}
+	cairn_store_close(st);
+	free(b);
+	CHECK(chunks > 300); /* 40 MiB of 64K-average chunks */
+	CHECK_EQ(missing, 0);
+	if (missing)
+		fprintf(stderr, "%s: %zu of %zu chunks of a contiguous cut missing\n", store,
+			missing, chunks);
+}
+
 static void backup(const char *store, const char *snap, int threads)
 {
 	cairn_store *st;
@@ -190,6 +228,8 @@ int main(void)
 		cairn_store_close(st);
 		backup(stores[i], "ds@1", counts[i]);
 	}
+	for (int i = 0; i < N; i++)
+		check_contiguous_cuts(stores[i]);
 	change_source();
 	for (int i = 0; i < N; i++)
 		backup(stores[i], "ds@2", counts[i]);
