@@ -568,14 +568,24 @@ static int read_volume(bctx_t *c, int fd, tree_entry_t *e)
 		ssize_t k = pread_full(fd, at, want, off);
 		if (k < 0)
 			return k;
-		c->slab_used += k;
+		/* A data chunk moves down over the all-zero ones before it, so
+		 * the slab holds only bytes that jobs point at: INFLIGHT_MAX,
+		 * which counts job bytes, then bounds the slabs in flight too
+		 * (else each slab of a mostly empty volume would stay alive for
+		 * a single job). */
+		size_t kept = 0;
 		for (size_t i = 0; r == 0 && i < (size_t)k; i += cs) {
 			size_t n = MIN(cs, (size_t)k - i);
-			if (all_zero(at + i, n))
+			if (all_zero(at + i, n)) {
 				r = hole_add(e, &cap, n);
-			else
-				r = submit_chunk(c, e, &cap, c->slab, at + i, n);
+				continue;
+			}
+			if (kept < i)
+				memmove(at + kept, at + i, n);
+			r = submit_chunk(c, e, &cap, c->slab, at + kept, n);
+			kept += n;
 		}
+		c->slab_used += kept;
 		off += k;
 		c->bytes_read += k;
 		eof = (size_t)k < want;
