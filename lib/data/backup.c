@@ -133,6 +133,7 @@ typedef struct bctx {
 	buf_t bundle;
 	slabpool_t slabs;  /* large files and volumes are read into these */
 	slab_t *slab;      /* the reader's: filled up to slab_used */
+	unsigned slabs_max; /* slabs out (the reader's and jobs') before it waits */
 	size_t slab_used;
 	carry_t carry;
 	bundleuse_t use;
@@ -418,11 +419,26 @@ static int submit_chunk(bctx_t *c, tree_entry_t *e, size_t *cap, slab_t *s, uint
 /* Moves the reader to a fresh slab once the current one is full, carrying
  * over the bytes not cut yet ([*done, *len)): they are less than one chunk
  * (every final boundary before them has been cut), so little is copied. */
+/* A fresh slab for the reader, once few enough are still held by jobs:
+ * INFLIGHT_MAX counts the bytes of jobs, and a slab stays alive while any
+ * job in it does, so this also bounds the memory behind those bytes. */
+static int slab_fresh(bctx_t *c, slab_t **out)
+{
+	while (atomic_load(&c->slabs.out) >= c->slabs_max && c->qn) {
+		int r = complete_oldest(c);
+		if (r < 0)
+			return r;
+	}
+	*out = slab_get(&c->slabs);
+	return *out ? 0 : -ENOMEM;
+}
+
 static int slab_carry(bctx_t *c, size_t *done, size_t *len)
 {
-	slab_t *t = slab_get(&c->slabs);
-	if (!t)
-		return -ENOMEM;
+	slab_t *t;
+	int r = slab_fresh(c, &t);
+	if (r < 0)
+		return r;
 	memcpy(t->data, c->slab->data + *done, *len - *done);
 	*len -= *done;
 	*done = 0;
@@ -439,9 +455,9 @@ static int slab_room(bctx_t *c, size_t need)
 		return 0;
 	if (c->slab)
 		slab_put(c->slab);
-	c->slab = slab_get(&c->slabs);
+	c->slab = NULL;
 	c->slab_used = 0;
-	return c->slab ? 0 : -ENOMEM;
+	return slab_fresh(c, &c->slab);
 }
 
 /* Chunks [off, end) of fd with FastCDC into e's extents.  The data is
@@ -520,6 +536,10 @@ static int read_large(bctx_t *c, int fd, const struct stat *st, tree_entry_t *e)
 			off_t h = lseek(fd, d, SEEK_HOLE);
 			data = d;
 			hole = h < 0 ? size : MIN((uint64_t)h, size);
+			/* A hole punched at d between the two calls: read on as
+			 * data (its zeros are the content), so the loop advances. */
+			if (hole <= data)
+				hole = size;
 			if (data > off) {
 				int r = hole_add(e, &cap, data - off);
 				if (r < 0)
@@ -1477,7 +1497,9 @@ static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 	chunker_params_init(&c.mp, META_CHUNK_AVG);
 	/* Two maximal chunks at least; 16 MiB makes a carried tail (under one
 	 * maximal chunk) a small share of each slab at the default 1 MiB. */
-	slabpool_init(&c.slabs, MAX(2 * (size_t)c.cp.max_size, (size_t)16 << 20), 2);
+	size_t slab_cap = MAX(2 * (size_t)c.cp.max_size, (size_t)16 << 20);
+	slabpool_init(&c.slabs, slab_cap, slab_cap > (16u << 20) ? 1 : 2);
+	c.slabs_max = MAX(3, INFLIGHT_MAX / slab_cap);
 	if (r == 0)
 		r = backup_crypt_setup(&c, &j->ds);
 	cdcw_init(&c.tree, st->cs, &c.mp, c.level ? c.level : 0, &c.set);

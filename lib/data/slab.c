@@ -11,6 +11,7 @@ void slabpool_init(slabpool_t *sp, size_t cap, unsigned keep)
 	sp->nfree = 0;
 	sp->keep = keep;
 	sp->cap = cap;
+	atomic_init(&sp->out, 0);
 }
 
 void slabpool_destroy(slabpool_t *sp)
@@ -42,6 +43,7 @@ slab_t *slab_get(slabpool_t *sp)
 	}
 	s->next = NULL;
 	atomic_init(&s->refs, 1);
+	atomic_fetch_add_explicit(&sp->out, 1, memory_order_relaxed);
 	return s;
 }
 
@@ -57,6 +59,7 @@ void slab_put(slab_t *s)
 	if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	slabpool_t *sp = s->home;
+	atomic_fetch_sub_explicit(&sp->out, 1, memory_order_relaxed);
 	pthread_mutex_lock(&sp->lock);
 	bool kept = sp->nfree < sp->keep;
 	if (kept) {

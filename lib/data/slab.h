@@ -2,7 +2,7 @@
  *
  * Backup reads a large file into a slab and hands each chunk to a worker
  * as a slice of it, instead of copying every chunk into a buffer of its
- * own (that copy was about 6 % of a first backup's CPU).  A slab counts
+ * own (that copy was 3-6 % of a first backup's CPU samples).  A slab counts
  * its users: the reader holds one reference and every job cut from it one
  * more.  Whoever drops the last returns it to its pool's short free list,
  * so a backup keeps reusing the pages of a few slabs instead of faulting
@@ -34,6 +34,7 @@ struct slabpool {
 	pthread_mutex_t lock;
 	slab_t *free;
 	unsigned nfree, keep; /* kept on the free list; more are freed */
+	atomic_uint out;      /* handed out and not yet returned */
 	size_t cap;
 };
 

@@ -5,11 +5,12 @@
  * their group's jobs are done.  Here one source (many small files that form
  * bundles, large files of several chunks, hardlinks, a symlink, a sparse
  * file, an empty file, a 40 MiB file read through several slabs) is backed
- * up into separate stores with 1, 2 and 7 workers, then changed and backed up again (reused bundles, kept members
- * and carried ones in one run): each snapshot's tree and chunk index roots must be the
- * same bytes in every store, and each store must restore the source.  The
- * big file's chunks must be those of one contiguous cut of it: reading it
- * slab by slab (and carrying each slab's tail over) moves no boundary.
+ * up into separate stores with 1, 2 and 7 workers, then changed and backed
+ * up again (reused bundles, kept members and carried ones in one run): each
+ * snapshot's tree and chunk index roots must be the same bytes in every
+ * store, and each store must restore the source.  The big file's chunks
+ * must be those of one contiguous cut of it: reading it slab by slab (and
+ * carrying each slab's tail over) moves no boundary.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,6 @@
 /* test_slab.c - read slabs (lib/data/slab.c): counted references, reuse
- * of up to `keep` returned slabs, and release from other threads. */
+ * of up to `keep` returned slabs, the count of slabs out (backup waits on
+ * it), and release from other threads. */
 #include <pthread.h>
 #include <string.h>
 
@@ -26,18 +27,22 @@ int main(void)
 	slab_put(a);
 	slab_put(a);
 	CHECK_EQ(sp.nfree, 0);
+	CHECK_EQ(atomic_load(&sp.out), 1);
 	slab_put(a);
 	CHECK_EQ(sp.nfree, 1);
+	CHECK_EQ(atomic_load(&sp.out), 0);
 	CHECK(slab_get(&sp) == a); /* reused, not a fresh allocation */
 	CHECK_EQ(sp.nfree, 0);
 
 	/* At most `keep` are kept; the third returned one is freed. */
 	slab_t *b = slab_get(&sp), *c = slab_get(&sp);
 	CHECK(b && c && b != a && c != a && b != c);
+	CHECK_EQ(atomic_load(&sp.out), 3);
 	slab_put(a);
 	slab_put(b);
 	slab_put(c);
 	CHECK_EQ(sp.nfree, 2);
+	CHECK_EQ(atomic_load(&sp.out), 0); /* freed ones count as returned */
 
 	/* The last reference dropped on another thread returns it too. */
 	slab_t *d = slab_get(&sp);
