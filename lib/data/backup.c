@@ -130,11 +130,7 @@ typedef struct bctx {
 	uint64_t group_bytes;
 	hardlink_t *links;
 	size_t nlinks, caplinks;
-	buf_t bundle;
-	slabpool_t slabs;  /* large files and volumes are read into these */
-	slab_t *slab;      /* the reader's: filled up to slab_used */
-	unsigned slabs_max; /* slabs out (the reader's and jobs') before it waits */
-	size_t slab_used;
+	buf_t io, bundle;
 	carry_t carry;
 	bundleuse_t use;
 	pool_t *pool;
@@ -367,7 +363,7 @@ static int queue_job(bctx_t *c, struct inflight f)
 			size_t ncap = c->qcap ? c->qcap * 2 : 64;
 			struct inflight *p = realloc(c->q, ncap * sizeof(*p));
 			if (!p) {
-				chunkjob_drop_data(j);
+				free(j->data);
 				free(j);
 				return -ENOMEM;
 			}
@@ -395,10 +391,8 @@ static int submit_job(bctx_t *c, chunkjob_t *j, uint32_t idx, uint32_t ext)
 
 /* Adds a chunk extent to e (the last entry of the current group); its
  * digest, compression and write happen on a worker thread, and
- * complete_oldest() fills the reference in.  data lies in slab s: the job
- * takes a reference to it rather than a copy. */
-static int submit_chunk(bctx_t *c, tree_entry_t *e, size_t *cap, slab_t *s, uint8_t *data,
-			size_t n)
+ * complete_oldest() fills the reference in. */
+static int submit_chunk(bctx_t *c, tree_entry_t *e, size_t *cap, const uint8_t *data, size_t n)
 {
 	tree_extent_t x = {.kind = TREE_EXT_CHUNK, .length = n};
 	if (!c->pool) {
@@ -407,106 +401,51 @@ static int submit_chunk(bctx_t *c, tree_entry_t *e, size_t *cap, slab_t *s, uint
 	}
 	int r = extent_add(e, cap, &x);
 	chunkjob_t *j = r == 0 ? calloc(1, sizeof(*j)) : NULL;
-	if (!j)
+	if (j)
+		j->data = malloc(n);
+	if (!j || !j->data) {
+		free(j);
 		return -ENOMEM;
-	slab_ref(s);
-	j->slab = s;
-	j->data = data;
+	}
+	memcpy(j->data, data, n);
 	j->len = n;
 	return submit_job(c, j, c->cur->npend - 1, e->nextent - 1);
 }
 
-/* Moves the reader to a fresh slab once the current one is full, carrying
- * over the bytes not cut yet ([*done, *len)): they are less than one chunk
- * (every final boundary before them has been cut), so little is copied. */
-/* A fresh slab for the reader, once few enough are still held by jobs:
- * INFLIGHT_MAX counts the bytes of jobs, and a slab stays alive while any
- * job in it does, so this also bounds the memory behind those bytes. */
-static int slab_fresh(bctx_t *c, slab_t **out)
-{
-	while (atomic_load(&c->slabs.out) >= c->slabs_max && c->qn) {
-		int r = complete_oldest(c);
-		if (r < 0)
-			return r;
-	}
-	*out = slab_get(&c->slabs);
-	return *out ? 0 : -ENOMEM;
-}
-
-static int slab_carry(bctx_t *c, size_t *done, size_t *len)
-{
-	slab_t *t;
-	int r = slab_fresh(c, &t);
-	if (r < 0)
-		return r;
-	memcpy(t->data, c->slab->data + *done, *len - *done);
-	*len -= *done;
-	*done = 0;
-	slab_put(c->slab);
-	c->slab = t;
-	c->slab_used = *len;
-	return 0;
-}
-
-/* Makes sure the reader's slab has need bytes free after slab_used. */
-static int slab_room(bctx_t *c, size_t need)
-{
-	if (c->slab && c->slab->cap - c->slab_used >= need)
-		return 0;
-	if (c->slab)
-		slab_put(c->slab);
-	c->slab = NULL;
-	c->slab_used = 0;
-	return slab_fresh(c, &c->slab);
-}
-
-/* Chunks [off, end) of fd with FastCDC into e's extents.  The data is
- * read into the reader's slab after what earlier files left there, up to
- * two maximal chunks ahead of the cut point, and each chunk goes to a
- * worker as a slice of the slab.  When the slab is full, the chunks whose
- * boundaries are already final are cut too (FastCDC's decisions depend
- * only on the bytes before a cut), so only a partial chunk is carried
- * over. */
+/* Chunks [off, end) of fd with FastCDC into e's extents. */
 static int chunk_region(bctx_t *c, int fd, uint64_t off, uint64_t end, tree_entry_t *e,
 			size_t *cap, uint64_t *got)
 {
-	size_t max = c->cp.max_size, ahead = 2 * max;
-	int r = slab_room(c, 1);
-	size_t done = c->slab_used, len = done;
+	size_t want = 2 * (size_t)c->cp.max_size;
+	if (buf_reserve(&c->io, want) < 0)
+		return -ENOMEM;
+	c->io.len = 0;
 	bool eof = false;
-	while (r == 0 && (!eof || done < len)) {
-		if (!eof && len - done < ahead && len == c->slab->cap)
-			r = slab_carry(c, &done, &len);
-		uint8_t *data = c->slab->data;
-		while (r == 0 && !eof && len - done < ahead && len < c->slab->cap) {
-			size_t n = MIN(MIN(ahead, c->slab->cap - len), end - off);
-			ssize_t k = n ? pread_full(fd, data + len, n, off) : 0;
-			if (k < 0) {
-				r = k;
-				break;
-			}
-			len += k;
+	while (!eof || c->io.len) {
+		while (!eof && c->io.len < want) {
+			size_t n = MIN(want - c->io.len, end - off);
+			ssize_t k = n ? pread_full(fd, c->io.data + c->io.len, n, off) : 0;
+			if (k < 0)
+				return k;
+			c->io.len += k;
 			off += k;
 			c->bytes_read += k;
 			if ((size_t)k < n || off >= end)
 				eof = true;
 		}
-		c->slab_used = len;
-		while (r == 0 && done < len) {
-			/* Less than a maximal chunk left: read on first while the
-			 * slab has room, so no chunk is scanned twice. */
-			if (!eof && len - done < max && len < c->slab->cap)
-				break;
-			size_t n = chunker_cut(&c->cp, data + done, len - done);
-			if (n == len - done && n < max && !eof)
-				break; /* no boundary yet: the chunk may go on past len */
-			r = submit_chunk(c, e, cap, c->slab, data + done, n);
+		size_t done = 0;
+		while (c->io.len - done >= c->cp.max_size || (eof && done < c->io.len)) {
+			size_t n = chunker_cut(&c->cp, c->io.data + done, c->io.len - done);
+			int r = submit_chunk(c, e, cap, c->io.data + done, n);
+			if (r < 0)
+				return r;
 			done += n;
 			*got += n;
 		}
+		buf_consume(&c->io, done);
 		progress(c, false);
 	}
-	return r;
+	return 0;
 }
 
 static int hole_add(tree_entry_t *e, size_t *cap, uint64_t len)
@@ -573,46 +512,34 @@ static bool all_zero(const uint8_t *p, size_t n)
 }
 
 /* Fixed-size chunks; all-zero chunks become holes (free to store, and
- * sparse again on restore to a file).  As many whole chunks are read at a
- * time as the reader's slab has room for; they go to the workers as
- * slices of it. */
+ * sparse again on restore to a file). */
 static int read_volume(bctx_t *c, int fd, tree_entry_t *e)
 {
 	size_t cap = 0, cs = c->avg;
+	if (buf_reserve(&c->io, cs) < 0)
+		return -ENOMEM;
 	uint64_t off = 0;
-	bool eof = false;
-	int r = 0;
-	while (r == 0 && !eof && (r = slab_room(c, cs)) == 0) {
-		uint8_t *at = c->slab->data + c->slab_used;
-		size_t want = (c->slab->cap - c->slab_used) / cs * cs;
-		ssize_t k = pread_full(fd, at, want, off);
+	for (;;) {
+		ssize_t k = pread_full(fd, c->io.data, cs, off);
 		if (k < 0)
 			return k;
-		/* A data chunk moves down over the all-zero ones before it, so
-		 * the slab holds only bytes that jobs point at: INFLIGHT_MAX,
-		 * which counts job bytes, then bounds the slabs in flight too
-		 * (else each slab of a mostly empty volume would stay alive for
-		 * a single job). */
-		size_t kept = 0;
-		for (size_t i = 0; r == 0 && i < (size_t)k; i += cs) {
-			size_t n = MIN(cs, (size_t)k - i);
-			if (all_zero(at + i, n)) {
-				r = hole_add(e, &cap, n);
-				continue;
-			}
-			if (kept < i)
-				memmove(at + kept, at + i, n);
-			r = submit_chunk(c, e, &cap, c->slab, at + kept, n);
-			kept += n;
-		}
-		c->slab_used += kept;
+		if (k == 0)
+			break;
+		int r;
+		if (all_zero(c->io.data, k))
+			r = hole_add(e, &cap, k);
+		else
+			r = submit_chunk(c, e, &cap, c->io.data, k);
+		if (r < 0)
+			return r;
 		off += k;
 		c->bytes_read += k;
-		eof = (size_t)k < want;
 		progress(c, false);
+		if ((size_t)k < cs)
+			break;
 	}
 	e->size = off;
-	return r;
+	return 0;
 }
 
 /* ---- tree output ---- */
@@ -1374,10 +1301,7 @@ static void ctx_free(bctx_t *c)
 			carry_release(f->carry);
 	}
 	free(c->q);
-	if (c->slab)
-		slab_put(c->slab);
 	pool_free(c->pool);
-	slabpool_destroy(&c->slabs); /* every job, so every slice, is done */
 	while (c->ghead) {
 		group_t *g = c->ghead;
 		c->ghead = g->next;
@@ -1395,6 +1319,7 @@ static void ctx_free(bctx_t *c)
 	refset_free(&c->set);
 	cdcw_free(&c->tree);
 	crypt_keys_free(c->key);
+	buf_free(&c->io);
 	buf_free(&c->bundle);
 	free(c->carry.m);
 	buf_free(&c->carry.data);
@@ -1495,11 +1420,6 @@ static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 	if (r == 0 && chunker_params_init(&c.cp, c.avg) < 0)
 		r = store_err(st, CAIRN_EBADPROP, "%s: bad chunksize %u", j->ds.name, c.avg);
 	chunker_params_init(&c.mp, META_CHUNK_AVG);
-	/* Two maximal chunks at least; 16 MiB makes a carried tail (under one
-	 * maximal chunk) a small share of each slab at the default 1 MiB. */
-	size_t slab_cap = MAX(2 * (size_t)c.cp.max_size, (size_t)16 << 20);
-	slabpool_init(&c.slabs, slab_cap, slab_cap > (16u << 20) ? 1 : 2);
-	c.slabs_max = MAX(3, INFLIGHT_MAX / slab_cap);
 	if (r == 0)
 		r = backup_crypt_setup(&c, &j->ds);
 	cdcw_init(&c.tree, st->cs, &c.mp, c.level ? c.level : 0, &c.set);

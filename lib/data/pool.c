@@ -32,16 +32,7 @@ static void run_job(pool_t *p, chunkjob_t *j)
 	if (!j->err)
 		j->err = chunkstore_put_key(p->cs, p->key, &j->ref.digest, j->data, j->len,
 					    j->level, &j->ref.stored_len, &j->was_new);
-	chunkjob_drop_data(j);
-}
-
-void chunkjob_drop_data(chunkjob_t *j)
-{
-	if (j->slab)
-		slab_put(j->slab);
-	else
-		free(j->data);
-	j->slab = NULL;
+	free(j->data);
 	j->data = NULL;
 }
 

@@ -11,14 +11,12 @@
 
 #include <stdatomic.h>
 
-#include "data/slab.h"
 #include "store/chunkstore.h"
 
 typedef struct pool pool_t;
 
 typedef struct chunkjob {
-	uint8_t *data; /* owned by the job (freed when done), or a slice of slab */
-	slab_t *slab;  /* when set: the job holds a reference, dropped when done */
+	uint8_t *data; /* owned by the job; freed when done */
 	size_t len;
 	int level;
 	chunk_ref_t ref; /* out */
@@ -31,10 +29,6 @@ typedef struct chunkjob {
 	atomic_int done;
 	struct chunkjob *next;
 } chunkjob_t;
-
-/* Lets go of j's data (frees it, or drops its slab reference); done by
- * the worker after storing, and by a submitter that gives j up unrun. */
-void chunkjob_drop_data(chunkjob_t *j);
 
 /* nthreads 0 = the number of online CPUs.  NULL on failure. */
 pool_t *pool_new(chunkstore_t *cs, int nthreads);

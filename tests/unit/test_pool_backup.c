@@ -4,13 +4,13 @@
  * worker pool while the main thread walks on; entries are emitted once
  * their group's jobs are done.  Here one source (many small files that form
  * bundles, large files of several chunks, hardlinks, a symlink, a sparse
- * file, an empty file, a 40 MiB file read through several slabs) is backed
+ * file, an empty file, a 40 MiB file read in many pieces) is backed
  * up into separate stores with 1, 2 and 7 workers, then changed and backed
  * up again (reused bundles, kept members and carried ones in one run): each
  * snapshot's tree and chunk index roots must be the same bytes in every
  * store, and each store must restore the source.  The big file's chunks
- * must be those of one contiguous cut of it: reading it slab by slab (and
- * carrying each slab's tail over) moves no boundary.
+ * must be those of one contiguous cut of it: reading it piece by piece
+ * (and cutting as the pieces come) moves no boundary.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,7 +72,7 @@ static void make_source(void)
 		}
 	}
 	write_file("empty", 0);
-	write_file("big", 40 << 20); /* backup reads 16 MiB slabs */
+	write_file("big", 40 << 20); /* backup reads 8 MiB at a time */
 	char a[600], b[600];
 	snprintf(a, sizeof(a), "%s/d00/f005", src);
 	snprintf(b, sizeof(b), "%s/d03/link-big", src);
