@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "s3.h"
+#include "store/s3.h"
 
 static int die(s3_t *s, const char *what, int r)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "s3.h"
+#include "store/s3.h"
 static s3_t *cur;
 
 static int fails;
