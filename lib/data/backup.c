@@ -473,7 +473,7 @@ static int read_large(bctx_t *c, int fd, const struct stat *st, tree_entry_t *e)
 			if (d < 0)
 				return -errno;
 			off_t h = lseek(fd, d, SEEK_HOLE);
-			data = d;
+			data = MIN((uint64_t)d, size); /* the file may have grown */
 			hole = h < 0 ? size : MIN((uint64_t)h, size);
 			/* A hole punched at d between the two calls: read on as
 			 * data (its zeros are the content), so the loop advances. */

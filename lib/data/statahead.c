@@ -184,6 +184,8 @@ static void append_ready_locked(statahead_t *sa, sa_dir_t *d)
 
 static void unlink_ready_locked(statahead_t *sa, sa_dir_t *d)
 {
+	if (!d->prev_ready && sa->ready != d)
+		return; /* not in the list: nothing to undo */
 	*(d->prev_ready ? &d->prev_ready->next_ready : &sa->ready) = d->next_ready;
 	*(d->next_ready ? &d->next_ready->prev_ready : &sa->ready_tail) = d->prev_ready;
 	d->next_ready = d->prev_ready = NULL;

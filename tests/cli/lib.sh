@@ -92,7 +92,8 @@ overlapped() {
 
 # wait_reading PID: waits (at most 60 s) until PID sleeps in read(0, ...)
 # or in the poll recv makes before each read.  Returns 1 at once if PID is
-# gone, for the caller to judge; fails the test if PID never waits.
+# gone, for the caller to judge.  If PID never waits, the test's failure is
+# recorded and it returns 0, so the caller goes on (and cleans up).
 wait_reading() {
 	local s
 	for _ in $(seq 1 1200); do
