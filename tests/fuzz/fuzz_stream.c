@@ -46,7 +46,7 @@
  * libFuzzer build (from the top directory):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -Iinclude -Ilib \
  *     -D_FILE_OFFSET_BITS=64 -D_GNU_SOURCE -o build/fuzz_stream_lf \
- *     tests/fuzz/fuzz_stream.c lib/*.c lib/*/*.c $(pkg-config --cflags --libs libzstd libxxhash sqlite3 libcrypto) -pthread
+ *     tests/fuzz/fuzz_stream.c $(find lib -name '[a-z]*.c') $(pkg-config --cflags --libs libzstd libxxhash sqlite3 libcrypto) -pthread
  *   build/fuzz_stream_lf -max_total_time=120 -max_len=65536 CORPUS_DIR tests/fuzz/corpus/stream
  * The replay build (no clang) is the Makefile's build/fuzz/fuzz_stream.
  * FUZZ_STREAM_DIR overrides where the scratch store lives (default
