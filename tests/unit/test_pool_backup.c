@@ -72,7 +72,7 @@ static void make_source(void)
 		}
 	}
 	write_file("empty", 0);
-	write_file("big", 40 << 20); /* backup reads 8 MiB at a time */
+	write_file("big", 40 << 20); /* read two maximal chunks (512K) at a time */
 	char a[600], b[600];
 	snprintf(a, sizeof(a), "%s/d00/f005", src);
 	snprintf(b, sizeof(b), "%s/d03/link-big", src);
