@@ -283,8 +283,15 @@ typedef struct cairn_destroy_opts {
 	bool dry_run;   /**< change nothing; report what would go */
 	/** Called for each object, action "destroy" or "defer". */
 	void (*item)(const char *name, const char *action, void *arg);
-	void *arg;
+	/** Called with the first snapshot of each run of destroyed snapshots
+	 * whose space could not be counted: an index chunk of it or of a
+	 * neighbour is damaged (CAIRN_ECORRUPT) or missing (-ENOENT). */
+	cairn_warn_fn warn;
+	void *arg;      /**< passed to item and warn */
 	uint64_t freed; /**< result: stored bytes the destroy frees (or would) */
+	/** result: runs left out of freed and reported through warn; the
+	 * neighbours of such a run keep their old used and written */
+	uint64_t unaccounted;
 } cairn_destroy_opts;
 
 /** Destroys target in ONE catalog transaction: a dataset (with recursive,
@@ -292,7 +299,10 @@ typedef struct cairn_destroy_opts {
  * "ds@a,b,c", a range "ds@first%last" (by createtxg, inclusive; an empty
  * side means the first or last), or a bookmark "ds#bm".  Space accounting
  * (used, written) of the surviving neighbours is updated in the same
- * transaction.  Nothing changes if any item fails.
+ * transaction.  Nothing changes if any item fails.  Like zfs, destroy
+ * does not need a snapshot's data: damaged or missing index chunks only
+ * leave the space figures short (see warn and unaccounted), so a damaged
+ * snapshot can always be destroyed.
  * @return 0, -ENOENT, CAIRN_EHELD (a snapshot has holds; the detail names
  * them), -EBUSY (dataset has children or snapshots and !recursive). */
 int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *opts);

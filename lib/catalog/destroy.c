@@ -342,10 +342,53 @@ static int update_survivor(cairn_store *st, int64_t id, int64_t prev, int64_t ne
 	return r;
 }
 
+/* A damaged or missing index chunk must not pin a snapshot for ever: zfs
+ * destroys a snapshot without reading its data, and so does cairn.  Only
+ * the space figures suffer, and the caller is told which run they miss. */
+static bool index_damage(int r)
+{
+	return r == CAIRN_ECORRUPT || r == -ENOENT;
+}
+
+static const char *run_name(const plan_t *p, int64_t id)
+{
+	for (size_t k = 0; k < p->n; k++)
+		if (p->v[k].id == id)
+			return p->v[k].name;
+	return "?";
+}
+
+/* The survivors next to a gone run [lo, hi): prev's next changed and
+ * next's prev changed. */
+static int update_neighbours(cairn_store *st, const snapent_t *v, size_t n, size_t lo,
+			     size_t hi)
+{
+	int64_t prev = lo ? v[lo - 1].id : 0, next = hi < n ? v[hi].id : 0;
+	int64_t pp = 0, nn = 0;
+	for (size_t k = lo; k-- > 0;)
+		if (!v[k].gone && v[k].id != prev) {
+			pp = v[k].id;
+			break;
+		}
+	for (size_t k = hi + 1; k < n; k++)
+		if (!v[k].gone) {
+			nn = v[k].id;
+			break;
+		}
+	int r = 0;
+	if (prev)
+		r = update_survivor(st, prev, pp, next, false);
+	if (r == 0 && next)
+		r = update_survivor(st, next, prev, nn, true);
+	return r;
+}
+
 /* For one dataset: what the gone snapshots free, and the new used/written
- * of the survivors next to them (only when they survive). */
+ * of the survivors next to them (only when they survive).  A run whose
+ * indexes cannot be read is reported through o->warn and counted in
+ * o->unaccounted; its bytes are left out of o->freed. */
 static int account_dataset(cairn_store *st, int64_t ds, const plan_t *p, bool dataset_gone,
-			   bool dry, uint64_t *freed)
+			   cairn_destroy_opts *o)
 {
 	snapent_t *v;
 	size_t n;
@@ -363,24 +406,17 @@ static int account_dataset(cairn_store *st, int64_t ds, const plan_t *p, bool da
 		while (hi < n && v[hi].gone)
 			hi++;
 		int64_t prev = i ? v[i - 1].id : 0, next = hi < n ? v[hi].id : 0;
-		r = run_freed(st, v, i, hi, dataset_gone ? 0 : prev, dataset_gone ? 0 : next, freed);
-		if (r == 0 && !dry && !dataset_gone) {
-			/* prev's next changed; next's prev changed. */
-			int64_t pp = 0, nn = 0;
-			for (size_t k = i; k-- > 0;)
-				if (!v[k].gone && v[k].id != prev) {
-					pp = v[k].id;
-					break;
-				}
-			for (size_t k = hi + 1; k < n; k++)
-				if (!v[k].gone) {
-					nn = v[k].id;
-					break;
-				}
-			if (prev)
-				r = update_survivor(st, prev, pp, next, false);
-			if (r == 0 && next)
-				r = update_survivor(st, next, prev, nn, true);
+		uint64_t run = 0;
+		r = run_freed(st, v, i, hi, dataset_gone ? 0 : prev, dataset_gone ? 0 : next, &run);
+		if (r == 0 && !o->dry_run && !dataset_gone)
+			r = update_neighbours(st, v, n, i, hi);
+		if (r == 0) {
+			o->freed += run;
+		} else if (index_damage(r)) {
+			o->unaccounted++;
+			if (o->warn)
+				o->warn(run_name(p, v[i].id), r, o->arg);
+			r = 0;
 		}
 		i = hi;
 	}
@@ -465,8 +501,7 @@ static int apply(cairn_store *st, plan_t *p, cairn_destroy_opts *o)
 		qsort(p->v, p->n, sizeof(*p->v), victim_cmp);
 	for (size_t i = 0; r == 0 && i < p->n; i++)
 		if (i == 0 || p->v[i].ds != p->v[i - 1].ds)
-			r = account_dataset(st, p->v[i].ds, p, ds_in_plan(p, p->v[i].ds),
-					    o->dry_run, &o->freed);
+			r = account_dataset(st, p->v[i].ds, p, ds_in_plan(p, p->v[i].ds), o);
 	for (size_t i = 0; r == 0 && i < p->n; i++) {
 		bool defer = p->v[i].userrefs > 0;
 		if (o->item)
@@ -492,6 +527,7 @@ int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *o)
 		o = &none;
 	st->errdetail[0] = 0;
 	o->freed = 0;
+	o->unaccounted = 0;
 	uint64_t txg;
 	int r = store_txn_begin(st, &txg);
 	if (r < 0)
