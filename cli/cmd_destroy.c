@@ -1,5 +1,4 @@
 /* cmd_destroy.c - cairn destroy: datasets, snapshots, ranges, bookmarks. */
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,16 +28,9 @@ static void item(const char *name, const char *action, void *arg)
 		printf("%s %s\n", dry ? "would destroy" : "will destroy", name);
 }
 
-/* The destroy goes ahead; only its space figures are short. */
-static void warn(const char *object, int err, void *arg)
-{
-	cli_err(object, "%s: its space was not counted (used of its neighbours not updated)",
-		err == -ENOENT ? "an index chunk is missing" : cairn_strerror(err));
-}
-
 int cmd_destroy(int argc, char **argv)
 {
-	cairn_destroy_opts o = {.warn = warn};
+	cairn_destroy_opts o = {.warn = cli_warn};
 	bool verbose = false;
 	int ch;
 	while ((ch = getopt(argc, argv, "rdnvpR")) != -1) {

@@ -225,10 +225,14 @@ void cli_progress_done(void)
 	progress_shown = false;
 }
 
+/* A warning, not a failure: as zfs it must not read "cannot VERB". */
 void cli_warn(const char *object, int err, void *arg)
 {
 	cli_progress_done();
-	cli_err(object, "%s (skipped)", cairn_strerror(err));
+	if (g_cli.zfs)
+		fprintf(stderr, "warning: %s: %s (skipped)\n", object, cairn_strerror(err));
+	else
+		cli_err(object, "%s (skipped)", cairn_strerror(err));
 }
 
 void cli_size(char *out, size_t len, uint64_t v, bool exact)

@@ -205,7 +205,11 @@ typedef struct cairn_snapshot_opts {
  * catalog transaction with one createtxg.  Either every snapshot becomes
  * visible or none.  Unreadable files inside a source are reported through
  * opts->warn and skipped (the call then returns CAIRN_EPARTIAL after
- * committing) unless opts->strict.
+ * committing) unless opts->strict.  A damaged or missing index chunk of
+ * the previous snapshot does not stop a backup: it is reported through
+ * opts->warn as "DS@SNAP: space accounting: index chunk HEX", the new
+ * snapshot's written counts all it references, and the previous one keeps
+ * its used (the call still returns 0).
  * @return 0, CAIRN_EPARTIAL, -ENOENT (dataset), -EEXIST (snapshot),
  * CAIRN_ENOSOURCE, CAIRN_EBADNAME, -ENOSPC, -EIO ... */
 int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
@@ -283,15 +287,15 @@ typedef struct cairn_destroy_opts {
 	bool dry_run;   /**< change nothing; report what would go */
 	/** Called for each object, action "destroy" or "defer". */
 	void (*item)(const char *name, const char *action, void *arg);
-	/** Called with the first snapshot of each run of destroyed snapshots
-	 * whose space could not be counted: an index chunk of it or of a
-	 * neighbour is damaged (CAIRN_ECORRUPT) or missing (-ENOENT). */
+	/** Space accounting skipped for a damaged (CAIRN_ECORRUPT) or missing
+	 * (-ENOENT) index chunk, the destroy going ahead: object is
+	 * "DS@SNAP: space accounting: index chunk HEX", naming the first
+	 * snapshot of a destroyed run (its bytes are left out of freed) or a
+	 * surviving neighbour (its used and written stay as they were). */
 	cairn_warn_fn warn;
 	void *arg;      /**< passed to item and warn */
 	uint64_t freed; /**< result: stored bytes the destroy frees (or would) */
-	/** result: runs left out of freed and reported through warn; the
-	 * neighbours of such a run keep their old used and written */
-	uint64_t unaccounted;
+	uint64_t unaccounted; /**< result: warnings given through warn */
 } cairn_destroy_opts;
 
 /** Destroys target in ONE catalog transaction: a dataset (with recursive,
@@ -300,9 +304,11 @@ typedef struct cairn_destroy_opts {
  * side means the first or last), or a bookmark "ds#bm".  Space accounting
  * (used, written) of the surviving neighbours is updated in the same
  * transaction.  Nothing changes if any item fails.  Like zfs, destroy
- * does not need a snapshot's data: damaged or missing index chunks only
- * leave the space figures short (see warn and unaccounted), so a damaged
- * snapshot can always be destroyed.
+ * does not need a snapshot's data: a damaged or missing index chunk only
+ * leaves space figures uncounted (see warn), so a damaged snapshot can
+ * always be destroyed.  A dry run reads only the destroyed snapshots' and
+ * their neighbours' indexes, so it can miss a warning the real run gives
+ * about a neighbour's figures.
  * @return 0, -ENOENT, CAIRN_EHELD (a snapshot has holds; the detail names
  * them), -EBUSY (dataset has children or snapshots and !recursive). */
 int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *opts);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "catalog/dataset.h"
+#include "catalog/snapshot.h"
 #include "crypt/encroot.h"
 #include "data/snapio.h"
 #include "store/store.h"
@@ -267,7 +268,7 @@ static int ds_snapshots(cairn_store *st, int64_t ds, snapent_t **out, size_t *n)
 	return r;
 }
 
-static int add_index_to(cairn_store *st, int64_t id, refset_t *set)
+static int add_index_to(cairn_store *st, int64_t id, refset_t *set, chunk_ref_t *failed)
 {
 	buf_t idx = {0};
 	int r = catalog_snap_index(st->cat, id, &idx);
@@ -276,6 +277,8 @@ static int add_index_to(cairn_store *st, int64_t id, refset_t *set)
 	chunk_ref_t ref;
 	while (r == 0 && (r = idxrd_next(&x, &ref)) == 1)
 		r = refset_add(set, &ref) < 0 ? -ENOMEM : 0;
+	if (r < 0)
+		idxrd_failed(&x, failed);
 	idxrd_close(&x);
 	buf_free(&idx);
 	return r < 0 ? r : 0;
@@ -283,16 +286,16 @@ static int add_index_to(cairn_store *st, int64_t id, refset_t *set)
 
 /* Bytes of the run's chunks that neither surviving neighbour has. */
 static int run_freed(cairn_store *st, const snapent_t *v, size_t lo, size_t hi, int64_t prev,
-		     int64_t next, uint64_t *freed)
+		     int64_t next, uint64_t *freed, chunk_ref_t *failed)
 {
 	refset_t run = {0}, keep = {0};
 	int r = 0;
 	for (size_t i = lo; r == 0 && i < hi; i++)
-		r = add_index_to(st, v[i].id, &run);
+		r = add_index_to(st, v[i].id, &run, failed);
 	if (r == 0 && prev)
-		r = add_index_to(st, prev, &keep);
+		r = add_index_to(st, prev, &keep, failed);
 	if (r == 0 && next)
-		r = add_index_to(st, next, &keep);
+		r = add_index_to(st, next, &keep, failed);
 	for (size_t i = 0; r == 0 && i < run.cap; i++) {
 		const chunk_ref_t *c = &run.slots[i];
 		bool empty = true;
@@ -308,8 +311,10 @@ static int run_freed(cairn_store *st, const snapent_t *v, size_t lo, size_t hi, 
 	return r;
 }
 
+/* Recomputes used (and, when its predecessor changed, written) of id from
+ * the indexes; both are written only when both could be computed. */
 static int update_survivor(cairn_store *st, int64_t id, int64_t prev, int64_t next,
-			   bool prev_changed)
+			   bool prev_changed, chunk_ref_t *failed)
 {
 	buf_t self = {0}, p = {0}, n = {0};
 	int r = catalog_snap_index(st->cat, id, &self);
@@ -319,9 +324,10 @@ static int update_survivor(cairn_store *st, int64_t id, int64_t prev, int64_t ne
 		r = catalog_snap_index(st->cat, next, &n);
 	uint64_t used = 0, written = 0;
 	if (r == 0)
-		r = index_unique_bytes(st->cs, &self, prev ? &p : NULL, next ? &n : NULL, &used);
+		r = index_unique_bytes(st->cs, &self, prev ? &p : NULL, next ? &n : NULL, &used,
+				       failed);
 	if (r == 0 && prev_changed)
-		r = index_unique_bytes(st->cs, &self, prev ? &p : NULL, NULL, &written);
+		r = index_unique_bytes(st->cs, &self, prev ? &p : NULL, NULL, &written, failed);
 	if (r == 0)
 		r = catalog_snap_set_used(st->cat, id, used);
 	if (r == 0 && prev_changed) {
@@ -342,26 +348,43 @@ static int update_survivor(cairn_store *st, int64_t id, int64_t prev, int64_t ne
 	return r;
 }
 
-/* A damaged or missing index chunk must not pin a snapshot for ever: zfs
- * destroys a snapshot without reading its data, and so does cairn.  Only
- * the space figures suffer, and the caller is told which run they miss. */
-static bool index_damage(int r)
+/* "ds@snap" of a snapshot id, for a warning. */
+static void snap_fullname(cairn_store *st, int64_t id, char *out, size_t len)
 {
-	return r == CAIRN_ECORRUPT || r == -ENOENT;
+	sqlite3_stmt *s;
+	snprintf(out, len, "snapshot %lld", (long long)id);
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "SELECT d.name, s.name FROM snapshot s JOIN dataset d ON d.id = s.dataset"
+			       " WHERE s.id=?",
+			       -1, &s, NULL))
+		return;
+	sqlite3_bind_int64(s, 1, id);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		snprintf(out, len, "%s@%s", sqlite3_column_text(s, 0), sqlite3_column_text(s, 1));
+	sqlite3_finalize(s);
 }
 
-static const char *run_name(const plan_t *p, int64_t id)
+/* update_survivor; an index chunk that cannot be read leaves this
+ * survivor's figures as they were and is reported (accounting_skipped). */
+static int update_or_warn(cairn_store *st, int64_t id, int64_t prev, int64_t next,
+			  bool prev_changed, cairn_destroy_opts *o)
 {
-	for (size_t k = 0; k < p->n; k++)
-		if (p->v[k].id == id)
-			return p->v[k].name;
-	return "?";
+	chunk_ref_t failed = {0};
+	int r = update_survivor(st, id, prev, next, prev_changed, &failed);
+	if (r == 0)
+		return 0;
+	char who[1024];
+	snap_fullname(st, id, who, sizeof(who));
+	if (!accounting_skipped(r, &failed, who, o->warn, o->arg))
+		return r;
+	o->unaccounted++;
+	return 0;
 }
 
 /* The survivors next to a gone run [lo, hi): prev's next changed and
  * next's prev changed. */
 static int update_neighbours(cairn_store *st, const snapent_t *v, size_t n, size_t lo,
-			     size_t hi)
+			     size_t hi, cairn_destroy_opts *o)
 {
 	int64_t prev = lo ? v[lo - 1].id : 0, next = hi < n ? v[hi].id : 0;
 	int64_t pp = 0, nn = 0;
@@ -377,16 +400,24 @@ static int update_neighbours(cairn_store *st, const snapent_t *v, size_t n, size
 		}
 	int r = 0;
 	if (prev)
-		r = update_survivor(st, prev, pp, next, false);
+		r = update_or_warn(st, prev, pp, next, false, o);
 	if (r == 0 && next)
-		r = update_survivor(st, next, prev, nn, true);
+		r = update_or_warn(st, next, prev, nn, true, o);
 	return r;
 }
 
+static const char *victim_name(const plan_t *p, int64_t id)
+{
+	for (size_t k = 0; k < p->n; k++)
+		if (p->v[k].id == id)
+			return p->v[k].name;
+	return "?";
+}
+
 /* For one dataset: what the gone snapshots free, and the new used/written
- * of the survivors next to them (only when they survive).  A run whose
- * indexes cannot be read is reported through o->warn and counted in
- * o->unaccounted; its bytes are left out of o->freed. */
+ * of the survivors next to them (only when they survive).  What cannot be
+ * counted for a damaged or missing index chunk is reported through
+ * o->warn and counted in o->unaccounted (accounting_skipped). */
 static int account_dataset(cairn_store *st, int64_t ds, const plan_t *p, bool dataset_gone,
 			   cairn_destroy_opts *o)
 {
@@ -407,17 +438,17 @@ static int account_dataset(cairn_store *st, int64_t ds, const plan_t *p, bool da
 			hi++;
 		int64_t prev = i ? v[i - 1].id : 0, next = hi < n ? v[hi].id : 0;
 		uint64_t run = 0;
-		r = run_freed(st, v, i, hi, dataset_gone ? 0 : prev, dataset_gone ? 0 : next, &run);
-		if (r == 0 && !o->dry_run && !dataset_gone)
-			r = update_neighbours(st, v, n, i, hi);
+		chunk_ref_t failed = {0};
+		r = run_freed(st, v, i, hi, dataset_gone ? 0 : prev, dataset_gone ? 0 : next, &run,
+			      &failed);
 		if (r == 0) {
 			o->freed += run;
-		} else if (index_damage(r)) {
+		} else if (accounting_skipped(r, &failed, victim_name(p, v[i].id), o->warn, o->arg)) {
 			o->unaccounted++;
-			if (o->warn)
-				o->warn(run_name(p, v[i].id), r, o->arg);
 			r = 0;
 		}
+		if (r == 0 && !o->dry_run && !dataset_gone)
+			r = update_neighbours(st, v, n, i, hi, o);
 		i = hi;
 	}
 	free(v);

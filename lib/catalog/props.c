@@ -493,7 +493,7 @@ int cairn_written_since(cairn_store *st, const char *name, const char *since, ui
 	if (r == 0)
 		r = catalog_snap_index(st->cat, old.id, &b);
 	if (r == 0)
-		r = index_unique_bytes(st->cs, &a, &b, NULL, bytes);
+		r = index_unique_bytes(st->cs, &a, &b, NULL, bytes, NULL);
 	if (r < 0 && !st->errdetail[0])
 		r = store_err(st, r, "%s: written@%s: %s", name, since, cairn_strerror(r));
 	catalog_end_read(st->cat);

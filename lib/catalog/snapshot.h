@@ -14,11 +14,23 @@ typedef struct snapnew {
 	const cairn_prop *props; /* user properties */
 	size_t nprops;
 	int64_t id; /* out */
+	cairn_warn_fn warn; /* space accounting skipped (accounting_skipped) */
+	void *warn_arg;
 } snapnew_t;
 
 /* Inserts the snapshot inside the open write transaction with createtxg
  * txg, computing its written/used and the predecessor's new used from the
  * sorted indexes. */
 int snapshot_insert(cairn_store *st, snapnew_t *s, uint64_t txg);
+
+/* Space accounting (used, written, what a destroy frees) reads index
+ * chunks.  zfs needs no data to take or destroy a snapshot, so a damaged
+ * (CAIRN_ECORRUPT) or missing (-ENOENT) index chunk must not stop either:
+ * when r is such a failure to read chunk *failed, this reports it through
+ * warn as "WHO: space accounting: index chunk HEX" and returns true, and
+ * the caller keeps the figures it could not compute as they were.  Any
+ * other error (the catalog's, a backend cut off, memory) returns false. */
+bool accounting_skipped(int r, const chunk_ref_t *failed, const char *who, cairn_warn_fn warn,
+			void *arg);
 
 #endif

@@ -1464,7 +1464,8 @@ static int commit_all(cairn_store *st, snapjob_t *jobs, size_t n, cairn_snapshot
 		snapnew_t sn = {.ds = j->ds.id, .dsname = j->ds.name, .name = j->snapname,
 				.guid = random_u64(), .creation = now, .tree = &j->tree_roots,
 				.idx = &j->index_roots, .referenced = j->referenced,
-				.logical = j->logical, .props = opts->props, .nprops = opts->nprops};
+				.logical = j->logical, .props = opts->props, .nprops = opts->nprops,
+				.warn = opts->warn, .warn_arg = opts->arg};
 		r = snapshot_insert(st, &sn, txg);
 	}
 	r = store_txn_end(st, r);

@@ -291,6 +291,14 @@ int idxrd_next(idxrd_t *x, chunk_ref_t *ref)
 	return 1;
 }
 
+bool idxrd_failed(const idxrd_t *x, chunk_ref_t *failed)
+{
+	if (!x->m.failed.plain_len)
+		return false;
+	*failed = x->m.failed;
+	return true;
+}
+
 void idxrd_close(idxrd_t *x)
 {
 	metard_free(&x->m);
@@ -380,7 +388,7 @@ static int mergein_seek(mergein_t *m, const digest_t *d, int *err)
 }
 
 int index_unique_bytes(chunkstore_t *cs, const buf_t *self, const buf_t *a, const buf_t *b,
-		       uint64_t *bytes)
+		       uint64_t *bytes, chunk_ref_t *failed)
 {
 	mergein_t s = {0}, x = {0}, y = {0};
 	idxrd_open(&s.rd, cs, self);
@@ -401,6 +409,11 @@ int index_unique_bytes(chunkstore_t *cs, const buf_t *self, const buf_t *a, cons
 			*bytes += s.cur.stored_len;
 		if (!err)
 			err = mergein_adv(&s);
+	}
+	if (failed) {
+		memset(failed, 0, sizeof(*failed));
+		if (err && !idxrd_failed(&s.rd, failed) && !idxrd_failed(&x.rd, failed))
+			idxrd_failed(&y.rd, failed);
 	}
 	idxrd_close(&s.rd);
 	idxrd_close(&x.rd);

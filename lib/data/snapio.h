@@ -95,6 +95,11 @@ typedef struct idxrd {
 void idxrd_open(idxrd_t *x, chunkstore_t *cs, const buf_t *roots);
 int idxrd_next(idxrd_t *x, chunk_ref_t *r);
 void idxrd_close(idxrd_t *x);
+/* After an error from idxrd_next: true, with the chunk in *failed, when
+ * the error was reading one of the stream's chunks (damaged: CAIRN_ECORRUPT,
+ * missing: -ENOENT, or the backend's error), false when it was the stream's
+ * own format or memory. */
+bool idxrd_failed(const idxrd_t *x, chunk_ref_t *failed);
 
 /* Writes the sorted refs of set as an index stream; *roots gets its packed
  * root refs. */
@@ -107,8 +112,9 @@ int index_write_sink(const refset_t *set, int (*sink)(void *, const chunk_ref_t 
 
 /* Space accounting by merging sorted indexes.  Any of the inputs may be
  * NULL (no such neighbour).  Returns the stored bytes of chunks in `self`
- * that are in neither a nor b. */
+ * that are in neither a nor b.  On an error, *failed (if failed is not
+ * NULL) is zeroed, or set as by idxrd_failed for the reader that failed. */
 int index_unique_bytes(chunkstore_t *cs, const buf_t *self, const buf_t *a, const buf_t *b,
-		       uint64_t *bytes);
+		       uint64_t *bytes, chunk_ref_t *failed);
 
 #endif

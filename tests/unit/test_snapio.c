@@ -603,11 +603,11 @@ static void test_unique_bytes(void)
 			write_index(sets[k], ns[k], &r[k], NULL, NULL);
 		uint64_t got = ~0ull, got2 = ~0ull;
 		CHECK_EQ(index_unique_bytes(cs, &r[0], have_a ? &r[1] : NULL, have_b ? &r[2] : NULL,
-					    &got),
+					    &got, NULL),
 			 0);
 		/* the neighbours are interchangeable */
 		CHECK_EQ(index_unique_bytes(cs, &r[0], have_b ? &r[2] : NULL, have_a ? &r[1] : NULL,
-					    &got2),
+					    &got2, NULL),
 			 0);
 		CHECK(got == want);
 		CHECK(got2 == want);
@@ -621,7 +621,7 @@ static void test_unique_bytes(void)
 					(unsigned long long)got2, (unsigned long long)want);
 		}
 		/* self against itself shares everything */
-		CHECK_EQ(index_unique_bytes(cs, &r[0], &r[0], NULL, &got), 0);
+		CHECK_EQ(index_unique_bytes(cs, &r[0], &r[0], NULL, &got, NULL), 0);
 		CHECK_EQ(got, 0);
 		for (int k = 0; k < 3; k++)
 			buf_free(&r[k]);
@@ -647,9 +647,9 @@ static void test_unique_bytes(void)
 	write_index(s0, big, &r0, NULL, NULL);
 	write_index(s1, n1, &r1, NULL, NULL);
 	uint64_t got = 0;
-	CHECK_EQ(index_unique_bytes(cs, &r0, &r1, NULL, &got), 0);
+	CHECK_EQ(index_unique_bytes(cs, &r0, &r1, NULL, &got, NULL), 0);
 	CHECK(got == want);
-	CHECK_EQ(index_unique_bytes(cs, &r0, NULL, &r1, &got), 0);
+	CHECK_EQ(index_unique_bytes(cs, &r0, NULL, &r1, &got, NULL), 0);
 	CHECK(got == want);
 	buf_free(&r0);
 	buf_free(&r1);
@@ -664,14 +664,26 @@ static void test_unique_bytes(void)
 	buf_t s = {0};
 	put_hdr(&s, "NOTANIDX", 1);
 	raw_index(s.data, s.len, &broken);
-	CHECK_EQ(index_unique_bytes(cs, &good, &broken, NULL, &got), CAIRN_ECORRUPT);
-	CHECK_EQ(index_unique_bytes(cs, &broken, &good, NULL, &got), CAIRN_ECORRUPT);
-	/* missing index chunk */
+	/* ... and a chunk that reads back fine but is not an index is not a
+	 * chunk failure: failed stays empty (space accounting must not excuse it) */
+	chunk_ref_t failed;
+	memset(&failed, 0xff, sizeof(failed));
+	CHECK_EQ(index_unique_bytes(cs, &good, &broken, NULL, &got, &failed), CAIRN_ECORRUPT);
+	CHECK_EQ(failed.plain_len, 0);
+	CHECK_EQ(index_unique_bytes(cs, &broken, &good, NULL, &got, &failed), CAIRN_ECORRUPT);
+	CHECK_EQ(failed.plain_len, 0);
+	/* missing index chunk: failed names it, whichever input it is in */
 	chunk_ref_t gone;
 	rnd_ref(&gone);
 	buf_t missing = {0};
 	put_ref(&missing, &gone);
-	CHECK_EQ(index_unique_bytes(cs, &good, NULL, &missing, &got), -ENOENT);
+	CHECK_EQ(index_unique_bytes(cs, &good, NULL, &missing, &got, &failed), -ENOENT);
+	CHECK(failed.plain_len && !digest_cmp(&failed.digest, &gone.digest));
+	memset(&failed, 0, sizeof(failed));
+	CHECK_EQ(index_unique_bytes(cs, &missing, &good, NULL, &got, &failed), -ENOENT);
+	CHECK(failed.plain_len && !digest_cmp(&failed.digest, &gone.digest));
+	CHECK_EQ(index_unique_bytes(cs, &good, &good, NULL, &got, &failed), 0);
+	CHECK_EQ(failed.plain_len, 0);
 	buf_free(&good);
 	buf_free(&broken);
 	buf_free(&missing);
