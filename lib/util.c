@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -319,4 +320,17 @@ int lock_try(int fd, short type)
 	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
 		return 0;
 	return errno == EACCES ? -EAGAIN : -errno;
+}
+
+int thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t stop, old;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	int r = pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
 }

@@ -6,6 +6,7 @@
 #ifndef CAIRN_UTIL_H
 #define CAIRN_UTIL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -123,6 +124,13 @@ uint64_t random_u64(void); /* from getrandom(); never 0 */
  * RLIMIT_NOFILE divided by divisor, kept within [lo, hi] (hi when there is
  * no limit). */
 unsigned fd_limit_share(unsigned divisor, unsigned lo, unsigned hi);
+
+/* pthread_create for the library's helper threads, which start with
+ * SIGINT, SIGTERM and SIGHUP blocked: the signals that stop a command then
+ * always reach the thread that called into the library, whose blocking
+ * call they must interrupt, and never run a handler on a helper.  Returns
+ * 0 or pthread_create's error. */
+int thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Start time of a process in clock ticks since boot (field 22 of
  * /proc/PID/stat), or 0 when the process does not exist. */

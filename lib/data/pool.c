@@ -75,7 +75,7 @@ pool_t *pool_new(chunkstore_t *cs, int nthreads)
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->done, NULL);
 	for (int i = 0; i < nthreads; i++) {
-		if (pthread_create(&p->th[i], NULL, worker, p))
+		if (thread_start(&p->th[i], worker, p))
 			break;
 		p->n++;
 	}

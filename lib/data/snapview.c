@@ -363,7 +363,7 @@ int chunkcache_new(chunkstore_t *cs, size_t cap_bytes, chunkcache_t **out)
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->loaded, NULL);
 	pthread_cond_init(&c->work, NULL);
-	int r = pthread_create(&c->th, NULL, prefetch_main, c);
+	int r = thread_start(&c->th, prefetch_main, c);
 	if (r) {
 		free(c);
 		return -r;

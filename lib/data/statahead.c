@@ -368,7 +368,7 @@ int statahead_start(dev_t rootdev, statahead_t **out)
 	pthread_mutex_init(&sa->lock, NULL);
 	pthread_cond_init(&sa->work, NULL);
 	pthread_cond_init(&sa->released, NULL);
-	int r = pthread_create(&sa->th, NULL, helper_main, sa);
+	int r = thread_start(&sa->th, helper_main, sa);
 	if (r) {
 		pthread_cond_destroy(&sa->released);
 		pthread_cond_destroy(&sa->work);

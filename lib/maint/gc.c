@@ -580,7 +580,7 @@ static int touch_list(gc_marker_t *m, const pend_t *v, size_t n)
 		size_t from = MIN(n, i * per), to = MIN(n, from + per);
 		jobs[i] = (touchjob_t){.m = m, .v = v + from, .n = to - from};
 		if (i > 0)
-			started[i] = pthread_create(&tid[i], NULL, touch_thread, &jobs[i]) == 0;
+			started[i] = thread_start(&tid[i], touch_thread, &jobs[i]) == 0;
 	}
 	touch_thread(&jobs[0]);
 	for (int i = 1; i < t; i++) {
@@ -788,7 +788,7 @@ static void prepare_group(gc_marker_t *m, size_t ndirs, bool by_inode)
 	int started = 0;
 	for (int i = 1; i < t; i++) {
 		ws[i] = (prepw_t){.p = &p, .buf = m->dirbufs[i]};
-		if (pthread_create(&tid[started + 1], NULL, prep_thread, &ws[i]) == 0)
+		if (thread_start(&tid[started + 1], prep_thread, &ws[i]) == 0)
 			started++;
 	}
 	ws[0] = (prepw_t){.p = &p, .buf = m->dirbufs[0]};
@@ -888,7 +888,7 @@ static int start_flush(gc_marker_t *m)
 	m->n = 0;
 	m->s.flushes++;
 	m->busy = true;
-	m->flusher_ok = pthread_create(&m->flusher, NULL, flush_thread, m) == 0;
+	m->flusher_ok = thread_start(&m->flusher, flush_thread, m) == 0;
 	if (!m->flusher_ok)
 		m->ferr = do_flush(m); /* no thread: flush right here */
 	return 0;
@@ -1095,7 +1095,7 @@ static int prefetch_start(gc_idxwalk_t *w, const uint8_t *roots, size_t nroots, 
 	atomic_init(&p->next, 0);
 	int t = (int)MIN((size_t)w->pf_threads, w->npf), started = 0;
 	for (int i = 0; i < t; i++)
-		if (pthread_create(&tid[started], NULL, prefetch_thread, p) == 0)
+		if (thread_start(&tid[started], prefetch_thread, p) == 0)
 			started++;
 	return started;
 }
@@ -1819,7 +1819,7 @@ static void sweep_run(sweep_t *sw, int threads, const cairn_gc_opts *opts)
 		threads = 64;
 	for (int i = 1; i < threads; i++) {
 		runs[i] = (sweeprun_t){.sw = sw, .opts = opts, .t0 = t0};
-		if (pthread_create(&tid[started + 1], NULL, sweep_worker, &runs[i]) == 0)
+		if (thread_start(&tid[started + 1], sweep_worker, &runs[i]) == 0)
 			started++;
 	}
 	runs[0] = (sweeprun_t){.sw = sw, .opts = opts, .t0 = t0, .main = true};

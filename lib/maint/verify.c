@@ -413,7 +413,7 @@ static int read_range(vctx_t *c, int threads)
 	int started = 0;
 	for (int i = 1; i < threads && i < 64; i++) {
 		runs[i] = (vrun_t){.c = c};
-		if (pthread_create(&tid[started + 1], NULL, reader, &runs[i]) == 0)
+		if (thread_start(&tid[started + 1], reader, &runs[i]) == 0)
 			started++;
 	}
 	runs[0] = (vrun_t){.c = c, .main = true};
