@@ -206,10 +206,12 @@ typedef struct cairn_snapshot_opts {
  * visible or none.  Unreadable files inside a source are reported through
  * opts->warn and skipped (the call then returns CAIRN_EPARTIAL after
  * committing) unless opts->strict.  A damaged or missing index chunk of
- * the previous snapshot does not stop a backup: it is reported through
- * opts->warn as "DS@SNAP: space accounting: index chunk HEX", the new
- * snapshot's written counts all it references, and the previous one keeps
- * its used (the call still returns 0).
+ * the previous snapshot, or of the one before it, does not stop a backup
+ * either: it is reported through opts->warn as "space accounting of
+ * DS@NEW: index of DS@OLD, chunk HEX", the figures it was needed for are
+ * left as they would be without it (the new snapshot's written counts all
+ * it references when the previous index cannot be read; the previous
+ * snapshot keeps its used), and it does not by itself make the call fail.
  * @return 0, CAIRN_EPARTIAL, -ENOENT (dataset), -EEXIST (snapshot),
  * CAIRN_ENOSOURCE, CAIRN_EBADNAME, -ENOSPC, -EIO ... */
 int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
@@ -287,14 +289,15 @@ typedef struct cairn_destroy_opts {
 	bool dry_run;   /**< change nothing; report what would go */
 	/** Called for each object, action "destroy" or "defer". */
 	void (*item)(const char *name, const char *action, void *arg);
-	/** Space accounting skipped for a damaged (CAIRN_ECORRUPT) or missing
-	 * (-ENOENT) index chunk, the destroy going ahead: object is
-	 * "DS@SNAP: space accounting: index chunk HEX", naming the first
-	 * snapshot of a destroyed run (its bytes are left out of freed) or a
-	 * surviving neighbour (its used and written stay as they were). */
-	cairn_warn_fn warn;
 	void *arg;      /**< passed to item and warn */
 	uint64_t freed; /**< result: stored bytes the destroy frees (or would) */
+	/** Space accounting skipped for a damaged (CAIRN_ECORRUPT) or missing
+	 * (-ENOENT) index chunk, the destroy going ahead.  object is "space
+	 * accounting of WHO: index of WHOSE, chunk HEX": WHO is the first
+	 * snapshot of a destroyed run (the run's bytes are left out of freed)
+	 * or a surviving neighbour (its used and written stay as they were);
+	 * WHOSE owns the index that could not be read. */
+	cairn_warn_fn warn;
 	uint64_t unaccounted; /**< result: warnings given through warn */
 } cairn_destroy_opts;
 

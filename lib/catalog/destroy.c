@@ -268,7 +268,13 @@ static int ds_snapshots(cairn_store *st, int64_t ds, snapent_t **out, size_t *n)
 	return r;
 }
 
-static int add_index_to(cairn_store *st, int64_t id, refset_t *set, chunk_ref_t *failed)
+/* An index chunk accounting could not read, and whose index it is. */
+typedef struct acctfail {
+	chunk_ref_t ref;
+	int64_t snap;
+} acctfail_t;
+
+static int add_index_to(cairn_store *st, int64_t id, refset_t *set, acctfail_t *f)
 {
 	buf_t idx = {0};
 	int r = catalog_snap_index(st->cat, id, &idx);
@@ -277,8 +283,8 @@ static int add_index_to(cairn_store *st, int64_t id, refset_t *set, chunk_ref_t 
 	chunk_ref_t ref;
 	while (r == 0 && (r = idxrd_next(&x, &ref)) == 1)
 		r = refset_add(set, &ref) < 0 ? -ENOMEM : 0;
-	if (r < 0)
-		idxrd_failed(&x, failed);
+	if (r < 0 && idxrd_failed(&x, &f->ref))
+		f->snap = id;
 	idxrd_close(&x);
 	buf_free(&idx);
 	return r < 0 ? r : 0;
@@ -286,16 +292,16 @@ static int add_index_to(cairn_store *st, int64_t id, refset_t *set, chunk_ref_t 
 
 /* Bytes of the run's chunks that neither surviving neighbour has. */
 static int run_freed(cairn_store *st, const snapent_t *v, size_t lo, size_t hi, int64_t prev,
-		     int64_t next, uint64_t *freed, chunk_ref_t *failed)
+		     int64_t next, uint64_t *freed, acctfail_t *f)
 {
 	refset_t run = {0}, keep = {0};
 	int r = 0;
 	for (size_t i = lo; r == 0 && i < hi; i++)
-		r = add_index_to(st, v[i].id, &run, failed);
+		r = add_index_to(st, v[i].id, &run, f);
 	if (r == 0 && prev)
-		r = add_index_to(st, prev, &keep, failed);
+		r = add_index_to(st, prev, &keep, f);
 	if (r == 0 && next)
-		r = add_index_to(st, next, &keep, failed);
+		r = add_index_to(st, next, &keep, f);
 	for (size_t i = 0; r == 0 && i < run.cap; i++) {
 		const chunk_ref_t *c = &run.slots[i];
 		bool empty = true;
@@ -311,10 +317,23 @@ static int run_freed(cairn_store *st, const snapent_t *v, size_t lo, size_t hi, 
 	return r;
 }
 
+/* index_unique_bytes, with a chunk it could not read put in *f. */
+static int unique_bytes(cairn_store *st, const buf_t *self, const buf_t *a, const buf_t *b,
+			const int64_t ids[3], uint64_t *bytes, acctfail_t *f)
+{
+	idxfail_t x;
+	int r = index_unique_bytes(st->cs, self, a, b, bytes, &x);
+	if (r < 0 && x.ref.plain_len) {
+		f->ref = x.ref;
+		f->snap = ids[x.input];
+	}
+	return r;
+}
+
 /* Recomputes used (and, when its predecessor changed, written) of id from
  * the indexes; both are written only when both could be computed. */
 static int update_survivor(cairn_store *st, int64_t id, int64_t prev, int64_t next,
-			   bool prev_changed, chunk_ref_t *failed)
+			   bool prev_changed, acctfail_t *f)
 {
 	buf_t self = {0}, p = {0}, n = {0};
 	int r = catalog_snap_index(st->cat, id, &self);
@@ -322,12 +341,12 @@ static int update_survivor(cairn_store *st, int64_t id, int64_t prev, int64_t ne
 		r = catalog_snap_index(st->cat, prev, &p);
 	if (r == 0 && next)
 		r = catalog_snap_index(st->cat, next, &n);
+	const int64_t ids[3] = {id, prev, next};
 	uint64_t used = 0, written = 0;
 	if (r == 0)
-		r = index_unique_bytes(st->cs, &self, prev ? &p : NULL, next ? &n : NULL, &used,
-				       failed);
+		r = unique_bytes(st, &self, prev ? &p : NULL, next ? &n : NULL, ids, &used, f);
 	if (r == 0 && prev_changed)
-		r = index_unique_bytes(st->cs, &self, prev ? &p : NULL, NULL, &written, failed);
+		r = unique_bytes(st, &self, prev ? &p : NULL, NULL, ids, &written, f);
 	if (r == 0)
 		r = catalog_snap_set_used(st->cat, id, used);
 	if (r == 0 && prev_changed) {
@@ -364,21 +383,30 @@ static void snap_fullname(cairn_store *st, int64_t id, char *out, size_t len)
 	sqlite3_finalize(s);
 }
 
+/* True when r was an index chunk that could not be read (f), reported
+ * for the figures of snapshot `who` (accounting_skipped). */
+static bool skipped(cairn_store *st, int r, const acctfail_t *f, int64_t who,
+		    cairn_destroy_opts *o)
+{
+	if (!f->ref.plain_len)
+		return false;
+	char w[1024], of[1024];
+	snap_fullname(st, who, w, sizeof(w));
+	snap_fullname(st, f->snap, of, sizeof(of));
+	if (!accounting_skipped(r, &f->ref, w, of, o->warn, o->arg))
+		return false;
+	o->unaccounted++;
+	return true;
+}
+
 /* update_survivor; an index chunk that cannot be read leaves this
- * survivor's figures as they were and is reported (accounting_skipped). */
+ * survivor's figures as they were, and is reported. */
 static int update_or_warn(cairn_store *st, int64_t id, int64_t prev, int64_t next,
 			  bool prev_changed, cairn_destroy_opts *o)
 {
-	chunk_ref_t failed = {0};
-	int r = update_survivor(st, id, prev, next, prev_changed, &failed);
-	if (r == 0)
-		return 0;
-	char who[1024];
-	snap_fullname(st, id, who, sizeof(who));
-	if (!accounting_skipped(r, &failed, who, o->warn, o->arg))
-		return r;
-	o->unaccounted++;
-	return 0;
+	acctfail_t f = {0};
+	int r = update_survivor(st, id, prev, next, prev_changed, &f);
+	return r == 0 || skipped(st, r, &f, id, o) ? 0 : r;
 }
 
 /* The survivors next to a gone run [lo, hi): prev's next changed and
@@ -406,14 +434,6 @@ static int update_neighbours(cairn_store *st, const snapent_t *v, size_t n, size
 	return r;
 }
 
-static const char *victim_name(const plan_t *p, int64_t id)
-{
-	for (size_t k = 0; k < p->n; k++)
-		if (p->v[k].id == id)
-			return p->v[k].name;
-	return "?";
-}
-
 /* For one dataset: what the gone snapshots free, and the new used/written
  * of the survivors next to them (only when they survive).  What cannot be
  * counted for a damaged or missing index chunk is reported through
@@ -438,15 +458,13 @@ static int account_dataset(cairn_store *st, int64_t ds, const plan_t *p, bool da
 			hi++;
 		int64_t prev = i ? v[i - 1].id : 0, next = hi < n ? v[hi].id : 0;
 		uint64_t run = 0;
-		chunk_ref_t failed = {0};
+		acctfail_t f = {0};
 		r = run_freed(st, v, i, hi, dataset_gone ? 0 : prev, dataset_gone ? 0 : next, &run,
-			      &failed);
-		if (r == 0) {
+			      &f);
+		if (r == 0)
 			o->freed += run;
-		} else if (accounting_skipped(r, &failed, victim_name(p, v[i].id), o->warn, o->arg)) {
-			o->unaccounted++;
+		else if (skipped(st, r, &f, v[i].id, o))
 			r = 0;
-		}
 		if (r == 0 && !o->dry_run && !dataset_gone)
 			r = update_neighbours(st, v, n, i, hi, o);
 		i = hi;

@@ -6,28 +6,33 @@
 
 #include "data/snapio.h"
 
-bool accounting_skipped(int r, const chunk_ref_t *failed, const char *who, cairn_warn_fn warn,
-			void *arg)
+bool accounting_skipped(int r, const chunk_ref_t *failed, const char *who, const char *whose,
+			cairn_warn_fn warn, void *arg)
 {
 	if ((r != CAIRN_ECORRUPT && r != -ENOENT) || !failed->plain_len)
 		return false;
 	if (warn) {
-		char hex[DIGEST_HEX_LEN + 1], obj[1200];
+		char hex[DIGEST_HEX_LEN + 1], obj[2200];
 		digest_to_hex(&failed->digest, hex);
-		snprintf(obj, sizeof(obj), "%s: space accounting: index chunk %s", who, hex);
+		snprintf(obj, sizeof(obj), "space accounting of %s: index of %s, chunk %s", who, whose,
+			 hex);
 		warn(obj, r, arg);
 	}
 	return true;
 }
 
-/* written of the new snapshot, and the new used of its predecessor.  When
- * an index chunk cannot be read, written counts everything the snapshot
- * references, as for a first snapshot, and the predecessor keeps its used. */
+/* written of the new snapshot, and the new used of its predecessor.  An
+ * index chunk of the predecessor, or of the one before it, that cannot be
+ * read leaves the figures it was needed for as they would be without it:
+ * written counts all the snapshot references (as for a first snapshot),
+ * the predecessor's used stays as it was.  The new snapshot's own index is
+ * not excused: the backup that wrote it must not commit it unreadable. */
 static int account(cairn_store *st, const snapnew_t *s, snap_row_t *row)
 {
 	snap_row_t prev = {0}, pprev = {0};
 	buf_t pidx = {0}, ppidx = {0};
-	chunk_ref_t failed = {0};
+	idxfail_t f = {0};
+	const char *whose = NULL;
 	row->written = row->used = s->referenced;
 	int r = catalog_snap_prev(st->cat, s->ds, UINT64_MAX, &prev);
 	if (r == -ENOENT)
@@ -35,8 +40,10 @@ static int account(cairn_store *st, const snapnew_t *s, snap_row_t *row)
 	if (r == 0)
 		r = catalog_snap_index(st->cat, prev.id, &pidx);
 	uint64_t written = 0, pused = 0;
-	if (r == 0)
-		r = index_unique_bytes(st->cs, s->idx, &pidx, NULL, &written, &failed);
+	if (r == 0) {
+		r = index_unique_bytes(st->cs, s->idx, &pidx, NULL, &written, &f);
+		whose = f.input == 1 ? prev.name : NULL;
+	}
 	if (r == 0) {
 		row->written = row->used = written;
 		int q = catalog_snap_prev(st->cat, s->ds, prev.createtxg, &pprev);
@@ -45,15 +52,17 @@ static int account(cairn_store *st, const snapnew_t *s, snap_row_t *row)
 		else if (q != -ENOENT)
 			r = q;
 	}
-	if (r == 0)
-		r = index_unique_bytes(st->cs, &pidx, pprev.id ? &ppidx : NULL, s->idx, &pused,
-				       &failed);
+	if (r == 0) {
+		r = index_unique_bytes(st->cs, &pidx, pprev.id ? &ppidx : NULL, s->idx, &pused, &f);
+		whose = f.input == 0 ? prev.name : f.input == 1 ? pprev.name : NULL;
+	}
 	if (r == 0) {
 		r = catalog_snap_set_used(st->cat, prev.id, pused);
-	} else {
-		char who[1024];
+	} else if (whose) {
+		char who[1024], of[1024];
 		snprintf(who, sizeof(who), "%s@%s", s->dsname, s->name);
-		if (accounting_skipped(r, &failed, who, s->warn, s->warn_arg))
+		snprintf(of, sizeof(of), "%s@%s", s->dsname, whose);
+		if (accounting_skipped(r, &f.ref, who, of, s->warn, s->warn_arg))
 			r = 0;
 	}
 	snap_row_clear(&prev);

@@ -388,7 +388,7 @@ static int mergein_seek(mergein_t *m, const digest_t *d, int *err)
 }
 
 int index_unique_bytes(chunkstore_t *cs, const buf_t *self, const buf_t *a, const buf_t *b,
-		       uint64_t *bytes, chunk_ref_t *failed)
+		       uint64_t *bytes, idxfail_t *failed)
 {
 	mergein_t s = {0}, x = {0}, y = {0};
 	idxrd_open(&s.rd, cs, self);
@@ -412,8 +412,12 @@ int index_unique_bytes(chunkstore_t *cs, const buf_t *self, const buf_t *a, cons
 	}
 	if (failed) {
 		memset(failed, 0, sizeof(*failed));
-		if (err && !idxrd_failed(&s.rd, failed) && !idxrd_failed(&x.rd, failed))
-			idxrd_failed(&y.rd, failed);
+		const idxrd_t *in[3] = {&s.rd, &x.rd, &y.rd};
+		for (int k = 0; err && k < 3; k++)
+			if (idxrd_failed(in[k], &failed->ref)) {
+				failed->input = k;
+				break;
+			}
 	}
 	idxrd_close(&s.rd);
 	idxrd_close(&x.rd);

@@ -110,11 +110,17 @@ int index_write(chunkstore_t *cs, const refset_t *set, buf_t *roots, uint64_t *r
 int index_write_sink(const refset_t *set, int (*sink)(void *, const chunk_ref_t *, const buf_t *),
 		     void *arg, buf_t *roots);
 
+/* A chunk an index merge could not read, and which input's it is. */
+typedef struct idxfail {
+	chunk_ref_t ref; /* plain_len 0: no chunk read failed */
+	int input;       /* 0 self, 1 a, 2 b */
+} idxfail_t;
+
 /* Space accounting by merging sorted indexes.  Any of the inputs may be
  * NULL (no such neighbour).  Returns the stored bytes of chunks in `self`
- * that are in neither a nor b.  On an error, *failed (if failed is not
- * NULL) is zeroed, or set as by idxrd_failed for the reader that failed. */
+ * that are in neither a nor b.  failed (may be NULL) is zeroed, and on an
+ * error set as by idxrd_failed for the reader that failed. */
 int index_unique_bytes(chunkstore_t *cs, const buf_t *self, const buf_t *a, const buf_t *b,
-		       uint64_t *bytes, chunk_ref_t *failed);
+		       uint64_t *bytes, idxfail_t *failed);
 
 #endif

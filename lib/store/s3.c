@@ -471,8 +471,13 @@ static void settle(s3_t *s, struct req *q)
 		retry = q->status == 500 || q->status == 502 || q->status == 503 ||
 			q->status == 504 || q->status == 429 || !strcmp(code, "SlowDown") ||
 			!strcmp(code, "RequestTimeout");
-		r = q->status == 404 ? -ENOENT : q->status == 403 ? -EACCES : -EIO;
-		if (q->status != 404)
+		/* Only a missing key is a missing object.  Any other 404 (no
+		 * such bucket: a wrong name, prefix or endpoint) is the store
+		 * being out of reach, which no caller may take for absence.
+		 * A HEAD's 404 has no body to say which, but names a key. */
+		bool no_key = q->status == 404 && (!code[0] || !strcmp(code, "NoSuchKey"));
+		r = no_key ? -ENOENT : q->status == 403 ? -EACCES : -EIO;
+		if (!no_key)
 			set_err(s, "%s %s: HTTP %ld%s%s%s%s", q->method, q->url, q->status,
 				code[0] ? " " : "", code, msg[0] ? ": " : "", msg);
 	}

@@ -67,6 +67,16 @@ int main(void)
 	CHECK(s3_get(s, keys[1234], &b) == 0);
 	CHECK(b.len == strlen(data[1234]) && !memcmp(b.data, data[1234], b.len));
 	CHECK(s3_get(s, "p/missing", &b) == -ENOENT);
+	/* A missing bucket is not a missing object: space accounting and
+	 * others excuse -ENOENT as a missing chunk, never an unreachable store. */
+	{
+		char nobucket[80];
+		snprintf(nobucket, sizeof(nobucket), "%s-none", bucket);
+		s3_t *n = open_client(nobucket, NULL, false, NULL);
+		CHECK(s3_get(n, "p/missing", &b) == -EIO);
+		CHECK(strstr(s3_errmsg(n), "NoSuchBucket") != NULL);
+		s3_close(n);
+	}
 
 	bool have[3];
 	char *hk[3] = {keys[0], "p/none", keys[N - 1]};

@@ -666,24 +666,28 @@ static void test_unique_bytes(void)
 	raw_index(s.data, s.len, &broken);
 	/* ... and a chunk that reads back fine but is not an index is not a
 	 * chunk failure: failed stays empty (space accounting must not excuse it) */
-	chunk_ref_t failed;
+	idxfail_t failed;
 	memset(&failed, 0xff, sizeof(failed));
 	CHECK_EQ(index_unique_bytes(cs, &good, &broken, NULL, &got, &failed), CAIRN_ECORRUPT);
-	CHECK_EQ(failed.plain_len, 0);
+	CHECK_EQ(failed.ref.plain_len, 0);
 	CHECK_EQ(index_unique_bytes(cs, &broken, &good, NULL, &got, &failed), CAIRN_ECORRUPT);
-	CHECK_EQ(failed.plain_len, 0);
-	/* missing index chunk: failed names it, whichever input it is in */
+	CHECK_EQ(failed.ref.plain_len, 0);
+	/* missing index chunk: failed names it and the input it is in */
 	chunk_ref_t gone;
 	rnd_ref(&gone);
 	buf_t missing = {0};
 	put_ref(&missing, &gone);
 	CHECK_EQ(index_unique_bytes(cs, &good, NULL, &missing, &got, &failed), -ENOENT);
-	CHECK(failed.plain_len && !digest_cmp(&failed.digest, &gone.digest));
+	CHECK(failed.ref.plain_len && !digest_cmp(&failed.ref.digest, &gone.digest));
+	CHECK_EQ(failed.input, 2);
 	memset(&failed, 0, sizeof(failed));
 	CHECK_EQ(index_unique_bytes(cs, &missing, &good, NULL, &got, &failed), -ENOENT);
-	CHECK(failed.plain_len && !digest_cmp(&failed.digest, &gone.digest));
+	CHECK(failed.ref.plain_len && !digest_cmp(&failed.ref.digest, &gone.digest));
+	CHECK_EQ(failed.input, 0);
+	CHECK_EQ(index_unique_bytes(cs, &good, &missing, NULL, &got, &failed), -ENOENT);
+	CHECK_EQ(failed.input, 1);
 	CHECK_EQ(index_unique_bytes(cs, &good, &good, NULL, &got, &failed), 0);
-	CHECK_EQ(failed.plain_len, 0);
+	CHECK_EQ(failed.ref.plain_len, 0);
 	buf_free(&good);
 	buf_free(&broken);
 	buf_free(&missing);
