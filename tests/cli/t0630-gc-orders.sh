@@ -44,6 +44,8 @@ for v in "${variants[@]}"; do
 	# shellcheck disable=SC2086
 	"$CAIRN" gc -v $v >"$TESTDIR/out$i" 2>&1 || fail "gc $v: $(cat "$TESTDIR/out$i")"
 	sed -n 's,^\(would remove\|removed\) \(\.chunks/[^ ]*\) .*,\2,p' "$TESTDIR/out$i" | sort >"$TESTDIR/rm$i"
+	# The same lines with each chunk's size, sorted: sweep order varies.
+	sed -n 's,^\(would remove\|removed\) \(\.chunks/.*\),\2,p' "$TESTDIR/out$i" | sort >"$TESTDIR/rmsz$i"
 	chunkfiles >"$TESTDIR/left$i"
 	# Only the summary lines: the per-chunk lines come in sweep order, which
 	# the threads make vary, and rm$i already compares them sorted.
@@ -54,6 +56,7 @@ done
 [ -s "$TESTDIR/rm1" ] || fail "nothing was collected"
 for k in $(seq 2 $i); do
 	cmp -s "$TESTDIR/rm1" "$TESTDIR/rm$k" || fail "${variants[k - 1]}: removed other chunks than ${variants[0]}"
+	cmp -s "$TESTDIR/rmsz1" "$TESTDIR/rmsz$k" || fail "${variants[k - 1]}: other chunk sizes than ${variants[0]}"
 	cmp -s "$TESTDIR/fig1" "$TESTDIR/fig$k" || {
 		fail "${variants[k - 1]}: other figures"
 		diff "$TESTDIR/fig1" "$TESTDIR/fig$k" >&2
