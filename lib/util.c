@@ -322,15 +322,26 @@ int lock_try(int fd, short type)
 	return errno == EACCES ? -EAGAIN : -errno;
 }
 
-int thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+void stop_signals_block(sigset_t *old)
 {
-	sigset_t stop, old;
+	sigset_t stop;
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	pthread_sigmask(SIG_BLOCK, &stop, old);
+}
+
+void stop_signals_restore(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+int thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t old;
+	stop_signals_block(&old);
 	int r = pthread_create(th, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	stop_signals_restore(&old);
 	return r;
 }

@@ -7,6 +7,7 @@
 #define CAIRN_UTIL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -125,11 +126,18 @@ uint64_t random_u64(void); /* from getrandom(); never 0 */
  * no limit). */
 unsigned fd_limit_share(unsigned divisor, unsigned lo, unsigned hi);
 
-/* pthread_create for the library's helper threads, which start with
- * SIGINT, SIGTERM and SIGHUP blocked: the signals that stop a command then
- * always reach the thread that called into the library, whose blocking
- * call they must interrupt, and never run a handler on a helper.  Returns
- * 0 or pthread_create's error. */
+/* SIGINT, SIGTERM and SIGHUP stop a command: its handler (gc's flag,
+ * recv's wake-up pipe) is written for the thread that called into the
+ * library, whose blocking calls the signal must interrupt.  Threads the
+ * library starts, its own and those libcurl starts for name lookups, are
+ * created with the three blocked so that they never take them.
+ * stop_signals_block blocks them in the calling thread and saves the old
+ * mask; stop_signals_restore puts it back (pending signals are delivered
+ * then). */
+void stop_signals_block(sigset_t *old);
+void stop_signals_restore(const sigset_t *old);
+/* pthread_create with the stop signals blocked in the new thread.
+ * Returns 0 or pthread_create's error. */
 int thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Start time of a process in clock ticks since boot (field 22 of

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cairn.h"
@@ -148,6 +149,48 @@ void snap_row_clear(snap_row_t *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* ---- waiting for other writers ---- */
+
+#define WRITER_WAIT_MS 600000
+
+static const volatile int *g_stop_waits;
+
+void catalog_stop_waits_on(const volatile int *flag)
+{
+	g_stop_waits = flag;
+}
+
+static bool waits_stopped(void)
+{
+	return g_stop_waits && *g_stop_waits;
+}
+
+/* SQLite's busy_timeout schedule (sleeps of 1, 2, 5 ... 100 ms, then
+ * 100 ms each) up to WRITER_WAIT_MS, but ending as soon as the command was
+ * asked to stop.  A signal also cuts the current sleep short. */
+static int wait_for_writer(void *arg, int count)
+{
+	static const int delay[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
+	static const int prior[] = {0, 1, 3, 8, 18, 33, 53, 78, 103, 128, 178, 228};
+	enum { N = sizeof(delay) / sizeof(delay[0]) };
+	if (waits_stopped())
+		return 0;
+	int d = delay[count < N ? count : N - 1];
+	long waited = count < N ? prior[count] : prior[N - 1] + (long)(count - N + 1) * d;
+	if (waited + d > WRITER_WAIT_MS)
+		d = WRITER_WAIT_MS - waited;
+	if (d <= 0)
+		return 0;
+	struct timespec ts = {d / 1000, (d % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
+static void wait_for_writers(sqlite3 *db)
+{
+	sqlite3_busy_handler(db, wait_for_writer, NULL);
+}
+
 /* After a commit that left a large WAL (a hold of 10,000 snapshots),
  * checkpoint and truncate it so the WAL stays bounded.  Best effort: a
  * busy reader just postpones it to a later commit. */
@@ -157,7 +200,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 		return SQLITE_OK;
 	sqlite3_busy_timeout(db, 100);
 	sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-	sqlite3_busy_timeout(db, 600000);
+	wait_for_writers(db);
 	return SQLITE_OK;
 }
 
@@ -183,7 +226,7 @@ static int open_db(const char *path, int flags, sqlite3 **out)
 	}
 	/* Writers wait for each other instead of failing: concurrent
 	 * snapshot commands on one store are normal. */
-	sqlite3_busy_timeout(db, 600000);
+	wait_for_writers(db);
 	/* Short commands (a listing) must not pay a WAL checkpoint and the
 	 * WAL's re-creation at every close; commits checkpoint as it grows. */
 	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
@@ -326,7 +369,7 @@ static void migrate_rprop(catalog_t *c)
 			    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 				sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 		}
-		sqlite3_busy_timeout(c->db, 600000);
+		wait_for_writers(c->db);
 		c->has_rprop = has_rprop_schema(c->db);
 	}
 }
@@ -431,6 +474,11 @@ int catalog_begin_write(catalog_t *c, uint64_t *txg)
 	c->err_saved = false;
 	c->temp_holds = true; /* this write may take some */
 	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if ((rc & 0xff) == SQLITE_BUSY && waits_stopped()) {
+		snprintf(c->err, sizeof(c->err), "interrupted while waiting for another writer");
+		c->err_saved = true;
+		return -EINTR;
+	}
 	if (rc != SQLITE_OK)
 		return save_err(c, rc);
 	sqlite3_stmt *s;

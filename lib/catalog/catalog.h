@@ -52,8 +52,14 @@ const char *catalog_errmsg(catalog_t *c);
 int catalog_error(catalog_t *c);
 
 /* Write transaction: begin takes the write lock (waiting for other
- * writers) and allocates the next txg; commit makes it durable. */
+ * writers, up to 600 s) and allocates the next txg; commit makes it
+ * durable.  -EINTR when the wait was cut short (catalog_stop_waits_on). */
 int catalog_begin_write(catalog_t *c, uint64_t *txg);
+/* While *flag is non-zero, waits for another writer's lock end at once:
+ * a command that was asked to stop (its signal handler sets the flag)
+ * must not first wait up to 600 s for someone else's commit.  One flag for
+ * the process; NULL stops watching. */
+void catalog_stop_waits_on(const volatile int *flag);
 int catalog_commit(catalog_t *c);
 void catalog_rollback(catalog_t *c);
 /* Read transaction: a consistent view until end_read. */

@@ -2334,7 +2334,10 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 			      "snapshots' trees were walked instead, and the rest was collected",
 			      (unsigned long long)c.damaged);
 	if (!opts->dry_run && swept && (r == 0 || r == CAIRN_ECORRUPT || sw.err)) {
+		/* A Ctrl-C now ends a wait for another writer's commit. */
+		catalog_stop_waits_on(&gc_stop);
 		int e = status_save(st, s);
+		catalog_stop_waits_on(NULL);
 		if (e < 0 && r == 0)
 			r = store_err(st, e,
 				      "GC done, but its status could not be saved in the catalog: %s",

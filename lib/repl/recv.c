@@ -2020,6 +2020,7 @@ static void catch_signals(rctx_t *c, struct sigaction old[3])
 	}
 	c->rd.stop = &g_recv_stop;
 	c->rd.stop_fd = g_recv_wake[0];
+	catalog_stop_waits_on(&g_recv_stop);
 }
 
 static int release_signals(rctx_t *c, const struct sigaction old[3], int r)
@@ -2028,6 +2029,7 @@ static int release_signals(rctx_t *c, const struct sigaction old[3], int r)
 		store_err(c->st, r, "%s: interrupted", c->o->target);
 	c->rd.stop = NULL;
 	c->rd.stop_fd = -1;
+	catalog_stop_waits_on(NULL);
 	for (int i = 0; i < 3; i++) {
 		sigaction(recv_sigs[i], &old[i], NULL);
 		g_recv_caught[i] = false;

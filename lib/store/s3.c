@@ -473,8 +473,10 @@ static void settle(s3_t *s, struct req *q)
 			!strcmp(code, "RequestTimeout");
 		/* Only a missing key is a missing object.  Any other 404 (no
 		 * such bucket: a wrong name, prefix or endpoint) is the store
-		 * being out of reach, which no caller may take for absence.
-		 * A HEAD's 404 has no body to say which, but names a key. */
+		 * being out of reach, which no reader may take for absence.
+		 * A HEAD's 404 has no body to say which: HEAD only decides
+		 * whether to upload, and the upload then fails on a missing
+		 * bucket. */
 		bool no_key = q->status == 404 && (!code[0] || !strcmp(code, "NoSuchKey"));
 		r = no_key ? -ENOENT : q->status == 403 ? -EACCES : -EIO;
 		if (!no_key)
@@ -547,7 +549,11 @@ static int run(s3_t *s, struct req *q, size_t n)
 			next = i + 1;
 		}
 		int running = 0;
+		/* libcurl starts its name-lookup threads in here (util.h). */
+		sigset_t old;
+		stop_signals_block(&old);
 		curl_multi_perform(s->multi, &running);
+		stop_signals_restore(&old);
 		CURLMsg *m;
 		int queued;
 		while ((m = curl_multi_info_read(s->multi, &queued))) {

@@ -90,19 +90,28 @@ overlapped() {
 	[ ${#a[@]} = 2 ] && [ ${#b[@]} = 2 ] && [ "${a[0]}" -lt "${b[1]}" ] && [ "${b[0]}" -lt "${a[1]}" ]
 }
 
-# wait_reading PID: waits (at most 60 s) until PID sleeps in read(0, ...)
-# or in the poll recv makes before each read.  Returns 1 at once if PID is
-# gone, for the caller to judge.  If PID never waits, the test's failure is
-# recorded and it returns 0, so the caller goes on (and cleans up).
-wait_reading() {
+# wait_in_syscall PID WHAT REGEX: waits (at most 60 s) until PID's main
+# thread sleeps in a system call whose /proc/PID/syscall line matches the
+# extended REGEX.  Returns 1 at once if PID is gone, for the caller to judge.
+# If PID never gets there, the test's failure ("never WHAT") is recorded
+# and it returns 0, so the caller goes on (and cleans up).
+wait_in_syscall() {
 	local s
 	for _ in $(seq 1 1200); do
 		s=$(cat "/proc/$1/syscall" 2>/dev/null) || return 1
-		case "$s" in "0 0x0 "* | "7 "*) return 0 ;; esac
+		[[ $s =~ $3 ]] && return 0
 		sleep 0.05
 	done
-	fail "process $1 never waited for input"
+	fail "process $1 never $2"
 }
+
+# wait_reading PID: until PID sleeps in read(0, ...) or in the poll recv
+# makes before each read.
+wait_reading() { wait_in_syscall "$1" "waited for input" '^(0 0x0 |7 )'; }
+
+# wait_sleeping PID: until PID sleeps in nanosleep or clock_nanosleep (a
+# busy wait's back-off, as for another writer's lock).
+wait_sleeping() { wait_in_syscall "$1" "slept" '^(35|230) '; }
 
 new_store() {
 	rm -rf "$CAIRN_STORE"
