@@ -2090,6 +2090,10 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 		 * not a refusal (another guid, no source, a busy target...). */
 		bool cut = r == -EPIPE || r == -EINTR || r == -EIO || r == CAIRN_ECORRUPT;
 		if (r < 0 && in_group && o->resumable && cut) {
+			/* Recording the token is worth waiting for another
+			 * writer: the first signal ended only the receive, and
+			 * a second one still ends the process at once. */
+			catalog_stop_waits_on(NULL);
 			char saved[sizeof(st->errdetail)];
 			memcpy(saved, st->errdetail, sizeof(saved));
 			c.state_saved = checkpoint(&c) == 0;

@@ -549,7 +549,9 @@ static int run(s3_t *s, struct req *q, size_t n)
 			next = i + 1;
 		}
 		int running = 0;
-		/* libcurl starts its name-lookup threads in here (util.h). */
+		/* libcurl starts its name-lookup threads in here (util.h).
+		 * Debian's libcurl resolves on threads, so this call does not
+		 * wait on DNS and a stop is held back only until it returns. */
 		sigset_t old;
 		stop_signals_block(&old);
 		curl_multi_perform(s->multi, &running);

@@ -4,7 +4,8 @@
 # the catalog's write lock too, not only once they get it.  Here another
 # process holds the lock for a minute; the signal must end the wait within
 # seconds, with "interrupted", exit 1 and nothing changed; once the lock is
-# free the same command converges.
+# free the same command converges.  recv -s is the exception: after the
+# signal it waits for the lock to record its resume token, then exits.
 . "$(dirname "$0")/lib.sh"
 cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
 new_store
@@ -29,7 +30,7 @@ db.execute("BEGIN IMMEDIATE")
 print("held", flush=True)
 time.sleep(60)' "$1" >"$TESTDIR/held" 2>&1 &
 	HOLDER=$!
-	for _ in $(seq 1 200); do
+	for _ in $(seq 1 600); do
 		grep -q held "$TESTDIR/held" 2>/dev/null && return 0
 		sleep 0.05
 	done
@@ -40,19 +41,24 @@ release_lock() {
 	wait "$HOLDER" 2>/dev/null
 }
 
-# stop_waiting SIG PID: PID must be sleeping on the lock, and SIG must end
-# it within 5 s (a wait for the holder would take a minute).
+# signal_waiting SIG PID: PID must be sleeping on the lock; sends SIG.
+signal_waiting() {
+	wait_sleeping "$2" || fail "$1: $2 gone before it waited for the lock"
+	sleep 0.5
+	kill -0 "$2" 2>/dev/null || fail "$1: $2 did not wait for the lock"
+	kill -"$1" "$2" || fail "$1: $2 gone before the signal"
+}
+
+# stop_waiting SIG PID: SIG must end PID's wait for the lock within 15 s
+# (a wait for the holder would take a minute).
 stop_waiting() {
 	local sig=$1 pid=$2 gone=
-	wait_sleeping "$pid" || fail "$sig: $pid gone before it waited for the lock"
-	sleep 0.5
-	kill -0 "$pid" 2>/dev/null || fail "$sig: $pid did not wait for the lock"
-	kill -"$sig" "$pid" || fail "$sig: $pid gone before the signal"
-	for _ in $(seq 1 100); do
+	signal_waiting "$sig" "$pid"
+	for _ in $(seq 1 300); do
 		kill -0 "$pid" 2>/dev/null || { gone=1; break; }
 		sleep 0.05
 	done
-	[ -n "$gone" ] || fail "$sig: still waiting for the lock 5 s after the signal"
+	[ -n "$gone" ] || fail "$sig: still waiting for the lock 15 s after the signal"
 	wait "$pid"
 	RC=$?
 }
@@ -73,6 +79,27 @@ for sig in INT TERM HUP; do
 	"$CAIRN" -s "$B" restore "dst$n@1" "$XDIR/r$n" || fail "$sig: restore"
 	same_tree "$SRC" "$XDIR/r$n"
 done
+
+# recv -s: the signal ends the receive, but the token is still recorded,
+# which needs the lock: it waits for it, then exits with the resume hint.
+hold_lock "$B/catalog.db"
+env --default-signal=INT "$CAIRN" -s "$B" recv -s res <"$TESTDIR/full" 2>"$TESTDIR/err" &
+pid=$!
+signal_waiting INT $pid
+sleep 1
+kill -0 $pid 2>/dev/null || fail "recv -s exited without waiting to record its token: $(cat "$TESTDIR/err")"
+release_lock
+wait $pid
+RC=$?
+[ "$RC" = 1 ] || fail "recv -s exit $RC ($(cat "$TESTDIR/err"))"
+grep -q "cairn: recv: res: interrupted" "$TESTDIR/err" || fail "recv -s stderr: $(cat "$TESTDIR/err")"
+grep -q "partial state kept; resume with: cairn send -t " "$TESTDIR/err" ||
+	fail "recv -s: no resume hint: $(cat "$TESTDIR/err")"
+t=$("$CAIRN" -s "$B" get -H -o value receive_resume_token res 2>/dev/null)
+[ -n "$t" ] && [ "$t" != - ] || fail "recv -s: no token"
+cairn send -t "$t" | "$CAIRN" -s "$B" recv -s res || fail "resume after the lock was freed"
+"$CAIRN" -s "$B" restore res@1 "$XDIR/rres" || fail "restore of the resumed receive"
+same_tree "$SRC" "$XDIR/rres"
 
 # gc: it sweeps without the lock, then waits for it to record its status.
 "$CAIRN" -s "$B" destroy dst1@1 || fail "destroy"
