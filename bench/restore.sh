@@ -20,6 +20,12 @@
 #   CAIRN_BENCH_BASE    baseline binary (e.g. a build of main); none = only
 #                       the tree's binary is timed
 #   CAIRN_BENCH_ROUNDS  rounds (default 2)
+#   CAIRN_BENCH_TARGET  where each restore goes: "dir" (default: a new
+#                       directory under the work directory), "tmpfs" (a tmpfs
+#                       mounted for the run: no disk file system's cost), or
+#                       "ext4" (a new ext4 file system on a loop device with
+#                       direct I/O, made for the run: no inodes freed
+#                       recently, see above, whatever ran before)
 # Under root the timed steps run at nice -10 in their own session, as in
 # bench/backup.sh.  MB = 10^6 bytes of restored file data.
 NAME=restore
@@ -38,8 +44,39 @@ bytes_of() { find "$1" -type f -printf '%i %s\n' | sort -u -k1,1n | awk '{s+=$2}
 echo "restore ds@1, $ROUNDS rounds; limit $LIMIT_LINE"
 printf '%-8s %5s %8s %7s %7s %8s %8s %7s  %s\n' bin round wall_s user_s sys_s rss_MiB MB/s /limit load
 declare -A SUM
+TARGET=${CAIRN_BENCH_TARGET:-dir}
+case $TARGET in dir | tmpfs | ext4) ;; *) die "CAIRN_BENCH_TARGET=$TARGET: dir, tmpfs or ext4" ;; esac
+MOUNTS=()
+unmount_all() {
+	local m
+	for m in ${MOUNTS[@]+"${MOUNTS[@]}"}; do
+		umount "$m" 2>/dev/null
+		rm -f "$m.img"
+	done
+}
+trap unmount_all EXIT
+# new_target DIR: makes DIR the mount point of a new file system, as
+# CAIRN_BENCH_TARGET says; the restore goes into DIR/r.
+new_target() {
+	local dir=$1 dev
+	mkdir -p "$dir"
+	case $TARGET in
+	tmpfs) mount -t tmpfs -o size=8g tmpfs "$dir" || die "mount tmpfs" ;;
+	ext4)
+		truncate -s 8G "$dir.img" &&
+			mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$dir.img" &&
+			dev=$(losetup --direct-io=on --show -f "$dir.img") &&
+			mount "$dev" "$dir" && losetup -d "$dev" || die "mount a new ext4 on $dir.img"
+		;;
+	esac
+	[ "$TARGET" = dir ] || MOUNTS+=("$dir")
+}
 run() { # run NAME BIN ROUND
 	local name=$1 bin=$2 i=$3 dir=$WORK/r-$1-$3 load t
+	if [ "$TARGET" != dir ]; then
+		new_target "$dir"
+		dir=$dir/r
+	fi
 	sync
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	"${PRIO[@]}" /usr/bin/time -o "$WORK/time" -f '%e %U %S %M' "$bin" -s "$STORE" restore ds@1 "$dir" ||
@@ -55,8 +92,14 @@ for i in $(seq 1 "$ROUNDS"); do
 	[ -z "$OLD" ] || run base "$OLD" "$i"
 	run tree "$NEW" "$i"
 	if [ "$i" = 1 ]; then
-		diff -r --no-dereference "$CORPUS" "$WORK/r-tree-1" >/dev/null || die "restore differs from the corpus"
+		t=$WORK/r-tree-1
+		[ "$TARGET" = dir ] || t=$t/r
+		diff -r --no-dereference "$CORPUS" "$t" >/dev/null || die "restore differs from the corpus"
 	fi
+	# One round's files at a time: a tmpfs holds them in memory, and ext4
+	# images kept mounted slow the later rounds down (writeback, reclaim).
+	[ "$TARGET" = dir ] || { unmount_all; MOUNTS=(); }
 done
+echo "target: $TARGET"
 echo "restored bytes: $BYTES; date $(date -u '+%Y-%m-%d %H:%M UTC'); uptime: $(uptime)"
 [ -z "$OLD" ] || echo "base / tree wall time (sum of rounds): $(awk -v a="${SUM[base]}" -v b="${SUM[tree]}" 'BEGIN {printf "%.2f", a / b}')x"

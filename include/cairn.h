@@ -229,6 +229,10 @@ typedef struct cairn_restore_opts {
 	void *arg;
 	/* results */
 	uint64_t files, bytes, errors;
+	/** Threads that create and write files; 0 = the CAIRN_RESTORE_THREADS
+	 * environment variable, else one per CPU.  With 1, the thread that
+	 * reads the snapshot writes every file itself. */
+	int threads;
 } cairn_restore_opts;
 
 /** Restores snapshot snap ("ds@name") into target.  A filesystem snapshot

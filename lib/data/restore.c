@@ -4,12 +4,24 @@
  * from a tree stream that may have been received from elsewhere, so every
  * parent directory is opened with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS: a
  * hostile tree cannot make restore write outside the target.
+ *
+ * The reading thread walks the tree stream, creates directories, symlinks
+ * and devices itself, and hands each regular file to a writer lane
+ * (lanes.h): one thread per CPU, each with its own parent-directory and
+ * bundle caches, creating, writing and closing its files.  A file's lane
+ * follows its bundle (or first chunk), so a bundle's files are decoded
+ * from one cache.  A hardlink waits until every file before it is done,
+ * since its target may still be in a lane; directory modes and times are
+ * set once all lanes are idle.  Failures are counted as they happen, but
+ * the one returned and named in the error detail is the earliest in
+ * stream order, as it would be with a single writer.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -20,6 +32,7 @@
 
 #include "catalog/dataset.h"
 #include "crypt/encroot.h"
+#include "data/lanes.h"
 #include "data/snapio.h"
 #include "store/store.h"
 
@@ -34,29 +47,55 @@ typedef struct dirmeta {
  * and the one the changed files were carried into: with a single slot each
  * switch would read and decode a bundle again. */
 #define BUNDLE_SLOTS 4
+#define RESTORE_LANES_MAX 16
 typedef struct bundleslot {
 	digest_t d;
 	buf_t data;
 	uint64_t used; /* 0: empty */
 } bundleslot_t;
 
+/* What all writers share.  lock guards first_err, first_seq, the error
+ * detail, opts->errors and the progress and warn callbacks; opts->files
+ * and opts->bytes are added to atomically; the rest belongs to the
+ * reading thread. */
 typedef struct rctx {
 	cairn_store *st;
 	cairn_restore_opts *opts;
 	const crypt_keys_t *key; /* the encryption root's keys, or NULL */
 	int rootfd;
-	char *pdir_path; /* the cached parent directory */
-	int pdir_fd;
 	dirmeta_t *dirs;
 	size_t ndirs, capdirs;
+	bool *found; /* per requested path */
+	bool as_root;
+	pthread_mutex_t lock;
+	int first_err;
+	uint64_t first_seq; /* stream position of the entry that failed first */
+	int64_t last_progress;
+	lanes_t *lanes; /* NULL: the reading thread writes every file */
+	int nlanes;
+	uint64_t next_lane;
+} rctx_t;
+
+/* One writer: the reading thread, or a lane. */
+typedef struct wctx {
+	rctx_t *c;
+	uint64_t seq;    /* stream position of the entry being written */
+	char *pdir_path; /* the cached parent directory */
+	int pdir_fd;
 	bundleslot_t bundles[BUNDLE_SLOTS];
 	uint64_t bundle_clock;
 	buf_t chunk;
-	bool *found; /* per requested path */
-	bool as_root;
-	int first_err;
-	int64_t last_progress;
-} rctx_t;
+} wctx_t;
+
+static void wctx_free(wctx_t *w)
+{
+	if (w->pdir_fd >= 0)
+		close(w->pdir_fd);
+	free(w->pdir_path);
+	for (size_t i = 0; i < BUNDLE_SLOTS; i++)
+		buf_free(&w->bundles[i].data);
+	buf_free(&w->chunk);
+}
 
 static int open_beneath(int rootfd, const char *path, int flags)
 {
@@ -68,43 +107,47 @@ static int open_beneath(int rootfd, const char *path, int flags)
 }
 
 /* The parent directory fd of path and its last component. */
-static int parent_of(rctx_t *c, const char *path, const char **name)
+static int parent_of(wctx_t *w, const char *path, const char **name)
 {
 	const char *slash = strrchr(path, '/');
 	*name = slash ? slash + 1 : path;
 	if (!slash)
-		return c->rootfd;
+		return w->c->rootfd;
 	size_t len = slash - path;
-	if (c->pdir_path && strlen(c->pdir_path) == len && !memcmp(c->pdir_path, path, len))
-		return c->pdir_fd;
-	if (c->pdir_fd >= 0)
-		close(c->pdir_fd);
-	free(c->pdir_path);
-	c->pdir_path = strndup(path, len);
-	c->pdir_fd = c->pdir_path ? open_beneath(c->rootfd, c->pdir_path, O_RDONLY | O_DIRECTORY)
-				  : -ENOMEM;
-	if (c->pdir_fd < 0) {
-		int e = c->pdir_fd;
-		free(c->pdir_path);
-		c->pdir_path = NULL;
+	if (w->pdir_path && strlen(w->pdir_path) == len && !memcmp(w->pdir_path, path, len))
+		return w->pdir_fd;
+	if (w->pdir_fd >= 0)
+		close(w->pdir_fd);
+	free(w->pdir_path);
+	w->pdir_path = strndup(path, len);
+	w->pdir_fd = w->pdir_path
+			     ? open_beneath(w->c->rootfd, w->pdir_path, O_RDONLY | O_DIRECTORY)
+			     : -ENOMEM;
+	if (w->pdir_fd < 0) {
+		int e = w->pdir_fd;
+		free(w->pdir_path);
+		w->pdir_path = NULL;
 		return e;
 	}
-	return c->pdir_fd;
+	return w->pdir_fd;
 }
 
-static int fail(rctx_t *c, const char *path, int err, const char *fmt, ...)
+static int fail(wctx_t *w, const char *path, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* Records a per-file failure; restore goes on with the next file. */
-static int fail(rctx_t *c, const char *path, int err, const char *fmt, ...)
+static int fail(wctx_t *w, const char *path, int err, const char *fmt, ...)
 {
+	rctx_t *c = w->c;
 	char why[512];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	if (!c->first_err) {
+	pthread_mutex_lock(&c->lock);
+	if (!c->first_err || w->seq < c->first_seq) {
 		c->first_err = err;
+		c->first_seq = w->seq;
 		store_err(c->st, err, "%s (file %s)", why, *path ? path : "/");
 	}
 	c->opts->errors++;
@@ -113,17 +156,24 @@ static int fail(rctx_t *c, const char *path, int err, const char *fmt, ...)
 		snprintf(obj, sizeof(obj), "%s: %s", *path ? path : "/", why);
 		c->opts->warn(obj, err, c->opts->arg);
 	}
+	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 
-static int chunk_fail(rctx_t *c, const char *path, const chunk_ref_t *ref, int err)
+static int chunk_fail(wctx_t *w, const char *path, const chunk_ref_t *ref, int err)
 {
 	char hex[DIGEST_HEX_LEN + 1];
 	digest_to_hex(&ref->digest, hex);
-	return fail(c, path, err, "chunk %s: %s", hex,
+	return fail(w, path, err, "chunk %s: %s", hex,
 		    err == -ENOENT ? "missing from the chunk store" : cairn_strerror(err));
 }
 
+static void add_bytes(rctx_t *c, uint64_t n)
+{
+	__atomic_fetch_add(&c->opts->bytes, n, __ATOMIC_RELAXED);
+}
+
+/* Only the reading thread reports progress. */
 static void progress(rctx_t *c, bool force)
 {
 	if (!c->opts->progress)
@@ -132,8 +182,18 @@ static void progress(rctx_t *c, bool force)
 	if (!force && now - c->last_progress < 200000000)
 		return;
 	c->last_progress = now;
-	cairn_progress p = {.phase = "restore", .files = c->opts->files, .bytes = c->opts->bytes};
+	cairn_progress p = {.phase = "restore",
+			    .files = __atomic_load_n(&c->opts->files, __ATOMIC_RELAXED),
+			    .bytes = __atomic_load_n(&c->opts->bytes, __ATOMIC_RELAXED)};
+	/* Never at once with a lane's warn callback: both write the terminal. */
+	pthread_mutex_lock(&c->lock);
 	c->opts->progress(&p, c->opts->arg);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void progress_tick(void *arg)
+{
+	progress(arg, false);
 }
 
 static struct timespec ts_of(int64_t ns)
@@ -148,7 +208,7 @@ static struct timespec ts_of(int64_t ns)
 
 /* ---- content ---- */
 
-static int write_extents(rctx_t *c, int fd, const tree_entry_t *e, bool zero_holes)
+static int write_extents(wctx_t *w, int fd, const tree_entry_t *e, bool zero_holes)
 {
 	uint64_t off = 0;
 	for (uint32_t i = 0; i < e->nextent; i++) {
@@ -159,35 +219,34 @@ static int write_extents(rctx_t *c, int fd, const tree_entry_t *e, bool zero_hol
 				for (uint64_t k = 0; k < x->length; k += sizeof(z)) {
 					int r = pwrite_full(fd, z, MIN(sizeof(z), x->length - k), off + k);
 					if (r < 0)
-						return fail(c, e->path, r, "write: %s", strerror(-r)), r;
+						return fail(w, e->path, r, "write: %s", strerror(-r)), r;
 				}
 			}
 			off += x->length;
 			continue;
 		}
-		int r = chunkstore_get_key(c->st->cs, c->key, &x->ref.digest, &c->chunk);
+		int r = chunkstore_get_key(w->c->st->cs, w->c->key, &x->ref.digest, &w->chunk);
 		if (r < 0)
-			return chunk_fail(c, e->path, &x->ref, r), r;
-		r = pwrite_full(fd, c->chunk.data, c->chunk.len, off);
+			return chunk_fail(w, e->path, &x->ref, r), r;
+		r = pwrite_full(fd, w->chunk.data, w->chunk.len, off);
 		if (r < 0)
-			return fail(c, e->path, r, "write: %s", strerror(-r)), r;
-		off += c->chunk.len;
-		c->opts->bytes += c->chunk.len;
-		progress(c, false);
+			return fail(w, e->path, r, "write: %s", strerror(-r)), r;
+		off += w->chunk.len;
+		add_bytes(w->c, w->chunk.len);
 	}
 	if (ftruncate(fd, off) < 0)
-		return fail(c, e->path, -errno, "truncate: %s", strerror(errno)), -errno;
+		return fail(w, e->path, -errno, "truncate: %s", strerror(errno)), -errno;
 	return 0;
 }
 
 /* The decoded bundle d, from a slot or read into the least recently used. */
-static int bundle_get(rctx_t *c, const digest_t *d, const buf_t **out)
+static int bundle_get(wctx_t *w, const digest_t *d, const buf_t **out)
 {
-	bundleslot_t *victim = &c->bundles[0];
+	bundleslot_t *victim = &w->bundles[0];
 	for (size_t i = 0; i < BUNDLE_SLOTS; i++) {
-		bundleslot_t *s = &c->bundles[i];
+		bundleslot_t *s = &w->bundles[i];
 		if (s->used && !digest_cmp(&s->d, d)) {
-			s->used = ++c->bundle_clock;
+			s->used = ++w->bundle_clock;
 			*out = &s->data;
 			return 0;
 		}
@@ -195,28 +254,28 @@ static int bundle_get(rctx_t *c, const digest_t *d, const buf_t **out)
 			victim = s;
 	}
 	victim->used = 0;
-	int r = chunkstore_get_key(c->st->cs, c->key, d, &victim->data);
+	int r = chunkstore_get_key(w->c->st->cs, w->c->key, d, &victim->data);
 	if (r < 0)
 		return r;
 	victim->d = *d;
-	victim->used = ++c->bundle_clock;
+	victim->used = ++w->bundle_clock;
 	*out = &victim->data;
 	return 0;
 }
 
-static int write_bundle_part(rctx_t *c, int fd, const tree_entry_t *e)
+static int write_bundle_part(wctx_t *w, int fd, const tree_entry_t *e)
 {
 	const buf_t *bundle;
-	int r = bundle_get(c, &e->bundle.digest, &bundle);
+	int r = bundle_get(w, &e->bundle.digest, &bundle);
 	if (r < 0)
-		return chunk_fail(c, e->path, &e->bundle, r), r;
+		return chunk_fail(w, e->path, &e->bundle, r), r;
 	if ((uint64_t)e->bundle_off + e->size > bundle->len)
-		return fail(c, e->path, CAIRN_ECORRUPT, "bundle reference out of range"),
+		return fail(w, e->path, CAIRN_ECORRUPT, "bundle reference out of range"),
 		       CAIRN_ECORRUPT;
 	r = write_full(fd, bundle->data + e->bundle_off, e->size);
 	if (r < 0)
-		return fail(c, e->path, r, "write: %s", strerror(-r)), r;
-	c->opts->bytes += e->size;
+		return fail(w, e->path, r, "write: %s", strerror(-r)), r;
+	add_bytes(w->c, e->size);
 	return 0;
 }
 
@@ -226,7 +285,7 @@ static int write_bundle_part(rctx_t *c, int fd, const tree_entry_t *e)
  * per-file failure naming it: the data is restored, but the restore does
  * not claim full fidelity.  As with owners, a non-root restore skips the
  * namespaces only root may write. */
-static void set_xattrs(rctx_t *c, int fd, const char *pathfd, const tree_entry_t *e)
+static void set_xattrs(wctx_t *w, int fd, const char *pathfd, const tree_entry_t *e)
 {
 	for (uint16_t i = 0; i < e->nxattr; i++) {
 		const tree_xattr_t *x = &e->xattrs[i];
@@ -235,9 +294,9 @@ static void set_xattrs(rctx_t *c, int fd, const char *pathfd, const tree_entry_t
 		if (r == 0)
 			continue;
 		bool root_only = !strncmp(x->name, "trusted.", 8) || !strncmp(x->name, "security.", 9);
-		if (!c->as_root && root_only && errno == EPERM)
+		if (!w->c->as_root && root_only && errno == EPERM)
 			continue;
-		fail(c, e->path, -errno, "extended attribute %s: %s", x->name, strerror(errno));
+		fail(w, e->path, -errno, "extended attribute %s: %s", x->name, strerror(errno));
 	}
 }
 
@@ -268,37 +327,38 @@ static void set_meta_at(rctx_t *c, int dfd, const char *name, const tree_entry_t
 /* With --force, whatever is in the way (a file, a symlink, a FIFO that
  * would block an open, a read-only file) is removed first; a directory in
  * the way is an error, as with tar. */
-static int clear_way(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
+static int clear_way(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 {
-	if (!c->opts->force || !unlinkat(dfd, name, 0) || errno == ENOENT)
+	if (!w->c->opts->force || !unlinkat(dfd, name, 0) || errno == ENOENT)
 		return 0;
 	if (errno == EISDIR)
-		return fail(c, e->path, -EISDIR, "a directory is in the way"), -EISDIR;
-	return fail(c, e->path, -errno, "removing the old entry: %s", strerror(errno)), -errno;
+		return fail(w, e->path, -EISDIR, "a directory is in the way"), -EISDIR;
+	return fail(w, e->path, -errno, "removing the old entry: %s", strerror(errno)), -errno;
 }
 
-static int make_reg(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
+static int make_reg(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 {
-	if (clear_way(c, dfd, name, e) < 0)
+	if (clear_way(w, dfd, name, e) < 0)
 		return 0;
 	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_EXCL;
 	int fd = openat(dfd, name, flags, 0600);
 	if (fd < 0)
-		return fail(c, e->path, -errno, "create: %s", strerror(errno));
+		return fail(w, e->path, -errno, "create: %s", strerror(errno));
 	int r = 0;
 	if (e->content == TREE_CONTENT_EXTENTS)
-		r = write_extents(c, fd, e, false);
+		r = write_extents(w, fd, e, false);
 	else if (e->content == TREE_CONTENT_BUNDLE)
-		r = write_bundle_part(c, fd, e);
-	set_xattrs(c, fd, NULL, e);
-	set_meta_fd(c, fd, e);
+		r = write_bundle_part(w, fd, e);
+	set_xattrs(w, fd, NULL, e);
+	set_meta_fd(w->c, fd, e);
 	close(fd);
 	(void)r; /* already recorded by fail() */
 	return 0;
 }
 
-static int make_dir(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
+static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 {
+	rctx_t *c = w->c;
 	if (*e->path && mkdirat(dfd, name, 0700) < 0) {
 		struct stat sb;
 		bool isdir = errno == EEXIST && !fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) &&
@@ -306,7 +366,7 @@ static int make_dir(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
 		/* --force replaces a non-directory in the way. */
 		if (!isdir && (errno != EEXIST || !c->opts->force || unlinkat(dfd, name, 0) < 0 ||
 			       mkdirat(dfd, name, 0700) < 0))
-			return fail(c, e->path, -errno, "mkdir: %s", strerror(errno));
+			return fail(w, e->path, -errno, "mkdir: %s", strerror(errno));
 		/* An existing directory may be read-only from an earlier run. */
 		if (isdir)
 			fchmodat(dfd, name, 0700, 0);
@@ -314,8 +374,8 @@ static int make_dir(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
 	int fd = *e->path ? open_beneath(c->rootfd, e->path, O_RDONLY | O_DIRECTORY)
 			  : dup(c->rootfd);
 	if (fd < 0)
-		return fail(c, e->path, fd, "open directory: %s", strerror(-fd));
-	set_xattrs(c, fd, NULL, e);
+		return fail(w, e->path, fd, "open directory: %s", strerror(-fd));
+	set_xattrs(w, fd, NULL, e);
 	close(fd);
 	if (c->ndirs == c->capdirs) {
 		size_t n = c->capdirs ? c->capdirs * 2 : 64;
@@ -338,9 +398,10 @@ static int make_dir(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
 	return 0;
 }
 
-static int make_other(rctx_t *c, int dfd, const char *name, const tree_entry_t *e)
+static int make_other(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 {
-	if (clear_way(c, dfd, name, e) < 0)
+	rctx_t *c = w->c;
+	if (clear_way(w, dfd, name, e) < 0)
 		return 0;
 	int r = 0;
 	switch (e->type) {
@@ -368,7 +429,7 @@ static int make_other(rctx_t *c, int dfd, const char *name, const tree_entry_t *
 		free(tpath);
 		errno = saved;
 		if (r < 0)
-			return fail(c, e->path, -errno, "link to %s: %s", e->link, strerror(errno));
+			return fail(w, e->path, -errno, "link to %s: %s", e->link, strerror(errno));
 		return 0;
 	}
 	case TREE_CHR:
@@ -383,36 +444,68 @@ static int make_other(rctx_t *c, int dfd, const char *name, const tree_entry_t *
 		break;
 	}
 	if (r < 0)
-		return fail(c, e->path, -errno, "create: %s", strerror(errno));
+		return fail(w, e->path, -errno, "create: %s", strerror(errno));
 	char procpath[64];
 	snprintf(procpath, sizeof(procpath), "/proc/self/fd/%d", dfd);
 	if (e->nxattr && e->type == TREE_SYMLINK) {
 		char full[4200];
 		snprintf(full, sizeof(full), "%s/%s", procpath, name);
-		set_xattrs(c, -1, full, e);
+		set_xattrs(w, -1, full, e);
 	}
 	set_meta_at(c, dfd, name, e, e->type == TREE_SYMLINK);
 	return 0;
 }
 
-static int restore_entry(rctx_t *c, const tree_entry_t *e)
+static int restore_entry(wctx_t *w, const tree_entry_t *e)
 {
 	const char *name = e->path;
-	int dfd = *e->path ? parent_of(c, e->path, &name) : c->rootfd;
+	int dfd = *e->path ? parent_of(w, e->path, &name) : w->c->rootfd;
 	if (dfd < 0)
-		return fail(c, e->path, dfd, "parent directory: %s", strerror(-dfd));
-	c->opts->files++;
-	progress(c, false);
+		return fail(w, e->path, dfd, "parent directory: %s", strerror(-dfd));
+	__atomic_fetch_add(&w->c->opts->files, 1, __ATOMIC_RELAXED);
 	switch (e->type) {
 	case TREE_DIR:
-		return make_dir(c, dfd, name, e);
+		return make_dir(w, dfd, name, e);
 	case TREE_REG:
 		if (!*e->path)
-			return fail(c, e->path, -EISDIR, "a volume image in a filesystem tree");
-		return make_reg(c, dfd, name, e);
+			return fail(w, e->path, -EISDIR, "a volume image in a filesystem tree");
+		return make_reg(w, dfd, name, e);
 	default:
-		return make_other(c, dfd, name, e);
+		return make_other(w, dfd, name, e);
 	}
+}
+
+/* A lane's writer: one regular file. */
+static void lane_write(void *arg, tree_entry_t *e, uint64_t seq)
+{
+	wctx_t *w = arg;
+	w->seq = seq;
+	restore_entry(w, e);
+	tree_entry_clear(e);
+}
+
+/* Files sharing a bundle go to one lane, and so to one bundle cache. */
+static int lane_of(rctx_t *c, const tree_entry_t *e)
+{
+	if (e->content == TREE_CONTENT_BUNDLE)
+		return e->bundle.digest.b[0] % c->nlanes;
+	return c->next_lane++ % c->nlanes;
+}
+
+/* Restores one entry from the reading thread's writer w, or hands a
+ * regular file to a lane (which takes e). */
+static int dispatch(rctx_t *c, wctx_t *w, tree_entry_t *e, uint64_t seq)
+{
+	progress(c, false);
+	if (c->lanes && e->type == TREE_REG && *e->path) {
+		lanes_push(c->lanes, lane_of(c, e), e, seq);
+		return 0;
+	}
+	/* Its target may be a file that a lane has not written yet. */
+	if (c->lanes && e->type == TREE_HARDLINK)
+		lanes_drain(c->lanes);
+	w->seq = seq;
+	return restore_entry(w, e);
 }
 
 /* Directory modes and times go last: creating children changes mtimes,
@@ -490,23 +583,57 @@ static int open_target_dir(cairn_store *st, const char *target, bool force)
 	return fd;
 }
 
+/* How many lanes write files: opts->threads, else CAIRN_RESTORE_THREADS,
+ * else one per CPU.  One means no lane: the reading thread writes. */
+static int lane_count(const cairn_restore_opts *opts)
+{
+	long n = opts->threads;
+	const char *env = getenv("CAIRN_RESTORE_THREADS");
+	if (n <= 0 && env && *env)
+		n = strtol(env, NULL, 10);
+	if (n <= 0)
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > RESTORE_LANES_MAX ? RESTORE_LANES_MAX : (int)n;
+}
+
+/* Starts the lanes, each with a writer from w[]; without them (one CPU,
+ * or threads cannot start) the reading thread writes every file. */
+static void start_lanes(rctx_t *c, wctx_t *w, int n)
+{
+	void *args[RESTORE_LANES_MAX];
+	for (int i = 0; i < n; i++) {
+		w[i] = (wctx_t){.c = c, .pdir_fd = -1};
+		args[i] = &w[i];
+	}
+	if (n > 1 && lanes_start(&c->lanes, n, lane_write, args, progress_tick, c) == 0)
+		c->nlanes = n;
+}
+
 static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
 			const char *target, cairn_restore_opts *opts)
 {
-	rctx_t c = {.st = st, .opts = opts, .pdir_fd = -1, .as_root = geteuid() == 0,
-		    .key = key};
+	rctx_t c = {.st = st, .opts = opts, .as_root = geteuid() == 0, .key = key,
+		    .lock = PTHREAD_MUTEX_INITIALIZER};
 	c.rootfd = open_target_dir(st, target, opts->force);
 	if (c.rootfd < 0)
 		return c.rootfd;
+	wctx_t reader = {.c = &c, .pdir_fd = -1}, lane[RESTORE_LANES_MAX];
+	int nlanes = lane_count(opts);
+	start_lanes(&c, lane, nlanes);
 	c.found = calloc(opts->npaths + 1, sizeof(bool));
 	snaptree_t t;
 	int r = c.found ? snaptree_open_key(&t, st->cs, key, roots) : -ENOMEM;
 	tree_entry_t e = {0};
-	while (r >= 0 && (r = snaptree_next(&t, &e)) == 1) {
+	for (uint64_t seq = 0; r >= 0 && (r = snaptree_next(&t, &e)) == 1; seq++) {
 		if (wanted(&c, e.path))
-			r = restore_entry(&c, &e);
+			r = dispatch(&c, &reader, &e, seq);
 		tree_entry_clear(&e);
 	}
+	/* Every file is written before directories get their modes and times,
+	 * and before the first error is read. */
+	lanes_stop(c.lanes);
+	for (int i = 0; i < nlanes; i++)
+		wctx_free(&lane[i]);
 	if (r < 0 && !c.first_err) {
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&t.m.failed.digest, hex);
@@ -520,13 +647,8 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 			r = store_err(st, -ENOENT, "%s: no such path in the snapshot",
 				      opts->paths[i]);
 	progress(&c, true);
-	if (c.pdir_fd >= 0)
-		close(c.pdir_fd);
-	free(c.pdir_path);
+	wctx_free(&reader);
 	free(c.found);
-	for (size_t i = 0; i < BUNDLE_SLOTS; i++)
-		buf_free(&c.bundles[i].data);
-	buf_free(&c.chunk);
 	close(c.rootfd);
 	if (r < 0)
 		return r;
@@ -547,7 +669,9 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 	int fd = open(target, O_WRONLY | O_CLOEXEC | (blockdev ? 0 : O_CREAT | O_TRUNC), 0600);
 	if (fd < 0)
 		return store_err(st, -errno, "%s: %s", target, strerror(errno));
-	rctx_t c = {.st = st, .opts = opts, .rootfd = -1, .pdir_fd = -1, .key = key};
+	rctx_t c = {.st = st, .opts = opts, .rootfd = -1, .key = key,
+		    .lock = PTHREAD_MUTEX_INITIALIZER};
+	wctx_t w = {.c = &c, .pdir_fd = -1};
 	snaptree_t t;
 	tree_entry_t e = {0};
 	int r = snaptree_open_key(&t, st->cs, key, roots);
@@ -556,7 +680,7 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 			r = store_err(st, CAIRN_ECORRUPT, "volume tree has no image entry");
 		} else {
 			/* A block device is not sparse: its holes must become zeros. */
-			write_extents(&c, fd, &e, blockdev);
+			write_extents(&w, fd, &e, blockdev);
 			opts->files = 1;
 			r = 0;
 		}
@@ -565,7 +689,7 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 		r = store_err(st, CAIRN_ECORRUPT, "volume tree is empty");
 	}
 	snaptree_close(&t);
-	buf_free(&c.chunk);
+	wctx_free(&w);
 	if (fsync(fd) < 0 && r == 0 && !c.first_err)
 		r = store_err(st, -errno, "%s: %s", target, strerror(errno));
 	close(fd);
