@@ -50,11 +50,11 @@ MOUNTS=()
 unmount_all() {
 	local m
 	for m in ${MOUNTS[@]+"${MOUNTS[@]}"}; do
-		umount "$m" 2>/dev/null
+		umount "$m" 2>/dev/null || true
 		rm -f "$m.img"
 	done
 }
-trap unmount_all EXIT
+trap 'unmount_all; rm -rf "$WORK"' EXIT # replaces ab-setup.sh's
 # new_target DIR: makes DIR the mount point of a new file system, as
 # CAIRN_BENCH_TARGET says; the restore goes into DIR/r.
 new_target() {

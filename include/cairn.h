@@ -225,14 +225,14 @@ typedef struct cairn_restore_opts {
 	const char *const *paths;   /**< restore only these paths (and below) */
 	size_t npaths;
 	cairn_progress_fn progress;
-	cairn_warn_fn warn;         /**< each file that could not be restored */
+	/** Each file that could not be restored.  Files are written by one
+	 * thread per CPU (CAIRN_RESTORE_THREADS sets another number), so warn
+	 * may be called from any of them, but never from two at once, nor at
+	 * once with progress. */
+	cairn_warn_fn warn;
 	void *arg;
 	/* results */
 	uint64_t files, bytes, errors;
-	/** Threads that create and write files; 0 = the CAIRN_RESTORE_THREADS
-	 * environment variable, else one per CPU.  With 1, the thread that
-	 * reads the snapshot writes every file itself. */
-	int threads;
 } cairn_restore_opts;
 
 /** Restores snapshot snap ("ds@name") into target.  A filesystem snapshot

@@ -20,6 +20,7 @@
 typedef struct lane_item {
 	tree_entry_t e;
 	uint64_t seq;
+	size_t bytes; /* what e owns */
 } lane_item_t;
 
 typedef struct lane {
@@ -30,7 +31,8 @@ typedef struct lane {
 	pthread_cond_t has_work;
 	lane_item_t ring[LANE_DEPTH];
 	size_t head, len;
-	bool busy; /* an entry taken and not yet handled */
+	size_t bytes; /* owned by the queued entries */
+	bool busy;    /* an entry taken and not yet handled */
 } lane_t;
 
 struct lanes {
@@ -58,12 +60,13 @@ static void *lane_main(void *arg)
 		lane_item_t it = ln->ring[ln->head];
 		ln->head = (ln->head + 1) % LANE_DEPTH;
 		ln->len--;
+		ln->bytes -= it.bytes;
 		ln->busy = true;
 		pthread_mutex_unlock(&l->mu);
 		l->fn(ln->arg, &it.e, it.seq);
 		pthread_mutex_lock(&l->mu);
 		ln->busy = false;
-		if (l->waiting && ln->len <= LANE_DEPTH / 2)
+		if (l->waiting && ln->len <= LANE_DEPTH / 2 && ln->bytes <= LANE_BYTES / 2)
 			pthread_cond_broadcast(&l->progressed);
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -131,19 +134,43 @@ int lanes_start(lanes_t **out, int n, lane_fn fn, void *const *args, void (*tick
 	return 0;
 }
 
+/* The heap memory e owns. */
+static size_t entry_bytes(const tree_entry_t *e)
+{
+	size_t n = (e->path ? strlen(e->path) + 1 : 0) + (e->link ? strlen(e->link) + 1 : 0) +
+		   (size_t)e->nextent * sizeof(*e->extents) + (size_t)e->nxattr * sizeof(*e->xattrs);
+	for (uint16_t i = 0; e->xattrs && i < e->nxattr; i++)
+		n += strlen(e->xattrs[i].name) + 1 + e->xattrs[i].len;
+	return n;
+}
+
 void lanes_push(lanes_t *l, int i, tree_entry_t *e, uint64_t seq)
 {
 	lane_t *ln = &l->lane[i];
+	size_t bytes = entry_bytes(e);
 	pthread_mutex_lock(&l->mu);
-	while (ln->len == LANE_DEPTH)
+	while (ln->len == LANE_DEPTH || (ln->len && ln->bytes + bytes > LANE_BYTES))
 		wait_or_tick(l);
 	lane_item_t *it = &ln->ring[(ln->head + ln->len) % LANE_DEPTH];
 	it->e = *e;
 	it->seq = seq;
+	it->bytes = bytes;
 	memset(e, 0, sizeof(*e));
 	ln->len++;
+	ln->bytes += bytes;
 	pthread_cond_signal(&ln->has_work);
 	pthread_mutex_unlock(&l->mu);
+}
+
+int lanes_shortest(lanes_t *l)
+{
+	int best = 0;
+	pthread_mutex_lock(&l->mu);
+	for (int i = 1; i < l->n; i++)
+		if (l->lane[i].len + l->lane[i].busy < l->lane[best].len + l->lane[best].busy)
+			best = i;
+	pthread_mutex_unlock(&l->mu);
+	return best;
 }
 
 static bool all_idle(const lanes_t *l)

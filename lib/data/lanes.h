@@ -9,9 +9,11 @@
  * bundle can stay on one worker and its bundle cache.
  *
  * Memory is bounded: a push blocks while its lane holds LANE_DEPTH
- * entries.  While it blocks, and while lanes_drain waits, tick (if set) is
- * called about every 200 ms on the pushing thread, so that progress can
- * still be shown while one large file keeps a worker busy.
+ * entries, or LANE_BYTES of what they own (paths, targets, xattrs,
+ * extent lists; one entry is always let in).  While it blocks, and while
+ * lanes_drain waits, tick (if set) is called about every 200 ms on the
+ * pushing thread, so that progress can still be shown while one large
+ * file keeps a worker busy.
  */
 #ifndef CAIRN_LANES_H
 #define CAIRN_LANES_H
@@ -21,6 +23,7 @@
 #include "data/tree.h"
 
 #define LANE_DEPTH 1024
+#define LANE_BYTES (8u << 20)
 
 typedef struct lanes lanes_t;
 
@@ -35,6 +38,9 @@ int lanes_start(lanes_t **out, int n, lane_fn fn, void *const *args, void (*tick
 
 /* Moves *e into lane i's queue (e is zeroed), blocking while it is full. */
 void lanes_push(lanes_t *l, int i, tree_entry_t *e, uint64_t seq);
+
+/* The lane with the fewest queued entries (the first of equals). */
+int lanes_shortest(lanes_t *l);
 
 /* Waits until every pushed entry has been handled. */
 void lanes_drain(lanes_t *l);

@@ -8,13 +8,15 @@
  * The reading thread walks the tree stream, creates directories, symlinks
  * and devices itself, and hands each regular file to a writer lane
  * (lanes.h): one thread per CPU, each with its own parent-directory and
- * bundle caches, creating, writing and closing its files.  A file's lane
- * follows its bundle (or first chunk), so a bundle's files are decoded
- * from one cache.  A hardlink waits until every file before it is done,
- * since its target may still be in a lane; directory modes and times are
- * set once all lanes are idle.  Failures are counted as they happen, but
- * the one returned and named in the error detail is the earliest in
- * stream order, as it would be with a single writer.
+ * bundle caches, creating, writing and closing its files.  A bundle's
+ * files go to one lane in runs of BUNDLE_RUN, so a bundle is decoded
+ * about once per run; other files go to the lane with the shortest queue.
+ * A hardlink goes to the lane its target went to, behind it (lanes are
+ * FIFO); when the target is not known, all lanes are drained first.
+ * Directory modes and times are set once all lanes are idle.  Failures
+ * are counted as they happen, but the one returned and named in the error
+ * detail is the earliest in stream order, as it would be with a single
+ * writer.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +24,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -48,6 +51,15 @@ typedef struct dirmeta {
  * switch would read and decode a bundle again. */
 #define BUNDLE_SLOTS 4
 #define RESTORE_LANES_MAX 16
+#define BUNDLE_RUN 64
+
+/* The lane each multiply linked file went to, by path, so that its
+ * hardlinks follow it there.  Open addressing; paths are owned. */
+typedef struct linkmap {
+	char **path;
+	uint8_t *lane;
+	size_t cap, n;
+} linkmap_t;
 typedef struct bundleslot {
 	digest_t d;
 	buf_t data;
@@ -73,12 +85,15 @@ typedef struct rctx {
 	int64_t last_progress;
 	lanes_t *lanes; /* NULL: the reading thread writes every file */
 	int nlanes;
-	uint64_t next_lane;
+	digest_t run_bundle; /* the bundle of the current run of files */
+	int run_lane, run_len;
+	linkmap_t links;
 } rctx_t;
 
 /* One writer: the reading thread, or a lane. */
 typedef struct wctx {
 	rctx_t *c;
+	bool reader;     /* the reading thread: it reports progress */
 	uint64_t seq;    /* stream position of the entry being written */
 	char *pdir_path; /* the cached parent directory */
 	int pdir_fd;
@@ -233,6 +248,8 @@ static int write_extents(wctx_t *w, int fd, const tree_entry_t *e, bool zero_hol
 			return fail(w, e->path, r, "write: %s", strerror(-r)), r;
 		off += w->chunk.len;
 		add_bytes(w->c, w->chunk.len);
+		if (w->reader)
+			progress(w->c, false);
 	}
 	if (ftruncate(fd, off) < 0)
 		return fail(w, e->path, -errno, "truncate: %s", strerror(errno)), -errno;
@@ -484,12 +501,92 @@ static void lane_write(void *arg, tree_entry_t *e, uint64_t seq)
 	tree_entry_clear(e);
 }
 
-/* Files sharing a bundle go to one lane, and so to one bundle cache. */
+static uint64_t path_hash(const char *path)
+{
+	return fnv1a64(path, strlen(path));
+}
+
+/* The lane path went to, or -1. */
+static int linkmap_find(const linkmap_t *m, const char *path)
+{
+	if (!m->cap)
+		return -1;
+	for (size_t i = path_hash(path) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		if (!m->path[i])
+			return -1;
+		if (!strcmp(m->path[i], path))
+			return m->lane[i];
+	}
+}
+
+static int linkmap_grow(linkmap_t *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 1024;
+	char **path = calloc(cap, sizeof(*path));
+	uint8_t *lane = calloc(cap, sizeof(*lane));
+	if (!path || !lane) {
+		free(path);
+		free(lane);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->path[i])
+			continue;
+		size_t j = path_hash(m->path[i]) & (cap - 1);
+		while (path[j])
+			j = (j + 1) & (cap - 1);
+		path[j] = m->path[i];
+		lane[j] = m->lane[i];
+	}
+	free(m->path);
+	free(m->lane);
+	m->path = path;
+	m->lane = lane;
+	m->cap = cap;
+	return 0;
+}
+
+/* Records that path went to lane (a later record of a path wins). */
+static int linkmap_add(linkmap_t *m, const char *path, int lane)
+{
+	if ((m->n + 1) * 2 > m->cap && linkmap_grow(m) < 0)
+		return -ENOMEM;
+	size_t i = path_hash(path) & (m->cap - 1);
+	while (m->path[i] && strcmp(m->path[i], path))
+		i = (i + 1) & (m->cap - 1);
+	if (!m->path[i]) {
+		if (!(m->path[i] = strdup(path)))
+			return -ENOMEM;
+		m->n++;
+	}
+	m->lane[i] = lane;
+	return 0;
+}
+
+static void linkmap_free(linkmap_t *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->path[i]);
+	free(m->path);
+	free(m->lane);
+}
+
+/* A bundle's files go to one lane in runs of BUNDLE_RUN: the lane decodes
+ * the bundle once per run, and one bundle of thousands of tiny files
+ * still spreads over the lanes.  Files with their own chunks, and each
+ * new run, go to the lane with the shortest queue. */
 static int lane_of(rctx_t *c, const tree_entry_t *e)
 {
-	if (e->content == TREE_CONTENT_BUNDLE)
-		return e->bundle.digest.b[0] % c->nlanes;
-	return c->next_lane++ % c->nlanes;
+	if (e->content != TREE_CONTENT_BUNDLE)
+		return lanes_shortest(c->lanes);
+	if (c->run_len && c->run_len < BUNDLE_RUN &&
+	    !digest_cmp(&c->run_bundle, &e->bundle.digest)) {
+		c->run_len++;
+		return c->run_lane;
+	}
+	c->run_bundle = e->bundle.digest;
+	c->run_len = 1;
+	return c->run_lane = lanes_shortest(c->lanes);
 }
 
 /* Restores one entry from the reading thread's writer w, or hands a
@@ -498,12 +595,23 @@ static int dispatch(rctx_t *c, wctx_t *w, tree_entry_t *e, uint64_t seq)
 {
 	progress(c, false);
 	if (c->lanes && e->type == TREE_REG && *e->path) {
-		lanes_push(c->lanes, lane_of(c, e), e, seq);
+		int lane = lane_of(c, e);
+		if (e->nlink > 1 && linkmap_add(&c->links, e->path, lane) < 0)
+			return -ENOMEM;
+		lanes_push(c->lanes, lane, e, seq);
 		return 0;
 	}
-	/* Its target may be a file that a lane has not written yet. */
-	if (c->lanes && e->type == TREE_HARDLINK)
+	/* Its target may be a file that a lane has not written yet: behind
+	 * it in its lane, or, if we do not know where it went, once every
+	 * lane is done. */
+	if (c->lanes && e->type == TREE_HARDLINK) {
+		int lane = linkmap_find(&c->links, e->link);
+		if (lane >= 0) {
+			lanes_push(c->lanes, lane, e, seq);
+			return 0;
+		}
 		lanes_drain(c->lanes);
+	}
 	w->seq = seq;
 	return restore_entry(w, e);
 }
@@ -583,14 +691,18 @@ static int open_target_dir(cairn_store *st, const char *target, bool force)
 	return fd;
 }
 
-/* How many lanes write files: opts->threads, else CAIRN_RESTORE_THREADS,
- * else one per CPU.  One means no lane: the reading thread writes. */
-static int lane_count(const cairn_restore_opts *opts)
+/* How many lanes write files: CAIRN_RESTORE_THREADS, else one per CPU
+ * this process may run on.  One means no lane: the reading thread
+ * writes. */
+static int lane_count(void)
 {
-	long n = opts->threads;
+	long n = 0;
 	const char *env = getenv("CAIRN_RESTORE_THREADS");
-	if (n <= 0 && env && *env)
+	cpu_set_t cpus;
+	if (env && *env)
 		n = strtol(env, NULL, 10);
+	if (n <= 0 && sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+		n = CPU_COUNT(&cpus);
 	if (n <= 0)
 		n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : n > RESTORE_LANES_MAX ? RESTORE_LANES_MAX : (int)n;
@@ -614,15 +726,19 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 {
 	rctx_t c = {.st = st, .opts = opts, .as_root = geteuid() == 0, .key = key,
 		    .lock = PTHREAD_MUTEX_INITIALIZER};
-	c.rootfd = open_target_dir(st, target, opts->force);
-	if (c.rootfd < 0)
-		return c.rootfd;
-	wctx_t reader = {.c = &c, .pdir_fd = -1}, lane[RESTORE_LANES_MAX];
-	int nlanes = lane_count(opts);
-	start_lanes(&c, lane, nlanes);
 	c.found = calloc(opts->npaths + 1, sizeof(bool));
+	if (!c.found)
+		return -ENOMEM;
+	c.rootfd = open_target_dir(st, target, opts->force);
+	if (c.rootfd < 0) {
+		free(c.found);
+		return c.rootfd;
+	}
+	wctx_t reader = {.c = &c, .reader = true, .pdir_fd = -1}, lane[RESTORE_LANES_MAX];
+	int nlanes = lane_count();
+	start_lanes(&c, lane, nlanes);
 	snaptree_t t;
-	int r = c.found ? snaptree_open_key(&t, st->cs, key, roots) : -ENOMEM;
+	int r = snaptree_open_key(&t, st->cs, key, roots);
 	tree_entry_t e = {0};
 	for (uint64_t seq = 0; r >= 0 && (r = snaptree_next(&t, &e)) == 1; seq++) {
 		if (wanted(&c, e.path))
@@ -630,10 +746,13 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 		tree_entry_clear(&e);
 	}
 	/* Every file is written before directories get their modes and times,
-	 * and before the first error is read. */
+	 * and before the first error is read; draining shows progress. */
+	if (c.lanes)
+		lanes_drain(c.lanes);
 	lanes_stop(c.lanes);
 	for (int i = 0; i < nlanes; i++)
 		wctx_free(&lane[i]);
+	linkmap_free(&c.links);
 	if (r < 0 && !c.first_err) {
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&t.m.failed.digest, hex);
@@ -671,7 +790,7 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 		return store_err(st, -errno, "%s: %s", target, strerror(errno));
 	rctx_t c = {.st = st, .opts = opts, .rootfd = -1, .key = key,
 		    .lock = PTHREAD_MUTEX_INITIALIZER};
-	wctx_t w = {.c = &c, .pdir_fd = -1};
+	wctx_t w = {.c = &c, .reader = true, .pdir_fd = -1};
 	snaptree_t t;
 	tree_entry_t e = {0};
 	int r = snaptree_open_key(&t, st->cs, key, roots);

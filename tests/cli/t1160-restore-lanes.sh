@@ -22,6 +22,11 @@ for p in $(seq 10 49); do
 	head -c $((200000 + p * 1000)) /dev/urandom >"$SRC/race/p${p}a"
 	ln "$SRC/race/p${p}a" "$SRC/race/p${p}b"
 done
+# Small files linked in pairs: these share bundles, and so lanes.
+for p in $(seq 100 299); do
+	echo "small $p" >"$SRC/race/s${p}a"
+	ln "$SRC/race/s${p}a" "$SRC/race/s${p}b"
+done
 head -c 3000000 /dev/urandom >"$SRC/big.bin"
 ln -s many/d1/f1 "$SRC/link"
 mkfifo "$SRC/fifo"
