@@ -104,6 +104,18 @@ const char *backend_errmsg(backend_t *be)
 	return be->ops->errmsg(be);
 }
 
+static __thread char thread_err[512];
+
+const char *backend_thread_errmsg(void)
+{
+	return thread_err;
+}
+
+void backend_note_error(const char *msg)
+{
+	snprintf(thread_err, sizeof(thread_err), "%s", msg);
+}
+
 void backend_get_stats(backend_t *be, backend_stats *out)
 {
 	be->ops->stats(be, out);

@@ -71,6 +71,13 @@ void backend_close(backend_t *be);
 const char *backend_kind(const backend_t *be);
 /* The last failure's detail (never NULL). */
 const char *backend_errmsg(backend_t *be);
+/* The calling thread's last failure message.  backend_errmsg is shared
+ * by every thread and says what failed last anywhere; backends also
+ * record each failure here, in the thread that made the call, so that a
+ * thread reporting its own failure names it and not another thread's. */
+const char *backend_thread_errmsg(void);
+/* For backends: records msg as the calling thread's last failure. */
+void backend_note_error(const char *msg);
 void backend_get_stats(backend_t *be, backend_stats *out);
 
 /* Stores n chunk blobs (parallel where the backend can).  errs (may be

@@ -35,8 +35,11 @@ static atomic_uint_fast64_t tmpno;
 
 static int fail(localbe_t *b, int r, const char *what, const char *name)
 {
+	char msg[sizeof(b->err)];
+	snprintf(msg, sizeof(msg), "%s %s: %s", what, name, strerror(-r));
+	backend_note_error(msg);
 	pthread_mutex_lock(&b->lock);
-	snprintf(b->err, sizeof(b->err), "%s %s: %s", what, name, strerror(-r));
+	memcpy(b->err, msg, sizeof(b->err));
 	pthread_mutex_unlock(&b->lock);
 	return r;
 }

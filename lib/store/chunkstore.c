@@ -92,6 +92,23 @@ static atomic_uint_fast64_t tmp_counter;
 
 /* ---- per-thread buffers ---- */
 
+/* This thread's last backend failure, and in which store: what
+ * chunkstore_remote_error gives the thread that failed, whatever other
+ * threads failed since. */
+static __thread struct {
+	const chunkstore_t *cs;
+	char msg[512];
+} tls_remote;
+
+/* Records a failed backend call (not a missing object) for the store and
+ * for this thread. */
+static void remote_failed(chunkstore_t *cs)
+{
+	atomic_store(&cs->remote_failed, true);
+	tls_remote.cs = cs;
+	snprintf(tls_remote.msg, sizeof(tls_remote.msg), "%s", backend_thread_errmsg());
+}
+
 struct tls_bufs {
 	buf_t enc; /* blob_encode output */
 	buf_t raw; /* file contents read by get() */
@@ -510,7 +527,7 @@ static int upload_ready(chunkstore_t *cs)
 		if (n && (n == UPLOAD_GROUP || last)) {
 			err = backend_put_many(cs->be, n, items, NULL);
 			if (err < 0)
-				atomic_store(&cs->remote_failed, true);
+				remote_failed(cs);
 			for (size_t k = 0; k < n; k++)
 				close(items[k].fd);
 			n = 0;
@@ -871,7 +888,7 @@ static int read_remote(chunkstore_t *cs, const struct cpath *p, buf_t *out, bool
 	}
 	int r = backend_get(cs->be, &p->d, out);
 	if (r < 0 && r != -ENOENT)
-		atomic_store(&cs->remote_failed, true);
+		remote_failed(cs);
 	if (r == 0)
 		chunkcache_put(cs->cache, &p->d, out->data, out->len);
 	return r;
@@ -1167,7 +1184,7 @@ int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_r
 	out->delete_requests = s1.delete_req - s0.delete_req;
 	cs->last_sweep = *out;
 	if (r < 0)
-		atomic_store(&cs->remote_failed, true);
+		remote_failed(cs);
 	return r;
 }
 
@@ -1208,7 +1225,16 @@ int chunkstore_import_markers(chunkstore_t *cs, uint64_t *count)
 
 bool chunkstore_remote_error(chunkstore_t *cs, char *buf, size_t len)
 {
-	if (!cs || !cs->be || !atomic_exchange(&cs->remote_failed, false))
+	if (!cs || !cs->be)
+		return false;
+	bool anywhere = atomic_exchange(&cs->remote_failed, false);
+	if (tls_remote.cs == cs) {
+		tls_remote.cs = NULL;
+		snprintf(buf, len, "%s", tls_remote.msg);
+		return true;
+	}
+	/* A failure on another thread (a worker of this one) */
+	if (!anywhere)
 		return false;
 	snprintf(buf, len, "%s", backend_errmsg(cs->be));
 	return true;

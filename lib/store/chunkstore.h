@@ -130,7 +130,10 @@ typedef struct chunkstore_rsweep {
 int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_rsweep *out);
 
 /* If a backend call failed since the last call, copies the backend's
- * message (object, server answer, retries) into buf and returns true. */
+ * message (object, server answer, retries) into buf and returns true.
+ * When the calling thread's own call failed, that failure's message is
+ * the one given, even if other threads failed since; otherwise the
+ * store's last (a worker's failure, reported by the thread it works for). */
 bool chunkstore_remote_error(chunkstore_t *cs, char *buf, size_t len);
 
 /* Rebuilds the markers from the bucket listing (import): one marker per

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/backend.h"
 #include "store/blob.h"
 #include "store/chunkstore.h"
 #include "unit.h"
@@ -723,6 +724,81 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 		fprintf(stderr, "%-24s %6.0f ms\n", #fn, (mono_ns() - t) / 1e6);  \
 	} while (0)
 
+/* Two threads whose gets fail on the bucket, one after the other: each
+ * must be told its own failure, not the one that happened last.  (Restore
+ * writes files on several threads, each naming its own failing chunk.) */
+typedef struct remote_fail {
+	chunkstore_t *cs;
+	digest_t d;
+	pthread_barrier_t *bar;
+	int first; /* 1: fails before the other thread */
+	char msg[600];
+	bool got;
+} remote_fail_t;
+
+static void *remote_fail_thread(void *arg)
+{
+	remote_fail_t *f = arg;
+	buf_t out = {0};
+	if (!f->first)
+		pthread_barrier_wait(f->bar);
+	int r = chunkstore_get(f->cs, &f->d, &out);
+	(void)r;
+	if (f->first)
+		pthread_barrier_wait(f->bar);
+	pthread_barrier_wait(f->bar); /* both have failed */
+	f->got = chunkstore_remote_error(f->cs, f->msg, sizeof(f->msg));
+	buf_free(&out);
+	return NULL;
+}
+
+static void test_remote_error_per_thread(void)
+{
+	char dir[300], bucket[300], lock[300], obj[600];
+	snprintf(dir, sizeof(dir), "%s/remote-err", tmpdir);
+	snprintf(bucket, sizeof(bucket), "%s/remote-err-bucket", tmpdir);
+	snprintf(lock, sizeof(lock), "%s/remote-err.lock", tmpdir);
+	CHECK_EQ(chunkstore_create(dir), 0);
+	chunkstore_t *cs = NULL;
+	CHECK_EQ(chunkstore_open(dir, &cs), 0);
+	backend_t *be = NULL;
+	char why[256];
+	CHECK_EQ(backend_local_open(bucket, true, &be, why, sizeof(why)), 0);
+	CHECK_EQ(chunkstore_set_backend(cs, be, lock), 0);
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, 2);
+	remote_fail_t f[2];
+	char name[2][80];
+	for (int i = 0; i < 2; i++) {
+		f[i] = (remote_fail_t){.cs = cs, .bar = &bar, .first = i == 0};
+		buf_t b = {0};
+		make_chunk(9000 + i, 1000, &b, &f[i].d);
+		buf_free(&b);
+		/* the object is a directory: the get fails, and not as "missing" */
+		backend_chunk_name(&f[i].d, name[i]);
+		snprintf(obj, sizeof(obj), "%s/%s", bucket, name[i]);
+		char cmd[700];
+		snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", obj);
+		CHECK_EQ(system(cmd), 0);
+	}
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(thread_start(&th[i], remote_fail_thread, &f[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 2; i++) {
+		CHECK(f[i].got);
+		if (!strstr(f[i].msg, name[i]))
+			fprintf(stderr, "thread %d was told: %s\n", i, f[i].msg);
+		CHECK(strstr(f[i].msg, name[i]) != NULL);
+	}
+	/* both failures were reported: nothing is left for anyone else */
+	char rest[600];
+	CHECK(!chunkstore_remote_error(cs, rest, sizeof(rest)));
+	pthread_barrier_destroy(&bar);
+	chunkstore_close(cs); /* closes the backend too */
+}
+
 int main(void)
 {
 	umask(022);
@@ -741,6 +817,7 @@ int main(void)
 	RUN(test_flush_error);
 	RUN(test_fd_budget);
 	RUN(test_same_digest_race);
+	RUN(test_remote_error_per_thread);
 	RUN(test_stress);
 	int64_t t0 = mono_ns();
 	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
