@@ -455,6 +455,9 @@ void chunkstore_close(chunkstore_t *cs)
 {
 	if (!cs)
 		return;
+	/* A later store may get the same address. */
+	if (tls_remote.cs == cs)
+		tls_remote.cs = NULL;
 	for (size_t i = 0; i < cs->cap; i++) {
 		if (cs->slots[i].state == SLOT_READY)
 			unlink_tmp(cs, &cs->slots[i]);
