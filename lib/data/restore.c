@@ -738,11 +738,13 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	int nlanes = lane_count();
 	start_lanes(&c, lane, nlanes);
 	snaptree_t t;
-	int r = snaptree_open_key(&t, st->cs, key, roots);
+	int r = snaptree_open_key(&t, st->cs, key, roots), dr = 0;
 	tree_entry_t e = {0};
-	for (uint64_t seq = 0; r >= 0 && (r = snaptree_next(&t, &e)) == 1; seq++) {
-		if (wanted(&c, e.path))
-			r = dispatch(&c, &reader, &e, seq);
+	for (uint64_t seq = 0; !dr && r >= 0 && (r = snaptree_next(&t, &e)) == 1; seq++) {
+		/* Only running out of memory stops a restore; name the entry, not
+		 * the tree stream (e is intact: a lane takes it only on success). */
+		if (wanted(&c, e.path) && (dr = dispatch(&c, &reader, &e, seq)) < 0)
+			store_err(st, dr, "%s: %s", *e.path ? e.path : "/", cairn_strerror(dr));
 		tree_entry_clear(&e);
 	}
 	/* Every file is written before directories get their modes and times,
@@ -753,12 +755,14 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	for (int i = 0; i < nlanes; i++)
 		wctx_free(&lane[i]);
 	linkmap_free(&c.links);
-	if (r < 0 && !c.first_err) {
+	if (r < 0 && !dr && !c.first_err) {
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&t.m.failed.digest, hex);
 		store_err(st, r, "tree stream chunk %s: %s", hex,
 			  r == -ENOENT ? "missing from the chunk store" : cairn_strerror(r));
 	}
+	if (dr < 0)
+		r = dr;
 	snaptree_close(&t);
 	finish_dirs(&c);
 	for (size_t i = 0; r >= 0 && i < opts->npaths; i++)

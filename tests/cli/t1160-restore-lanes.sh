@@ -10,7 +10,8 @@ new_store
 use_xattr_dir
 SRC=$XDIR/src
 mkdir -p "$SRC/many" "$SRC/race" "$SRC/ro"
-# Enough small files in enough bundles that every lane has a queue.
+# 1,800 small files, most in one bundle: restore spreads a bundle's files
+# over the lanes in runs, so every lane gets a queue.
 for d in $(seq 1 12); do
 	mkdir "$SRC/many/d$d"
 	for f in $(seq 1 150); do echo "file $d/$f $RANDOM" >"$SRC/many/d$d/f$f"; done
