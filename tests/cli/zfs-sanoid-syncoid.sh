@@ -94,7 +94,7 @@ same_side() {
 SANOID="sanoid --configdir=$TESTDIR/cfg --cache-dir=$TESTDIR/cache --run-dir=$TESTDIR/run"
 SYNCOID="syncoid --no-privilege-elevation"
 
-# ---- sanoid: policy on a recursive tree, snapshots 3, 2, 1 and 0 hours ago ----
+# ---- sanoid: policy on a recursive tree, snapshots 3h1m, 2h1m, 1h1m and 0 ago ----
 cat >"$TESTDIR/cfg/sanoid.conf" <<'EOF'
 [tank]
 	use_template = production
@@ -109,9 +109,11 @@ cat >"$TESTDIR/cfg/sanoid.conf" <<'EOF'
 	autosnap = yes
 	autoprune = yes
 EOF
+# A minute more than whole hours: sanoid prunes an hourly only when it is
+# strictly older than hourly x 1 h, and the whole run can fit in one second.
 for h in 3 2 1; do
-	faketime -f "-${h}h" $SANOID --take-snapshots --force-update >"$TESTDIR/sanoid.log" 2>&1 ||
-		fail "sanoid --take-snapshots (-${h}h): $(tail -3 "$TESTDIR/sanoid.log")"
+	faketime -f "-$((h * 3600 + 60))" $SANOID --take-snapshots --force-update >"$TESTDIR/sanoid.log" 2>&1 ||
+		fail "sanoid --take-snapshots (-${h}h1m): $(tail -3 "$TESTDIR/sanoid.log")"
 	echo "change $h" >>"$S/a/f"
 done
 ok $SANOID --take-snapshots --force-update >"$TESTDIR/sanoid.log" 2>&1
@@ -126,7 +128,7 @@ grep -q 'pruning' "$TESTDIR/sanoid.log" || $SANOID --prune-snapshots --verbose -
 # sanoid takes a daily snapshot at each 23:59 (its default daily_hour and
 # daily_min) it has not covered yet: two when the run three hours back
 # and the one now straddle 23:59, else one (daily = 2 keeps both).
-first=$(date -d '-3 hours' +%s)
+first=$(($(date +%s) - 3 * 3600 - 60))
 cut=$(date -d "$(date -d "@$first" +%F) 23:59" +%s)
 dailies=1
 [ "$first" -lt "$cut" ] && [ "$cut" -le "$(date +%s)" ] && dailies=2
