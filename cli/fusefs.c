@@ -242,12 +242,13 @@ static void node_stat(const view_ent_t *ve, uint32_t idx, struct stat *s)
 	const tree_entry_t *e = &n->e;
 	memset(s, 0, sizeof(*s));
 	s->st_ino = ((uint64_t)ve->id << 32) | (n->target + 1); /* links share one */
-	s->st_mode = type_bits(e->type) | (e->mode & 07777);
+	/* A later name of an inode is what its first name is. */
+	s->st_mode = type_bits(t->e.type) | (e->mode & 07777);
 	s->st_uid = e->uid;
 	s->st_gid = e->gid;
 	s->st_nlink = e->nlink ? e->nlink : 1;
-	s->st_rdev = e->rdev;
-	s->st_size = e->type == TREE_SYMLINK ? strlen(e->link) : t->e.size;
+	s->st_rdev = t->e.rdev;
+	s->st_size = t->e.type == TREE_SYMLINK ? strlen(t->e.link) : t->e.size;
 	s->st_blocks = t->blocks;
 	s->st_blksize = 128 << 10;
 	s->st_mtim = ts(e->mtime_ns);
@@ -335,9 +336,12 @@ static int fs_readlink(const char *path, char *buf, size_t size)
 	int err = resolve(path, &r);
 	if (err)
 		return err;
-	if (r.kind != K_FILE || r.ve->v->n[r.idx].e.type != TREE_SYMLINK)
+	if (r.kind != K_FILE)
 		return -EINVAL;
-	snprintf(buf, size, "%s", r.ve->v->n[r.idx].e.link);
+	const tree_entry_t *t = &r.ve->v->n[r.ve->v->n[r.idx].target].e;
+	if (t->type != TREE_SYMLINK)
+		return -EINVAL;
+	snprintf(buf, size, "%s", t->link);
 	return 0;
 }
 
@@ -358,7 +362,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 		return err;
 	if (r.kind != K_FILE)
 		return -EISDIR;
-	uint8_t t = r.ve->v->n[r.idx].e.type;
+	uint8_t t = r.ve->v->n[r.ve->v->n[r.idx].target].e.type;
 	if (t == TREE_DIR)
 		return -EISDIR;
 	if (t != TREE_REG && t != TREE_HARDLINK)

@@ -1095,11 +1095,15 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	}
 	if (r == 0)
 		r = unchanged ? copy_xattrs(e, prev) : read_xattrs_at(c, path, e);
-	if (r == 0 && e->type == TREE_REG && st->st_nlink > 1) {
+	/* Any object but a directory can have several names: a symlink, FIFO
+	 * or device node too.  Later names point at the first. */
+	if (r == 0 && e->type != TREE_DIR && st->st_nlink > 1) {
 		const char *first = hardlink_find(c, st);
 		if (first) {
 			e->type = TREE_HARDLINK;
+			free(e->link);
 			e->link = strdup(first);
+			r = e->link ? 0 : -ENOMEM;
 			e->size = 0;
 		} else {
 			r = hardlink_add(c, st, path);

@@ -621,7 +621,8 @@ static int live_emit(live_t *l, int dfd, const char *name, const char *path,
 			return 0; /* vanished: a backup would skip it too */
 		target[n] = 0;
 		e.link = target;
-	} else if (e.type == TREE_REG && st->st_nlink > 1) {
+	}
+	if (e.type != TREE_DIR && st->st_nlink > 1) { /* the rule backup.c's visit() follows */
 		const char *first = live_link(l, st, path);
 		if (first) {
 			e.type = TREE_HARDLINK;

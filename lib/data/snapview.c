@@ -102,7 +102,10 @@ static int link_nodes(snapview_t *v)
 		last[p] = i;
 		if (n->e.type == TREE_HARDLINK) {
 			uint32_t t = snapview_lookup(v, n->e.link);
-			if (t != SV_NONE && v->n[t].e.type == TREE_REG)
+			/* Any object but a directory (or another link) can be the
+			 * first name of an inode. */
+			if (t != SV_NONE && v->n[t].e.type != TREE_DIR &&
+			    v->n[t].e.type != TREE_HARDLINK)
 				n->target = t;
 		}
 		r = index_content(n);

@@ -19,7 +19,7 @@ typedef struct sv_node {
 	tree_entry_t e;        /* as recorded; e.path is the full path */
 	const char *name;      /* last component of e.path ("" for the root) */
 	uint32_t parent, first_child, next_sibling;
-	uint32_t target;       /* TREE_HARDLINK: the node holding the content; else itself */
+	uint32_t target;       /* TREE_HARDLINK: the node of its inode's first name; else itself */
 	uint64_t *ext_off;     /* start offset of each extent (NULL when none) */
 	uint64_t blocks;       /* 512-byte blocks holding data (holes excluded) */
 } sv_node_t;

@@ -40,6 +40,9 @@ ok setfacl -m u:1234:rw,g:5678:r "$SRC/big2.bin"
 ok setfacl -d -m u:1234:rx "$SRC/hd"
 mknod "$SRC/null" c 1 3
 mknod "$SRC/loopdev" b 7 200
+# hardlinks of objects other than regular files
+ln -P "$SRC/link" "$SRC/hd/link2" && ln "$SRC/fifo" "$SRC/fifo2" && ln "$SRC/null" "$SRC/d1/null2" ||
+	fail "cannot hardlink a symlink, FIFO or device"
 chown -h 1234:5678 "$SRC/link" "$SRC/d1/d2/d3/f"
 chown 42:43 "$SRC/fifo"
 ok cairn create -o source="$SRC" tank
@@ -73,6 +76,10 @@ same_tree "$SRC" "$R/r2"
 # a few of same_tree's checks spelled out, so a weaker same_tree shows here
 [ "$(stat -c %i "$R/r2/big.bin")" = "$(stat -c %i "$R/r2/hardlink")" ] || fail "hardlink lost"
 [ "$(stat -c %h "$R/r2/hd/h3")" = 3 ] || fail "three-way hardlink lost"
+for p in hd/link2 fifo2 d1/null2; do
+	[ "$(stat -c %h "$R/r2/$p")" = 2 ] || fail "hardlink $p lost: $(stat -c '%F %h' "$R/r2/$p")"
+done
+[ "$(stat -c %i "$R/r2/link")" = "$(stat -c %i "$R/r2/hd/link2")" ] || fail "hardlinked symlink split"
 [ "$(stat -c %b "$R/r2/sparse")" -lt 1000 ] || fail "sparse file not sparse"
 [ "$(getfattr --only-values -n user.cairn "$R/r2/big.bin")" = hello ] || fail "xattr lost"
 [ "$(getfattr --only-values -n trusted.cairn "$R/r2/h1")" = root-only ] || fail "trusted xattr lost"

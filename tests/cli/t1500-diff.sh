@@ -125,6 +125,12 @@ EOF
 out2=$(cairn diff ds@4) || fail "live diff, one argument"
 [ "$out" = "$out2" ] || fail "one-argument diff differs from 'diff ds@4 ds'"
 
+# Second names of a symlink and a FIFO read the same in a snapshot and live.
+ln -P "$S/sym" "$S/sym2" && ln "$S/fifo" "$S/fifo2" || fail "cannot hardlink a symlink or FIFO"
+ok cairn snapshot ds@5
+out=$(cairn diff ds@5 ds) || fail "live diff after hardlinking a symlink"
+[ -z "$out" ] || fail "live diff of an unchanged tree with a hardlinked symlink: $out"
+
 # Errors name the object and the cause; nothing is printed on stdout.
 ok cairn create -o source="$S" other
 ok cairn snapshot other@1

@@ -30,6 +30,7 @@ ln "$S/a" "$S/dir/alink"
 ln -s a "$S/sym"
 ln -s /nonexistent/target "$S/dir/dangling"
 mkfifo "$S/fifo"
+ln -P "$S/sym" "$S/dir/symlink2" && ln "$S/fifo" "$S/fifo2" || fail "cannot hardlink a symlink or FIFO"
 setfattr -n user.note -v "a note" "$S/a"
 chmod 0750 "$S/private"
 chmod 0604 "$S/dir/sub"
@@ -39,6 +40,7 @@ if [ "$(id -u)" = 0 ]; then
 	chown 1234:5678 "$S/a" "$S/private"
 	chown -h 4321:8765 "$S/sym"
 	mknod "$S/null" c 1 3
+	ln "$S/null" "$S/null2"
 	setfacl -m u:1234:r "$S/big"
 fi
 ok cairn create -o source="$S" ds
@@ -63,6 +65,9 @@ same_tree "$S" "$T"
 [ "$(cat "$M/.zfs/snapshot/one/a")" = hello ] || fail "older snapshot content"
 [ "$(stat -c %h "$T/a")" = 2 ] || fail "hardlink count"
 [ "$(stat -c %i "$T/a")" = "$(stat -c %i "$T/dir/alink")" ] || fail "hardlinks not one inode"
+[ "$(readlink "$T/dir/symlink2")" = a ] || fail "hardlinked symlink: $(stat -c %F "$T/dir/symlink2")"
+[ "$(stat -c %i "$T/sym")" = "$(stat -c %i "$T/dir/symlink2")" ] || fail "hardlinked symlink not one inode"
+[ -p "$T/fifo2" ] || fail "hardlinked FIFO: $(stat -c %F "$T/fifo2")"
 [ "$(getfattr --only-values -n user.note "$T/a")" = "a note" ] || fail "xattr"
 
 # Random-offset reads match the source byte for byte.
