@@ -182,8 +182,10 @@ int cli_usage(const char *u, const char *fmt, ...)
 int cli_open(cairn_store **st)
 {
 	int r = cairn_store_open(g_cli.store_path, st);
-	if (r == 0)
+	if (r == 0) {
+		cairn_store_set_warn(*st, cli_warn, NULL); /* e.g. prune's skipped space figures */
 		return 0;
+	}
 	if (r == CAIRN_ENOTSTORE || r == -ENOENT)
 		cli_err(g_cli.store_path,
 			"no cairn store here (create one with 'cairn -s %s init')",

@@ -183,6 +183,16 @@ typedef void (*cairn_progress_fn)(const cairn_progress *p, void *arg);
  * unreadable file), or the item that made a batch fail. */
 typedef void (*cairn_warn_fn)(const char *object, int err, void *arg);
 
+/** Sets the store's own warn function, for damage a call works around
+ * without failing and whose options have no warn of their own: space
+ * figures (used, written) that an unreadable index chunk left uncounted
+ * when cairn_prune(), cairn_release() (a deferred destroy), cairn_rollback()
+ * with destroy_later or cairn_recv() destroyed or added snapshots.  The
+ * object reads "space accounting of WHO: index of WHOSE, chunk HEX" (as
+ * for cairn_destroy_opts.warn; also a new snapshot's own warn).  NULL
+ * (the default) drops these reports; the calls succeed either way. */
+void cairn_store_set_warn(cairn_store *st, cairn_warn_fn fn, void *arg);
+
 /** Options and results of cairn_snapshot_create(). */
 typedef struct cairn_snapshot_opts {
 	bool recursive;            /**< also every descendant dataset */
@@ -300,7 +310,8 @@ typedef struct cairn_destroy_opts {
 	 * accounting of WHO: index of WHOSE, chunk HEX": WHO is the first
 	 * snapshot of a destroyed run (the run's bytes are left out of freed)
 	 * or a surviving neighbour (its used and written stay as they were);
-	 * WHOSE owns the index that could not be read. */
+	 * WHOSE owns the index that could not be read.  NULL: the store's
+	 * warn (cairn_store_set_warn). */
 	cairn_warn_fn warn;
 	uint64_t unaccounted; /**< result: warnings given through warn */
 } cairn_destroy_opts;

@@ -62,7 +62,9 @@ static int account(cairn_store *st, const snapnew_t *s, snap_row_t *row)
 		char who[1024], of[1024];
 		snprintf(who, sizeof(who), "%s@%s", s->dsname, s->name);
 		snprintf(of, sizeof(of), "%s@%s", s->dsname, whose);
-		if (accounting_skipped(r, &f.ref, who, of, s->warn, s->warn_arg))
+		bool own = s->warn != NULL;
+		if (accounting_skipped(r, &f.ref, who, of, own ? s->warn : st->warn,
+				       own ? s->warn_arg : st->warn_arg))
 			r = 0;
 	}
 	snap_row_clear(&prev);

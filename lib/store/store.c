@@ -122,6 +122,12 @@ const char *cairn_store_errdetail(const cairn_store *st)
 	return st ? st->errdetail : "";
 }
 
+void cairn_store_set_warn(cairn_store *st, cairn_warn_fn fn, void *arg)
+{
+	st->warn = fn;
+	st->warn_arg = arg;
+}
+
 /* Parses "123", "64K", "1M", "2G" into *v. */
 static int parse_scaled(const char *s, int64_t *v)
 {

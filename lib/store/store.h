@@ -18,6 +18,8 @@ struct cairn_store {
 	char writer_name[80];
 	bool temp_holds_skipped; /* read-only filesystem: see cairn_hold() */
 	int64_t published_changes; /* catalog changes already copied to the bucket */
+	cairn_warn_fn warn; /* cairn_store_set_warn: for calls with no warn of their own */
+	void *warn_arg;
 };
 
 /* Remote chunks (backend_store.c).  store_remote_init checks the bucket and
