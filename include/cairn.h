@@ -215,7 +215,10 @@ typedef struct cairn_snapshot_opts {
  * catalog transaction with one createtxg.  Either every snapshot becomes
  * visible or none.  Unreadable files inside a source are reported through
  * opts->warn and skipped (the call then returns CAIRN_EPARTIAL after
- * committing) unless opts->strict.  A damaged or missing index chunk of
+ * committing) unless opts->strict.  The other names (hardlinks) of an
+ * unreadable file are skipped with it, each reported as "PATH (a hardlink
+ * of FIRST)", so no link in the snapshot points at a name it lacks.  A
+ * damaged or missing index chunk of
  * the previous snapshot, or of the one before it, does not stop a backup
  * either: it is reported through opts->warn as "space accounting of
  * DS@NEW: index of DS@OLD, chunk HEX", the figures it was needed for are

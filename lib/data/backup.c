@@ -99,7 +99,8 @@ typedef struct bundleuse {
 typedef struct hardlink {
 	dev_t dev;
 	ino_t ino;
-	char *path;
+	char *path; /* the inode's first name */
+	int lost;   /* why that name was left out (negative errno), else 0 */
 } hardlink_t;
 
 typedef struct prevcur {
@@ -209,6 +210,78 @@ static int skip_item(bctx_t *c, const char *path, int err)
 	c->skipped++;
 	if (c->opts->warn)
 		c->opts->warn(obj, err, c->opts->arg);
+	return 0;
+}
+
+/* ---- hardlinks ---- */
+
+/* Inodes with several links seen so far: an open-addressing table keyed
+ * by (dev, ino), so a tree full of hardlinks stays linear. */
+static size_t link_slot(const bctx_t *c, dev_t dev, ino_t ino)
+{
+	uint64_t h = ((uint64_t)ino * 0x9e3779b97f4a7c15ull) ^ (uint64_t)dev;
+	size_t i = h & (c->caplinks - 1);
+	while (c->links[i].path && (c->links[i].dev != dev || c->links[i].ino != ino))
+		i = (i + 1) & (c->caplinks - 1);
+	return i;
+}
+
+static const char *hardlink_find(bctx_t *c, const struct stat *st)
+{
+	if (!c->caplinks)
+		return NULL;
+	return c->links[link_slot(c, st->st_dev, st->st_ino)].path;
+}
+
+/* The first name's record of e's inode, or NULL when e is not one. */
+static hardlink_t *hardlink_first(bctx_t *c, const tree_entry_t *e)
+{
+	if (!c->caplinks || e->nlink < 2 || e->type == TREE_DIR)
+		return NULL;
+	hardlink_t *h = &c->links[link_slot(c, e->dev, e->ino)];
+	return h->path ? h : NULL;
+}
+
+/* e is left out for err: if it is the first name of its inode, the later
+ * names (hardlinks to it) are left out too when they are emitted. */
+static void hardlink_lost(bctx_t *c, const tree_entry_t *e, int err)
+{
+	hardlink_t *h = e->type == TREE_HARDLINK ? NULL : hardlink_first(c, e);
+	if (h && !strcmp(h->path, e->path))
+		h->lost = err;
+}
+
+/* Reports a later name of an inode whose first name was left out; a link
+ * to it would dangle in the snapshot. */
+static int skip_later_name(bctx_t *c, const tree_entry_t *e, int err)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s (a hardlink of %s/%s)", e->path, c->root, e->link);
+	return skip_item(c, path, err);
+}
+
+static int hardlink_add(bctx_t *c, const struct stat *st, const char *path)
+{
+	if ((c->nlinks + 1) * 2 > c->caplinks) {
+		bctx_t grown = {.caplinks = c->caplinks ? c->caplinks * 2 : 64};
+		grown.links = calloc(grown.caplinks, sizeof(hardlink_t));
+		if (!grown.links)
+			return -ENOMEM;
+		for (size_t i = 0; i < c->caplinks; i++)
+			if (c->links[i].path)
+				grown.links[link_slot(&grown, c->links[i].dev, c->links[i].ino)] =
+					c->links[i];
+		free(c->links);
+		c->links = grown.links;
+		c->caplinks = grown.caplinks;
+	}
+	hardlink_t *h = &c->links[link_slot(c, st->st_dev, st->st_ino)];
+	h->path = strdup(path);
+	if (!h->path)
+		return -ENOMEM;
+	h->dev = st->st_dev;
+	h->ino = st->st_ino;
+	c->nlinks++;
 	return 0;
 }
 
@@ -761,6 +834,7 @@ static int pack_members(bctx_t *c, group_t *g, buf_t *into, bool carried)
 		int r = read_small(c, p, into);
 		if (r < 0 && r != -ENOMEM) {
 			p->dropped = true;
+			hardlink_lost(c, &p->e, r);
 			r = skip_item(c, p->e.path, r);
 		}
 		if (r < 0)
@@ -854,9 +928,17 @@ static int emit_ready(bctx_t *c)
 		if (!c->ghead)
 			c->gtail = NULL;
 		c->queued -= g->npend;
-		for (size_t i = 0; r == 0 && i < g->npend; i++)
-			if (!g->pend[i].dropped)
-				r = emit(c, &g->pend[i].e);
+		for (size_t i = 0; r == 0 && i < g->npend; i++) {
+			const tree_entry_t *e = &g->pend[i].e;
+			const hardlink_t *h =
+				e->type == TREE_HARDLINK ? hardlink_first(c, e) : NULL;
+			if (g->pend[i].dropped)
+				continue;
+			if (h && h->lost)
+				r = skip_later_name(c, e, h->lost);
+			else
+				r = emit(c, e);
+		}
 		group_free(g);
 		if (r < 0 && !c->err)
 			c->err = store_err(c->st, r, "writing the tree: %s", cairn_strerror(r));
@@ -985,49 +1067,6 @@ static int copy_xattrs(tree_entry_t *e, const tree_entry_t *prev)
 	return 0;
 }
 
-/* Inodes with several links seen so far: an open-addressing table keyed
- * by (dev, ino), so a tree full of hardlinks stays linear. */
-static size_t link_slot(const bctx_t *c, dev_t dev, ino_t ino)
-{
-	uint64_t h = ((uint64_t)ino * 0x9e3779b97f4a7c15ull) ^ (uint64_t)dev;
-	size_t i = h & (c->caplinks - 1);
-	while (c->links[i].path && (c->links[i].dev != dev || c->links[i].ino != ino))
-		i = (i + 1) & (c->caplinks - 1);
-	return i;
-}
-
-static const char *hardlink_find(bctx_t *c, const struct stat *st)
-{
-	if (!c->caplinks)
-		return NULL;
-	return c->links[link_slot(c, st->st_dev, st->st_ino)].path;
-}
-
-static int hardlink_add(bctx_t *c, const struct stat *st, const char *path)
-{
-	if ((c->nlinks + 1) * 2 > c->caplinks) {
-		bctx_t grown = {.caplinks = c->caplinks ? c->caplinks * 2 : 64};
-		grown.links = calloc(grown.caplinks, sizeof(hardlink_t));
-		if (!grown.links)
-			return -ENOMEM;
-		for (size_t i = 0; i < c->caplinks; i++)
-			if (c->links[i].path)
-				grown.links[link_slot(&grown, c->links[i].dev, c->links[i].ino)] =
-					c->links[i];
-		free(c->links);
-		c->links = grown.links;
-		c->caplinks = grown.caplinks;
-	}
-	hardlink_t *h = &c->links[link_slot(c, st->st_dev, st->st_ino)];
-	h->path = strdup(path);
-	if (!h->path)
-		return -ENOMEM;
-	h->dev = st->st_dev;
-	h->ino = st->st_ino;
-	c->nlinks++;
-	return 0;
-}
-
 static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *st,
 		      tree_entry_t *e, const tree_entry_t *prev)
 {
@@ -1130,6 +1169,7 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 		return c->err;
 	if (r < 0 && r != -ENOMEM) {
 		/* The object could not be read: leave it out. */
+		hardlink_lost(c, e, r);
 		tree_entry_clear(e);
 		c->cur->npend--;
 		if (p->small) {

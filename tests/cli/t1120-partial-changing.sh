@@ -16,6 +16,11 @@ echo one >"$SRC/a"
 echo two >"$SRC/d/b"
 head -c 300000 /dev/urandom >"$SRC/big"
 echo secret >"$SRC/d/locked" && chmod 000 "$SRC/d/locked"
+# unreadable files with a second name: small (read with its bundle) and
+# large (read on its own); the second names are left out with them
+ln "$SRC/d/locked" "$SRC/z-locked"
+head -c 300000 /dev/urandom >"$SRC/d/biglocked" && chmod 000 "$SRC/d/biglocked"
+ln "$SRC/d/biglocked" "$SRC/z-biglocked"
 chmod 755 "$TESTDIR" "$SRC" "$SRC/d"
 chmod 644 "$SRC/a" "$SRC/d/b" "$SRC/big"
 ok cairn create -o source="$SRC" tank
@@ -26,18 +31,25 @@ err=$(as_nobody snapshot tank@partial 2>&1); rc=$?
 [ $rc = 1 ] || fail "partial backup exit $rc: $err"
 echo "$err" | grep -q "d/locked" || fail "the unreadable file is not named: $err"
 echo "$err" | grep -q "Permission denied\|could not be read" || fail "no reason given: $err"
+for l in locked biglocked; do
+	echo "$err" | grep -q "z-$l (a hardlink of $SRC/d/$l): Permission denied (skipped)" ||
+		fail "the second name of unreadable d/$l is not named: $err"
+done
 cairn list -H -o name -t snapshot | grep -qx 'tank@partial' || fail "partial snapshot not kept"
 ok cairn restore tank@partial "$TESTDIR/r"
+for p in d/locked z-locked d/biglocked z-biglocked; do
+	[ -e "$TESTDIR/r/$p" ] && fail "unreadable $p was restored"
+done
 [ "$(cat "$TESTDIR/r/a")" = one ] && [ "$(cat "$TESTDIR/r/d/b")" = two ] || fail "readable files not stored"
 cmp -s "$SRC/big" "$TESTDIR/r/big" || fail "big not stored"
 [ -e "$TESTDIR/r/d/locked" ] && fail "the unreadable file was restored (with what content?)"
 # --strict: no snapshot at all
-fails_with 1 "d/locked" as_nobody snapshot --strict tank@strict
+fails_with 1 "d/[a-z]*locked: Permission denied" as_nobody snapshot --strict tank@strict
 cairn list -H -o name -t snapshot | grep -q 'tank@strict' && fail "--strict kept a snapshot"
 chown -R root "$CAIRN_STORE"
 
 # ---- a file appended to during the backup ----
-chmod 644 "$SRC/d/locked"
+chmod 644 "$SRC/d/locked" "$SRC/d/biglocked"
 head -c 20000000 /dev/urandom >"$SRC/grow"
 (
 	while [ ! -e "$TESTDIR/stop" ]; do head -c 65536 /dev/urandom >>"$SRC/grow"; done
