@@ -235,7 +235,10 @@ int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
  * @{ */
 typedef struct cairn_restore_opts {
 	bool force;                 /**< allow a non-empty target */
-	const char *const *paths;   /**< restore only these paths (and below) */
+	/** Restore only these paths (and below).  A hardlink among them
+	 * whose inode's first name is not among them gets the content, and
+	 * the inode's other restored names link to it. */
+	const char *const *paths;
 	size_t npaths;
 	cairn_progress_fn progress;
 	/** Each file that could not be restored.  Files are written by one

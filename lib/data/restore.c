@@ -25,6 +25,7 @@
 #include <linux/openat2.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -36,6 +37,7 @@
 #include "catalog/dataset.h"
 #include "crypt/encroot.h"
 #include "data/lanes.h"
+#include "data/pathmap.h"
 #include "data/snapio.h"
 #include "store/store.h"
 
@@ -53,13 +55,6 @@ typedef struct dirmeta {
 #define RESTORE_LANES_MAX 16
 #define BUNDLE_RUN 64
 
-/* The lane each multiply linked file went to, by path, so that its
- * hardlinks follow it there.  Open addressing; paths are owned. */
-typedef struct linkmap {
-	char **path;
-	uint8_t *lane;
-	size_t cap, n;
-} linkmap_t;
 typedef struct bundleslot {
 	digest_t d;
 	buf_t data;
@@ -87,8 +82,17 @@ typedef struct rctx {
 	int nlanes;
 	digest_t run_bundle; /* the bundle of the current run of files */
 	int run_lane, run_len;
-	linkmap_t links;
+	pathmap_t links; /* multiply linked file -> its lane + 1, for its hardlinks */
+	pathmap_t aside; /* partial restore: first names left out -> aside_t */
 } rctx_t;
+
+/* The first name of a multiply linked inode that a partial restore left
+ * out, kept in case a name it restores is a hardlink to it: that name
+ * then gets the content (now = that name, for the inode's later names). */
+typedef struct aside {
+	tree_entry_t e;
+	char *now;
+} aside_t;
 
 /* One writer: the reading thread, or a lane. */
 typedef struct wctx {
@@ -501,74 +505,11 @@ static void lane_write(void *arg, tree_entry_t *e, uint64_t seq)
 	tree_entry_clear(e);
 }
 
-static uint64_t path_hash(const char *path)
-{
-	return fnv1a64(path, strlen(path));
-}
-
 /* The lane path went to, or -1. */
-static int linkmap_find(const linkmap_t *m, const char *path)
+static int link_lane(const rctx_t *c, const char *path)
 {
-	if (!m->cap)
-		return -1;
-	for (size_t i = path_hash(path) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->path[i])
-			return -1;
-		if (!strcmp(m->path[i], path))
-			return m->lane[i];
-	}
-}
-
-static int linkmap_grow(linkmap_t *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 1024;
-	char **path = calloc(cap, sizeof(*path));
-	uint8_t *lane = calloc(cap, sizeof(*lane));
-	if (!path || !lane) {
-		free(path);
-		free(lane);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->path[i])
-			continue;
-		size_t j = path_hash(m->path[i]) & (cap - 1);
-		while (path[j])
-			j = (j + 1) & (cap - 1);
-		path[j] = m->path[i];
-		lane[j] = m->lane[i];
-	}
-	free(m->path);
-	free(m->lane);
-	m->path = path;
-	m->lane = lane;
-	m->cap = cap;
-	return 0;
-}
-
-/* Records that path went to lane (a later record of a path wins). */
-static int linkmap_add(linkmap_t *m, const char *path, int lane)
-{
-	if ((m->n + 1) * 2 > m->cap && linkmap_grow(m) < 0)
-		return -ENOMEM;
-	size_t i = path_hash(path) & (m->cap - 1);
-	while (m->path[i] && strcmp(m->path[i], path))
-		i = (i + 1) & (m->cap - 1);
-	if (!m->path[i]) {
-		if (!(m->path[i] = strdup(path)))
-			return -ENOMEM;
-		m->n++;
-	}
-	m->lane[i] = lane;
-	return 0;
-}
-
-static void linkmap_free(linkmap_t *m)
-{
-	for (size_t i = 0; i < m->cap; i++)
-		free(m->path[i]);
-	free(m->path);
-	free(m->lane);
+	void *v = pathmap_get(&c->links, path);
+	return v ? (int)(uintptr_t)v - 1 : -1;
 }
 
 /* A bundle's files go to one lane in runs of BUNDLE_RUN: the lane decodes
@@ -596,7 +537,7 @@ static int dispatch(rctx_t *c, wctx_t *w, tree_entry_t *e, uint64_t seq)
 	progress(c, false);
 	if (c->lanes && e->type == TREE_REG && *e->path) {
 		int lane = lane_of(c, e);
-		if (e->nlink > 1 && linkmap_add(&c->links, e->path, lane) < 0)
+		if (e->nlink > 1 && pathmap_put(&c->links, e->path, (void *)(uintptr_t)(lane + 1)) < 0)
 			return -ENOMEM;
 		lanes_push(c->lanes, lane, e, seq);
 		return 0;
@@ -605,7 +546,7 @@ static int dispatch(rctx_t *c, wctx_t *w, tree_entry_t *e, uint64_t seq)
 	 * it in its lane, or, if we do not know where it went, once every
 	 * lane is done. */
 	if (c->lanes && e->type == TREE_HARDLINK) {
-		int lane = linkmap_find(&c->links, e->link);
+		int lane = link_lane(c, e->link);
 		if (lane >= 0) {
 			lanes_push(c->lanes, lane, e, seq);
 			return 0;
@@ -614,6 +555,61 @@ static int dispatch(rctx_t *c, wctx_t *w, tree_entry_t *e, uint64_t seq)
 	}
 	w->seq = seq;
 	return restore_entry(w, e);
+}
+
+/* ---- partial restores and hardlinks ---- */
+
+static void aside_free(void *p)
+{
+	aside_t *a = p;
+	tree_entry_clear(&a->e);
+	free(a->now);
+	free(a);
+}
+
+/* A partial restore leaves e out; keeps it (taking its fields) if a name
+ * it restores may turn out to be a hardlink to it. */
+static int set_aside(rctx_t *c, tree_entry_t *e)
+{
+	if (!c->opts->npaths || e->nlink < 2 || e->type == TREE_DIR || e->type == TREE_HARDLINK)
+		return 0;
+	aside_t *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->e = *e;
+	if (pathmap_put(&c->aside, e->path, a) < 0) {
+		free(a);
+		return -ENOMEM;
+	}
+	*e = (tree_entry_t){0};
+	return 0;
+}
+
+/* Restores wanted entry e.  A hardlink to a first name the restore left
+ * out becomes that inode's first name here: it gets the content, and the
+ * inode's later names link to it. */
+static int restore_wanted(rctx_t *c, wctx_t *w, tree_entry_t *e, uint64_t seq)
+{
+	aside_t *a = e->type == TREE_HARDLINK ? pathmap_get(&c->aside, e->link) : NULL;
+	if (!a)
+		return dispatch(c, w, e, seq);
+	if (a->now) {
+		char *now = strdup(a->now);
+		if (!now)
+			return -ENOMEM;
+		free(e->link);
+		e->link = now;
+		return dispatch(c, w, e, seq);
+	}
+	if (!(a->now = strdup(e->path)))
+		return -ENOMEM;
+	tree_entry_t first = a->e;
+	a->e = (tree_entry_t){0};
+	free(first.path);
+	first.path = strdup(e->path);
+	int r = first.path ? dispatch(c, w, &first, seq) : -ENOMEM;
+	tree_entry_clear(&first);
+	return r;
 }
 
 /* Directory modes and times go last: creating children changes mtimes,
@@ -743,7 +739,8 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	for (uint64_t seq = 0; !dr && r >= 0 && (r = snaptree_next(&t, &e)) == 1; seq++) {
 		/* Only running out of memory stops a restore; name the entry, not
 		 * the tree stream (e is intact: a lane takes it only on success). */
-		if (wanted(&c, e.path) && (dr = dispatch(&c, &reader, &e, seq)) < 0)
+		dr = wanted(&c, e.path) ? restore_wanted(&c, &reader, &e, seq) : set_aside(&c, &e);
+		if (dr < 0)
 			store_err(st, dr, "%s: %s", *e.path ? e.path : "/", cairn_strerror(dr));
 		tree_entry_clear(&e);
 	}
@@ -754,7 +751,8 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	lanes_stop(c.lanes);
 	for (int i = 0; i < nlanes; i++)
 		wctx_free(&lane[i]);
-	linkmap_free(&c.links);
+	pathmap_free(&c.links, NULL);
+	pathmap_free(&c.aside, aside_free);
 	if (r < 0 && !dr && !c.first_err) {
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&t.m.failed.digest, hex);

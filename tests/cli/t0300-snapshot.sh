@@ -95,6 +95,16 @@ ok cairn restore tank@two "$R/r3" linux/kernel.h /d1/d2/
 [ -f "$R/r3/linux/kernel.h" ] && [ -f "$R/r3/d1/d2/d3/f" ] || fail "paths not restored"
 [ -e "$R/r3/big.bin" ] && fail "unrequested file restored"
 cmp -s "$SRC/linux/kernel.h" "$R/r3/linux/kernel.h" || fail "path content"
+# named hardlinks whose first name is not restored get the content: a
+# large file, a small one with a second name inside, a symlink, a device
+ok cairn restore tank@two "$R/r3b" hardlink h2 hd d1/null2
+cmp -s "$SRC/big.bin" "$R/r3b/hardlink" || fail "hardlink alone: content"
+[ -e "$R/r3b/big.bin" ] || [ -e "$R/r3b/h1" ] && fail "unrequested first name restored"
+[ "$(cat "$R/r3b/hd/h3")" = three ] || fail "hd/h3 content"
+[ "$(stat -c %i "$R/r3b/h2")" = "$(stat -c %i "$R/r3b/hd/h3")" ] || fail "h2 and hd/h3 not linked"
+[ "$(readlink "$R/r3b/hd/link2")" = linux/types.h ] || fail "hardlinked symlink alone"
+[ "$(stat -c %F:%t:%T "$R/r3b/d1/null2")" = "character special file:1:3" ] ||
+	fail "hardlinked device alone: $(stat -c %F:%t:%T "$R/r3b/d1/null2")"
 
 # refusals
 fails_with 1 "not empty" "$CAIRN" restore tank@one "$R/r1"
