@@ -32,6 +32,7 @@
 # Environment: CAIRN_BENCH_DIR (default /var/tmp/cairn-bench-gcscale),
 # CAIRN_BENCH_SIZES (default "2000000 10000000 20000000"),
 # CAIRN_BENCH_STEP=make (only build the stores, and keep them),
+# CAIRN_BENCH_GC_ARGS (more `cairn gc` options, e.g. "--order digest"),
 # CAIRN_BENCH_KEEP=1, CAIRN_BENCH_NOAPPEND=1 (do not touch BENCHMARKS.md).
 set -euo pipefail
 export LC_ALL=C
@@ -129,7 +130,8 @@ run() {
 	local name=$1 store=$2 mode=$3
 	sync
 	[ "$mode" = cold ] && echo 3 >/proc/sys/vm/drop_caches
-	CAIRN_STORE=$store nice -n 10 /usr/bin/time -v -o "$LOG/$name.time" "$CAIRN" gc -j \
+	# shellcheck disable=SC2086
+	CAIRN_STORE=$store nice -n 10 /usr/bin/time -v -o "$LOG/$name.time" "$CAIRN" gc -j ${CAIRN_BENCH_GC_ARGS:-} \
 		>"$LOG/$name.out" 2>"$LOG/$name.err" || die "$name: gc failed: $(cat "$LOG/$name.err")"
 	python3 - "$LOG/$name.out" "$LOG/$name.time" "$LOG/$name.json" <<'EOF'
 import json, re, sys
@@ -167,7 +169,7 @@ if [ -z "${CAIRN_BENCH_NOAPPEND:-}" ]; then
 		echo
 		echo "### Garbage collection at scale (bench/gc-scale.sh)"
 		echo
-		echo "Command: \`bench/gc-scale.sh\` (sizes: $SIZES). Date: $(date -u '+%Y-%m-%d %H:%M UTC')."
+		echo "Command: \`bench/gc-scale.sh\` (sizes: $SIZES; gc options: ${CAIRN_BENCH_GC_ARGS:-none}). Date: $(date -u '+%Y-%m-%d %H:%M UTC')."
 		echo "Machine: $(nproc) vCPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo) RAM ($(uname -r)); each store on its own loop-mounted ext4 (inline_data, 512-byte inodes); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
 		echo
 		cat "$REPORT"

@@ -551,8 +551,9 @@ int fusefs_run(const fusefs_opts_t *o)
 	}
 	snprintf(g.tag, sizeof(g.tag), "mount.%d", (int)getpid());
 	int rc = 1;
-	if (cairn_store_open(o->store, &g.st) == 0 &&
-	    chunkcache_new(g.st->cs, CACHE_BYTES, &g.cache) == 0) {
+	if (cairn_store_open(o->store, &g.st) == 0)
+		cairn_store_set_warn(g.st, cli_warn, NULL); /* releasing a hold can destroy */
+	if (g.st && chunkcache_new(g.st->cs, CACHE_BYTES, &g.cache) == 0) {
 		struct fuse_session *se = fuse_get_session(f);
 		if (fuse_set_signal_handlers(se) == 0) {
 			rc = fuse_loop_mt(f, NULL) ? 1 : 0;

@@ -44,6 +44,14 @@ typedef struct chunk_cache {
 	unsigned next;
 } chunk_cache_t;
 
+/* A set of inode numbers, each with a small tag. */
+typedef struct u64set {
+	uint64_t *v;
+	uint8_t *tag;  /* per value: 1 for a plain member, or what u64set_put gave */
+	size_t n, cap; /* cap is 0 or a power of two; 0 is stored as a flag */
+	uint8_t zero_tag;
+} u64set_t;
+
 /* One side of the merge: a framed record source. */
 typedef struct side {
 	chunkstore_t *cs;
@@ -58,11 +66,16 @@ typedef struct side {
 	tree_reader_t *rd;
 	chunk_ref_t failed;
 	uint64_t *chunks_read, *chunks_shared;
+	/* Symlinks, devices, FIFOs and sockets with several names: inode ->
+	 * type.  A later name's record says only "hardlink"; its first name
+	 * comes before it in the stream and says what the object is. */
+	u64set_t kinds;
 } side_t;
 
 /* A decoded entry that did not match the same path on the other side. */
 typedef struct loose {
 	tree_entry_t e;
+	uint8_t kind; /* e's type, or for a hardlink its inode's (kind_of) */
 	bool used;
 } loose_t;
 
@@ -74,11 +87,6 @@ typedef struct change {
 	int link_delta;
 } change_t;
 
-typedef struct u64set {
-	uint64_t *v;
-	size_t n, cap; /* cap is 0 or a power of two; 0 is stored as a flag */
-	bool has_zero;
-} u64set_t;
 
 typedef struct dctx {
 	cairn_store *st;
@@ -100,28 +108,44 @@ static size_t u64_slot(const u64set_t *s, uint64_t v)
 	return i;
 }
 
-static bool u64set_has(const u64set_t *s, uint64_t v)
+/* The tag of v, or 0 when v is not in the set. */
+static uint8_t u64set_tag(const u64set_t *s, uint64_t v)
 {
 	if (!v)
-		return s->has_zero;
-	return s->cap && s->v[u64_slot(s, v)] == v;
+		return s->zero_tag;
+	size_t i = s->cap ? u64_slot(s, v) : 0;
+	return s->cap && s->v[i] == v ? s->tag[i] : 0;
 }
 
-static int u64set_add(u64set_t *s, uint64_t v)
+static bool u64set_has(const u64set_t *s, uint64_t v)
+{
+	return u64set_tag(s, v) != 0;
+}
+
+/* Adds v with tag (not 0), or gives it that tag. */
+static int u64set_put(u64set_t *s, uint64_t v, uint8_t tag)
 {
 	if (!v) {
-		s->has_zero = true;
+		s->zero_tag = tag;
 		return 0;
 	}
 	if ((s->n + 1) * 2 > s->cap) {
-		u64set_t g = {.cap = s->cap ? s->cap * 2 : 64, .n = s->n, .has_zero = s->has_zero};
+		u64set_t g = {.cap = s->cap ? s->cap * 2 : 64, .n = s->n, .zero_tag = s->zero_tag};
 		g.v = calloc(g.cap, sizeof(uint64_t));
-		if (!g.v)
+		g.tag = calloc(g.cap, 1);
+		if (!g.v || !g.tag) {
+			free(g.v);
+			free(g.tag);
 			return -ENOMEM;
+		}
 		for (size_t i = 0; i < s->cap; i++)
-			if (s->v[i])
-				g.v[u64_slot(&g, s->v[i])] = s->v[i];
+			if (s->v[i]) {
+				size_t j = u64_slot(&g, s->v[i]);
+				g.v[j] = s->v[i];
+				g.tag[j] = s->tag[i];
+			}
 		free(s->v);
+		free(s->tag);
 		*s = g;
 	}
 	size_t i = u64_slot(s, v);
@@ -129,7 +153,20 @@ static int u64set_add(u64set_t *s, uint64_t v)
 		s->v[i] = v;
 		s->n++;
 	}
+	s->tag[i] = tag;
 	return 0;
+}
+
+static int u64set_add(u64set_t *s, uint64_t v)
+{
+	return u64set_put(s, v, 1);
+}
+
+static void u64set_free(u64set_t *s)
+{
+	free(s->v);
+	free(s->tag);
+	*s = (u64set_t){0};
 }
 
 /* ---- framing ---- */
@@ -216,6 +253,26 @@ static int record_at(side_t *s, size_t off, size_t *len)
 
 /* Frames the next entry: its record and the continuation records after
  * it.  1 with s->cur set, 0 at the end, <0. */
+/* Records the type of a non-regular object with several names from the
+ * current record's frame (no decoding: most records are never decoded).
+ * Returns 1, or -ENOMEM. */
+static int note_kind(side_t *s)
+{
+	const uint8_t *r = s->pend.data + s->pos;
+	uint32_t body = get_u32(r);
+	uint8_t type = r[4];
+	if (type != TREE_SYMLINK && type != TREE_CHR && type != TREE_BLK && type != TREE_FIFO &&
+	    type != TREE_SOCK)
+		return 1;
+	size_t path_len = body >= 3 ? get_u16(r + 5) : 0;
+	if (body < 3 + path_len + 72)
+		return 1; /* malformed: decoding reports it */
+	const uint8_t *st = r + 7 + path_len;
+	if (get_u32(st + 68) < 2)
+		return 1;
+	return u64set_put(&s->kinds, get_u64(st + 44), type) < 0 ? -ENOMEM : 1;
+}
+
 static int side_next(side_t *s)
 {
 	s->pos += s->cur;
@@ -241,7 +298,7 @@ static int side_next(side_t *s)
 		total += len;
 	}
 	s->cur = total;
-	return 1;
+	return note_kind(s);
 }
 
 static const uint8_t *side_rec(const side_t *s)
@@ -324,9 +381,17 @@ static uint32_t type_bits(uint8_t type)
 	}
 }
 
-static bool same_kind(const tree_entry_t *a, const tree_entry_t *b)
+/* What e is: its type, or for a later name (hardlink) the type of its
+ * inode's first name on the same side (a regular file unless noted). */
+static uint8_t kind_of(const side_t *s, const tree_entry_t *e)
 {
-	return type_bits(a->type) == type_bits(b->type);
+	uint8_t t = e->type == TREE_HARDLINK ? u64set_tag(&s->kinds, e->ino) : e->type;
+	return t ? t : TREE_REG;
+}
+
+static bool same_kind(uint8_t a, uint8_t b)
+{
+	return type_bits(a) == type_bits(b);
 }
 
 /* Did the object change (beyond its name)?  As zfs decides: by the inode
@@ -347,7 +412,7 @@ static bool object_changed(const tree_entry_t *a, const tree_entry_t *b)
 }
 
 static int change_add(dctx_t *c, char kind, const char *path, const char *new_path,
-		      const tree_entry_t *e, int link_delta)
+		      const tree_entry_t *e, uint8_t type, int link_delta)
 {
 	if (c->nch == c->capch) {
 		size_t cap = c->capch ? c->capch * 2 : 64;
@@ -366,14 +431,14 @@ static int change_add(dctx_t *c, char kind, const char *path, const char *new_pa
 		free(x->new_path);
 		return -ENOMEM;
 	}
-	x->mode = type_bits(e->type) | (e->mode & 07777);
+	x->mode = type_bits(type) | (e->mode & 07777);
 	x->ctime_ns = e->ctime_ns;
 	x->link_delta = link_delta;
 	c->nch++;
 	return 0;
 }
 
-static int loose_add(loose_t **v, size_t *n, size_t *cap, tree_entry_t *e)
+static int loose_add(loose_t **v, size_t *n, size_t *cap, tree_entry_t *e, uint8_t kind)
 {
 	if (*n == *cap) {
 		size_t nc = *cap ? *cap * 2 : 64;
@@ -384,6 +449,7 @@ static int loose_add(loose_t **v, size_t *n, size_t *cap, tree_entry_t *e)
 		*cap = nc;
 	}
 	(*v)[*n].e = *e;
+	(*v)[*n].kind = kind;
 	(*v)[*n].used = false;
 	(*n)++;
 	memset(e, 0, sizeof(*e));
@@ -391,13 +457,14 @@ static int loose_add(loose_t **v, size_t *n, size_t *cap, tree_entry_t *e)
 }
 
 /* The same path on both sides with different records. */
-static int pair_same_path(dctx_t *c, tree_entry_t *a, tree_entry_t *b)
+static int pair_same_path(dctx_t *c, tree_entry_t *a, uint8_t ka, tree_entry_t *b,
+			  uint8_t kb)
 {
-	if (a->ino != b->ino || !same_kind(a, b)) {
+	if (a->ino != b->ino || !same_kind(ka, kb)) {
 		/* Another object now has this name: the old one went (or moved),
 		 * a new one came (or moved here). */
-		int r = loose_add(&c->la, &c->nla, &c->capla, a);
-		return r ? r : loose_add(&c->lb, &c->nlb, &c->caplb, b);
+		int r = loose_add(&c->la, &c->nla, &c->capla, a, ka);
+		return r ? r : loose_add(&c->lb, &c->nlb, &c->caplb, b, kb);
 	}
 	bool multi = a->nlink > 1 || b->nlink > 1;
 	if (multi && u64set_add(&c->matched, a->ino) < 0)
@@ -413,7 +480,7 @@ static int pair_same_path(dctx_t *c, tree_entry_t *a, tree_entry_t *b)
 	}
 	/* A directory's link count follows its subdirectories: not reported. */
 	int delta = a->type == TREE_DIR ? 0 : (int)b->nlink - (int)a->nlink;
-	return change_add(c, 'M', b->path, NULL, b, delta);
+	return change_add(c, 'M', b->path, NULL, b, kb, delta);
 }
 
 /* ---- after the merge: renames, removals, additions ---- */
@@ -429,6 +496,7 @@ static int loose_ino_cmp(const void *x, const void *y)
 typedef struct rename {
 	const char *from, *to;
 	const tree_entry_t *later; /* the object under its new name */
+	uint8_t kind;
 	bool changed;
 } rename_t;
 
@@ -470,13 +538,14 @@ static int resolve_renames(dctx_t *c)
 			i++;
 		} else if (a->e.ino > b->e.ino) {
 			j++;
-		} else if (!same_kind(&a->e, &b->e)) {
+		} else if (!same_kind(a->kind, b->kind)) {
 			i++; /* an inode number reused by another kind of object */
 		} else {
 			a->used = b->used = true;
 			rn[nrn].from = a->e.path;
 			rn[nrn].to = b->e.path;
 			rn[nrn].later = &b->e;
+			rn[nrn].kind = b->kind;
 			rn[nrn].changed = object_changed(&a->e, &b->e);
 			nrn++;
 			i++;
@@ -489,7 +558,7 @@ static int resolve_renames(dctx_t *c)
 	for (size_t k = 0; r == 0 && k < nrn; k++) {
 		if (follows_parent(rn, nrn, &rn[k]))
 			continue;
-		r = change_add(c, 'R', rn[k].from, rn[k].to, rn[k].later, 0);
+		r = change_add(c, 'R', rn[k].from, rn[k].to, rn[k].later, rn[k].kind, 0);
 	}
 	free(rn);
 	return r;
@@ -502,10 +571,10 @@ static int report_loose(dctx_t *c)
 	 * or added link: the object's "(+N)" line reports it. */
 	for (size_t i = 0; r == 0 && i < c->nla; i++)
 		if (!c->la[i].used && !u64set_has(&c->matched, c->la[i].e.ino))
-			r = change_add(c, '-', c->la[i].e.path, NULL, &c->la[i].e, 0);
+			r = change_add(c, '-', c->la[i].e.path, NULL, &c->la[i].e, c->la[i].kind, 0);
 	for (size_t i = 0; r == 0 && i < c->nlb; i++)
 		if (!c->lb[i].used && !u64set_has(&c->matched, c->lb[i].e.ino))
-			r = change_add(c, '+', c->lb[i].e.path, NULL, &c->lb[i].e, 0);
+			r = change_add(c, '+', c->lb[i].e.path, NULL, &c->lb[i].e, c->lb[i].kind, 0);
 	return r;
 }
 
@@ -525,8 +594,9 @@ static int decode_loose(dctx_t *c, side_t *s, bool later)
 	int r = side_decode(s, &e);
 	if (r < 0)
 		return r;
-	return later ? loose_add(&c->lb, &c->nlb, &c->caplb, &e)
-		     : loose_add(&c->la, &c->nla, &c->capla, &e);
+	uint8_t kind = kind_of(s, &e);
+	return later ? loose_add(&c->lb, &c->nlb, &c->caplb, &e, kind)
+		     : loose_add(&c->la, &c->nla, &c->capla, &e, kind);
 }
 
 static int merge(dctx_t *c, side_t *a, side_t *b)
@@ -551,7 +621,8 @@ static int merge(dctx_t *c, side_t *a, side_t *b)
 				if (r == 0)
 					r = side_decode(b, &y);
 				if (r == 0)
-					r = pair_same_path(c, &x, &y);
+					r = pair_same_path(c, &x, kind_of(a, &x), &y,
+							   kind_of(b, &y));
 				tree_entry_clear(&x);
 				tree_entry_clear(&y);
 				if (r < 0)
@@ -832,6 +903,8 @@ static int run(dctx_t *c, endpoint_t *a, endpoint_t *b, const char *from, const 
 		r = report_loose(c);
 	tree_reader_free(sa.rd);
 	tree_reader_free(sb.rd);
+	u64set_free(&sa.kinds);
+	u64set_free(&sb.kinds);
 	buf_free(&sa.pend);
 	buf_free(&sb.pend);
 	for (unsigned i = 0; i < CACHE_SLOTS; i++)
@@ -881,8 +954,8 @@ int cairn_diff(cairn_store *st, const char *from, const char *to, cairn_diff_opt
 	free(c.la);
 	free(c.lb);
 	free(c.ch);
-	free(c.reported.v);
-	free(c.matched.v);
+	u64set_free(&c.reported);
+	u64set_free(&c.matched);
 	endpoint_close(&a);
 	endpoint_close(&b);
 	return r;

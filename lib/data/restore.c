@@ -505,11 +505,19 @@ static void lane_write(void *arg, tree_entry_t *e, uint64_t seq)
 	tree_entry_clear(e);
 }
 
-/* The lane path went to, or -1. */
+/* Where a multiply linked object went: a lane, BY_READER (a symlink,
+ * device or FIFO: the reading thread made it already), or -1 (unknown). */
+#define BY_READER RESTORE_LANES_MAX
+
 static int link_lane(const rctx_t *c, const char *path)
 {
 	void *v = pathmap_get(&c->links, path);
 	return v ? (int)(uintptr_t)v - 1 : -1;
+}
+
+static int link_note(rctx_t *c, const char *path, int lane)
+{
+	return pathmap_put(&c->links, path, (void *)(uintptr_t)(lane + 1));
 }
 
 /* A bundle's files go to one lane in runs of BUNDLE_RUN: the lane decodes
@@ -537,7 +545,7 @@ static int dispatch(rctx_t *c, wctx_t *w, tree_entry_t *e, uint64_t seq)
 	progress(c, false);
 	if (c->lanes && e->type == TREE_REG && *e->path) {
 		int lane = lane_of(c, e);
-		if (e->nlink > 1 && pathmap_put(&c->links, e->path, (void *)(uintptr_t)(lane + 1)) < 0)
+		if (e->nlink > 1 && link_note(c, e->path, lane) < 0)
 			return -ENOMEM;
 		lanes_push(c->lanes, lane, e, seq);
 		return 0;
@@ -547,12 +555,16 @@ static int dispatch(rctx_t *c, wctx_t *w, tree_entry_t *e, uint64_t seq)
 	 * lane is done. */
 	if (c->lanes && e->type == TREE_HARDLINK) {
 		int lane = link_lane(c, e->link);
-		if (lane >= 0) {
+		if (lane >= 0 && lane != BY_READER) {
 			lanes_push(c->lanes, lane, e, seq);
 			return 0;
 		}
-		lanes_drain(c->lanes);
+		if (lane < 0)
+			lanes_drain(c->lanes);
 	}
+	if (c->lanes && e->nlink > 1 && e->type != TREE_DIR && e->type != TREE_HARDLINK &&
+	    link_note(c, e->path, BY_READER) < 0)
+		return -ENOMEM;
 	w->seq = seq;
 	return restore_entry(w, e);
 }

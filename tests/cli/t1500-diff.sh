@@ -130,6 +130,15 @@ ln -P "$S/sym" "$S/sym2" && ln "$S/fifo" "$S/fifo2" || fail "cannot hardlink a s
 ok cairn snapshot ds@5
 out=$(cairn diff ds@5 ds) || fail "live diff after hardlinking a symlink"
 [ -z "$out" ] || fail "live diff of an unchanged tree with a hardlinked symlink: $out"
+# New first names (sorting before the old ones) of the same symlink and FIFO:
+# each object changed (+1), reported once with its own type.
+ln -P "$S/sym" "$S/0sym" && ln "$S/fifo" "$S/0fifo" || fail "cannot hardlink a symlink or FIFO"
+ok cairn snapshot ds@6
+out=$(cairn diff -F ds@5 ds@6) || fail "diff after new first names"
+exp=$(printf 'M\t/\t%s/\nM\t|\t%s/fifo\t(+1)\nM\t@\t%s/sym\t(+1)' "$S" "$S" "$S")
+[ "$out" = "$exp" ] || { fail "diff -F of new first names"; diff <(echo "$exp") <(echo "$out") >&2; }
+out=$(cairn diff -F ds@6 ds) || fail "live diff after new first names"
+[ -z "$out" ] || fail "live diff of an unchanged tree with new first names: $out"
 
 # Errors name the object and the cause; nothing is printed on stdout.
 ok cairn create -o source="$S" other
