@@ -251,8 +251,6 @@ static int record_at(side_t *s, size_t off, size_t *len)
 	return 0;
 }
 
-/* Frames the next entry: its record and the continuation records after
- * it.  1 with s->cur set, 0 at the end, <0. */
 /* Records the type of a non-regular object with several names from the
  * current record's frame (no decoding: most records are never decoded).
  * Returns 1, or -ENOMEM. */
@@ -265,14 +263,16 @@ static int note_kind(side_t *s)
 	    type != TREE_SOCK)
 		return 1;
 	size_t path_len = body >= 3 ? get_u16(r + 5) : 0;
-	if (body < 3 + path_len + 72)
+	if (body < 3 + path_len + TREE_STAT_LEN)
 		return 1; /* malformed: decoding reports it */
 	const uint8_t *st = r + 7 + path_len;
-	if (get_u32(st + 68) < 2)
+	if (get_u32(st + TREE_STAT_NLINK) < 2)
 		return 1;
-	return u64set_put(&s->kinds, get_u64(st + 44), type) < 0 ? -ENOMEM : 1;
+	return u64set_put(&s->kinds, get_u64(st + TREE_STAT_INO), type) < 0 ? -ENOMEM : 1;
 }
 
+/* Frames the next entry: its record and the continuation records after
+ * it.  1 with s->cur set, 0 at the end, <0. */
 static int side_next(side_t *s)
 {
 	s->pos += s->cur;

@@ -16,7 +16,6 @@
  * dev/rdev, nlink, link_len, nxattr, content. */
 #define FIXED_BODY (1 + 2 + 12 + 24 + 32 + 4 + 2 + 2 + 1)
 /* The fixed-width run between the path and link_len. */
-#define STAT_BLOCK (12 + 24 + 32 + 4)
 #define CONT_BODY (1 + 1 + 4)
 #define EXT_CHUNK_WIRE (1 + CHUNK_REF_WIRE)
 #define EXT_HOLE_WIRE (1 + 8)
@@ -743,10 +742,10 @@ static void parse_stat(const uint8_t *p, tree_entry_t *e)
 	e->mtime_ns = (int64_t)get_u64(p + 20);
 	e->ctime_ns = (int64_t)get_u64(p + 28);
 	e->size = get_u64(p + 36);
-	e->ino = get_u64(p + 44);
+	e->ino = get_u64(p + TREE_STAT_INO);
 	e->dev = get_u64(p + 52);
 	e->rdev = get_u64(p + 60);
-	e->nlink = get_u32(p + 68);
+	e->nlink = get_u32(p + TREE_STAT_NLINK);
 }
 
 /* Parses everything after the type byte of a full record; *path_len and
@@ -765,7 +764,7 @@ static int parse_full(cursor_t *c, tree_entry_t *e, size_t *path_len, size_t *li
 	if (!n && !(e->path = calloc(1, 1))) /* the root: "" not NULL */
 		return -ENOMEM;
 	*path_len = n;
-	if (!(p = cur_take(c, STAT_BLOCK)))
+	if (!(p = cur_take(c, TREE_STAT_LEN)))
 		return BAD;
 	parse_stat(p, e);
 	if ((r = cur_u16(c, &n)) || (r = cur_str(c, n, &e->link)))

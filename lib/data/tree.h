@@ -42,6 +42,12 @@
 #define TREE_MAX_PATH 4096
 #define TREE_MAX_XATTR_VALUE (64u << 10)
 #define TREE_MAX_EXTENTS 65536 /* per record; more go in TREE_CONT records */
+/* A full record's stat fields (u32 mode .. u32 nlink) after the path: their
+ * length, and the offsets of ino and nlink in them (for readers that peek
+ * at a record without decoding it). */
+#define TREE_STAT_LEN (12 + 24 + 32 + 4)
+#define TREE_STAT_INO 44
+#define TREE_STAT_NLINK 68
 
 enum tree_type {
 	TREE_REG = 1,
