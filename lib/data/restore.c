@@ -84,6 +84,7 @@ typedef struct rctx {
 	int run_lane, run_len;
 	pathmap_t links; /* multiply linked file -> its lane + 1, for its hardlinks */
 	pathmap_t aside; /* partial restore: first names left out -> aside_t */
+	pathmap_t linked; /* partial restore: first names that wanted hardlinks name */
 } rctx_t;
 
 /* The first name of a multiply linked inode that a partial restore left
@@ -580,10 +581,11 @@ static void aside_free(void *p)
 }
 
 /* A partial restore leaves e out; keeps it (taking its fields) if a name
- * it restores may turn out to be a hardlink to it. */
+ * it restores is a hardlink to it (find_linked). */
 static int set_aside(rctx_t *c, tree_entry_t *e)
 {
-	if (!c->opts->npaths || e->nlink < 2 || e->type == TREE_DIR || e->type == TREE_HARDLINK)
+	if (e->nlink < 2 || e->type == TREE_DIR || e->type == TREE_HARDLINK ||
+	    !pathmap_get(&c->linked, e->path))
 		return 0;
 	aside_t *a = calloc(1, sizeof(*a));
 	if (!a)
@@ -729,6 +731,24 @@ static void start_lanes(rctx_t *c, wctx_t *w, int n)
 		c->nlanes = n;
 }
 
+/* For a partial restore: notes the first names that the wanted hardlinks
+ * point at, so that only those are set aside (a tree of hardlinked copies
+ * can have millions of others).  It costs one more read of the tree
+ * stream; a damaged one is reported by the restore's own read. */
+static int find_linked(rctx_t *c, const crypt_keys_t *key, const buf_t *roots)
+{
+	snaptree_t t;
+	tree_entry_t e = {0};
+	int r = snaptree_open_key(&t, c->st->cs, key, roots);
+	while (r >= 0 && (r = snaptree_next(&t, &e)) == 1) {
+		if (e.type == TREE_HARDLINK && wanted(c, e.path))
+			r = pathmap_put(&c->linked, e.link, (void *)1);
+		tree_entry_clear(&e);
+	}
+	snaptree_close(&t);
+	return r == -ENOMEM ? r : 0;
+}
+
 static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
 			const char *target, cairn_restore_opts *opts)
 {
@@ -745,8 +765,11 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	wctx_t reader = {.c = &c, .reader = true, .pdir_fd = -1}, lane[RESTORE_LANES_MAX];
 	int nlanes = lane_count();
 	start_lanes(&c, lane, nlanes);
-	snaptree_t t;
-	int r = snaptree_open_key(&t, st->cs, key, roots), dr = 0;
+	snaptree_t t = {0};
+	int dr = opts->npaths ? find_linked(&c, key, roots) : 0;
+	if (dr < 0)
+		store_err(st, dr, "finding the hardlinks to restore: %s", cairn_strerror(dr));
+	int r = dr < 0 ? 0 : snaptree_open_key(&t, st->cs, key, roots);
 	tree_entry_t e = {0};
 	for (uint64_t seq = 0; !dr && r >= 0 && (r = snaptree_next(&t, &e)) == 1; seq++) {
 		/* Only running out of memory stops a restore; name the entry, not
@@ -765,6 +788,7 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 		wctx_free(&lane[i]);
 	pathmap_free(&c.links, NULL);
 	pathmap_free(&c.aside, aside_free);
+	pathmap_free(&c.linked, NULL);
 	if (r < 0 && !dr && !c.first_err) {
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&t.m.failed.digest, hex);
