@@ -406,7 +406,9 @@ static bool object_changed(const tree_entry_t *a, const tree_entry_t *b)
 	    a->gid != b->gid || a->mtime_ns != b->mtime_ns || a->rdev != b->rdev ||
 	    a->nlink != b->nlink)
 		return true;
-	if (a->type == TREE_SYMLINK && strcmp(a->link, b->link))
+	/* A hardlink record's link is a path, not a target: compare only two
+	 * symlinks (whose targets cannot change in place anyway). */
+	if (a->type == TREE_SYMLINK && b->type == TREE_SYMLINK && strcmp(a->link, b->link))
 		return true;
 	return a->type == TREE_REG && b->type == TREE_REG && a->size != b->size;
 }

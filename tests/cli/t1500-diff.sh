@@ -139,6 +139,17 @@ exp=$(printf 'M\t/\t%s/\nM\t|\t%s/fifo\t(+1)\nM\t@\t%s/sym\t(+1)' "$S" "$S" "$S"
 [ "$out" = "$exp" ] || { fail "diff -F of new first names"; diff <(echo "$exp") <(echo "$out") >&2; }
 out=$(cairn diff -F ds@6 ds) || fail "live diff after new first names"
 [ -z "$out" ] || fail "live diff of an unchanged tree with new first names: $out"
+# A directory rename moves a symlink's first name without changing it: only
+# the directory is listed.
+mkdir "$S/lz" && ln -s tgt "$S/lsym" && ln -P "$S/lsym" "$S/lz/lsym2" || fail "setup lz"
+ok cairn snapshot ds@7
+mv "$S/lz" "$S/la"
+ok cairn snapshot ds@8
+for to in ds@8 ds; do
+	out=$(cairn diff -F ds@7 $to) || fail "diff after renaming lz"
+	exp=$(printf 'M\t/\t%s/\nR\t/\t%s/lz -> %s/la' "$S" "$S" "$S")
+	[ "$out" = "$exp" ] || { fail "diff -F ds@7 $to after renaming lz"; diff <(echo "$exp") <(echo "$out") >&2; }
+done
 
 # Errors name the object and the cause; nothing is printed on stdout.
 ok cairn create -o source="$S" other
