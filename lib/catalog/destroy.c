@@ -393,9 +393,7 @@ static bool skipped(cairn_store *st, int r, const acctfail_t *f, int64_t who,
 	char w[1024], of[1024];
 	snap_fullname(st, who, w, sizeof(w));
 	snap_fullname(st, f->snap, of, sizeof(of));
-	bool own = o->warn != NULL; /* else the store's (cairn_store_set_warn) */
-	if (!accounting_skipped(r, &f->ref, w, of, own ? o->warn : st->warn,
-				own ? o->arg : st->warn_arg))
+	if (!accounting_skipped(st, r, &f->ref, w, of, o->warn, o->arg))
 		return false;
 	o->unaccounted++;
 	return true;

@@ -6,11 +6,15 @@
 
 #include "data/snapio.h"
 
-bool accounting_skipped(int r, const chunk_ref_t *failed, const char *who, const char *whose,
-			cairn_warn_fn warn, void *arg)
+bool accounting_skipped(cairn_store *st, int r, const chunk_ref_t *failed, const char *who,
+			const char *whose, cairn_warn_fn warn, void *arg)
 {
 	if ((r != CAIRN_ECORRUPT && r != -ENOENT) || !failed->plain_len)
 		return false;
+	if (!warn) {
+		warn = st->warn;
+		arg = st->warn_arg;
+	}
 	if (warn) {
 		char hex[DIGEST_HEX_LEN + 1], obj[2200];
 		digest_to_hex(&failed->digest, hex);
@@ -62,9 +66,7 @@ static int account(cairn_store *st, const snapnew_t *s, snap_row_t *row)
 		char who[1024], of[1024];
 		snprintf(who, sizeof(who), "%s@%s", s->dsname, s->name);
 		snprintf(of, sizeof(of), "%s@%s", s->dsname, whose);
-		bool own = s->warn != NULL;
-		if (accounting_skipped(r, &f.ref, who, of, own ? s->warn : st->warn,
-				       own ? s->warn_arg : st->warn_arg))
+		if (accounting_skipped(st, r, &f.ref, who, of, s->warn, s->warn_arg))
 			r = 0;
 	}
 	snap_row_clear(&prev);

@@ -27,12 +27,12 @@ int snapshot_insert(cairn_store *st, snapnew_t *s, uint64_t txg);
  * chunks.  zfs needs no data to take or destroy a snapshot, so a damaged
  * (CAIRN_ECORRUPT) or missing (-ENOENT) index chunk of an existing snapshot
  * must not stop either.  When r is such a failure to read chunk *failed,
- * of the index of snapshot `whose`, this reports it through warn as
+ * of the index of snapshot `whose`, this reports it through warn (st's, when NULL) as
  * "space accounting of WHO: index of WHOSE, chunk HEX" and returns true;
  * the caller then keeps the figures of `who` it could not compute as they
  * were.  Any other error (the catalog's, a backend that fails, memory)
  * returns false. */
-bool accounting_skipped(int r, const chunk_ref_t *failed, const char *who, const char *whose,
-			cairn_warn_fn warn, void *arg);
+bool accounting_skipped(cairn_store *st, int r, const chunk_ref_t *failed, const char *who,
+			const char *whose, cairn_warn_fn warn, void *arg);
 
 #endif
