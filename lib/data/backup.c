@@ -226,13 +226,6 @@ static size_t link_slot(const bctx_t *c, dev_t dev, ino_t ino)
 	return i;
 }
 
-static const char *hardlink_find(bctx_t *c, const struct stat *st)
-{
-	if (!c->caplinks)
-		return NULL;
-	return c->links[link_slot(c, st->st_dev, st->st_ino)].path;
-}
-
 /* The first name's record of e's inode, or NULL when e is not one. */
 static hardlink_t *hardlink_first(bctx_t *c, const tree_entry_t *e)
 {
@@ -1137,11 +1130,11 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	/* Any object but a directory can have several names: a symlink, FIFO
 	 * or device node too.  Later names point at the first. */
 	if (r == 0 && e->type != TREE_DIR && st->st_nlink > 1) {
-		const char *first = hardlink_find(c, st);
+		const hardlink_t *first = hardlink_first(c, e);
 		if (first) {
 			e->type = TREE_HARDLINK;
 			free(e->link);
-			e->link = strdup(first);
+			e->link = strdup(first->path);
 			r = e->link ? 0 : -ENOMEM;
 			e->size = 0;
 		} else {
