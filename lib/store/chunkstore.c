@@ -4,8 +4,14 @@
  * the current batch) and the batch counters.  A digest enters the set as
  * WRITING before its temporary file is written, so that two threads putting
  * the same chunk never both write it: the second waits on a condition
- * variable until the first has finished.  The file writes themselves run
- * outside the lock; only the batch flush (syncfs + renames) holds it.
+ * variable until the first has finished.  The file writes run outside the
+ * lock, and so does a batch flush's syncfs and renames: the flushing thread
+ * seals the batch's entries under the lock (they still count as present),
+ * publishes them unlocked, and takes them out of the set under the lock
+ * again.  A full batch is flushed by the store's own flusher thread, so
+ * the writer whose put filled it goes on too.  One flush runs at a time;
+ * the other threads keep writing the next batch meanwhile, instead of
+ * queueing behind the syncfs.
  */
 #include "store/chunkstore.h"
 
@@ -46,6 +52,7 @@ struct pending {
 	uint64_t tmpno;      /* temp file is "<hex>.tmp.<pid>.<tmpno>" */
 	uint32_t stored_len; /* blob size, valid when READY */
 	uint8_t state;
+	bool sealed; /* READY and in the batch a flush is publishing */
 };
 
 struct chunkstore {
@@ -59,20 +66,26 @@ struct chunkstore {
 	unsigned subfd_cap; /* internal opens stop caching beyond this */
 
 	pthread_mutex_t lock;
-	pthread_cond_t settled; /* a WRITING entry became READY or went away */
+	pthread_cond_t settled; /* a WRITING entry became READY or went away,
+				 * a flush ended, or the flusher is wanted */
 	/* Open-addressing pending set, linear probing.  Deleted entries are
 	 * tombstones (DEAD) so probe chains of other entries stay intact. */
 	struct pending *slots;
 	size_t cap, live, dead;
-	uint32_t ready, writing;
+	uint32_t ready, writing; /* ready: READY and not sealed */
 	uint64_t ready_bytes;
+	bool flushing;     /* a thread is publishing a sealed batch */
+	bool flush_wanted; /* a batch is full: the flusher should run */
+	bool flusher_stop;
+	bool flusher_up; /* flusher started (else full batches flush inline) */
+	pthread_t flusher;
 	uint32_t max_chunks;
 	uint64_t max_bytes;
 	uint64_t gen;          /* bumped by every batch flush */
 	bool renames_unsynced; /* renames done since the last syncfs */
 	int sticky_err;        /* a batch flush run inside put() failed */
 
-	atomic_uint_fast64_t new_bytes, new_chunks, syncs;
+	atomic_uint_fast64_t new_bytes, new_chunks, syncs, puts_during_flush;
 
 	/* Remote chunks (NULL: the blobs live here).  Then the local files
 	 * are markers (see chunkstore.h) and intent_fd is the lock file that
@@ -218,6 +231,7 @@ static int pset_add_writing(chunkstore_t *cs, const digest_t *d)
 	}
 	struct pending *s = pset_place(cs, d);
 	s->state = SLOT_WRITING;
+	s->sealed = false;
 	cs->writing++;
 	return 0;
 }
@@ -451,10 +465,13 @@ static void stats_line(chunkstore_t *cs)
 	}
 }
 
+static void flusher_end(chunkstore_t *cs);
+
 void chunkstore_close(chunkstore_t *cs)
 {
 	if (!cs)
 		return;
+	flusher_end(cs);
 	/* A later store may get the same address. */
 	if (tls_remote.cs == cs)
 		tls_remote.cs = NULL;
@@ -502,20 +519,20 @@ static int make_marker(const struct cpath *p, const char *tmp, uint32_t len)
 	return 0;
 }
 
-/* Uploads every READY entry's temporary file, a group at a time (a group
+/* Uploads the sealed batch's temporary files, a group at a time (a group
  * bounds the open files; the backend uploads a group in parallel). */
 #define UPLOAD_GROUP 256
-static int upload_ready(chunkstore_t *cs)
+static int upload_batch(chunkstore_t *cs, const struct pending *batch, size_t nbatch)
 {
 	backend_put *items = calloc(UPLOAD_GROUP, sizeof(*items));
 	if (!items)
 		return -ENOMEM;
 	int err = 0;
 	size_t n = 0;
-	for (size_t i = 0; i <= cs->cap && !err; i++) {
-		bool last = i == cs->cap;
-		if (!last && cs->slots[i].state == SLOT_READY) {
-			struct pending *sl = &cs->slots[i];
+	for (size_t i = 0; i <= nbatch && !err; i++) {
+		bool last = i == nbatch;
+		if (!last) {
+			const struct pending *sl = &batch[i];
 			struct cpath p;
 			char tmp[TMP_NAME_MAX];
 			cpath_init(cs, &sl->d, &p);
@@ -559,49 +576,146 @@ static int publish_one(chunkstore_t *cs, const struct pending *s, int sync_err)
 	return r;
 }
 
-/* Entries still WRITING belong to puts in progress and stay in the set. */
-static void drop_ready(chunkstore_t *cs)
+/* Seals every unsealed READY entry and copies it into *out (caller frees).
+ * Sealed entries stay in the set, so claim() still finds them. */
+static int batch_seal_locked(chunkstore_t *cs, struct pending **out, size_t *n)
 {
-	if (!cs->writing) {
-		memset(cs->slots, 0, cs->cap * sizeof(*cs->slots));
-		cs->live = cs->dead = 0;
-	} else {
-		for (size_t i = 0; i < cs->cap; i++) {
-			if (cs->slots[i].state == SLOT_READY)
-				pset_kill(cs, &cs->slots[i]);
+	*out = NULL;
+	*n = 0;
+	if (!cs->ready)
+		return 0;
+	struct pending *batch = malloc(cs->ready * sizeof(*batch));
+	if (!batch)
+		return -ENOMEM;
+	for (size_t i = 0; i < cs->cap; i++) {
+		struct pending *s = &cs->slots[i];
+		if (s->state == SLOT_READY && !s->sealed) {
+			s->sealed = true;
+			batch[(*n)++] = *s;
 		}
 	}
 	cs->ready = 0;
 	cs->ready_bytes = 0;
+	*out = batch;
+	return 0;
 }
 
-/* Step 2 of the protocol: one syncfs for the data of the whole batch, then
- * the renames.  On failure every chunk of the batch is dropped. */
-static int batch_flush_locked(chunkstore_t *cs)
+/* Step 2 of the protocol, without the lock: one syncfs for the data of
+ * the whole batch (or, remote, its uploads), then the renames.  On failure
+ * every chunk of the batch is dropped. */
+static int batch_publish(chunkstore_t *cs, const struct pending *batch, size_t n, int *sync_err)
 {
-	if (!cs->ready)
-		return 0;
-	/* Remote: the PUTs are the durability step (an object is durable once
-	 * acknowledged); the local marker is only a cache of that fact. */
-	int sync_err = cs->be ? upload_ready(cs) : do_syncfs(cs);
-	int err = sync_err;
-	for (size_t i = 0; i < cs->cap; i++) {
-		if (cs->slots[i].state != SLOT_READY)
-			continue;
-		int r = publish_one(cs, &cs->slots[i], sync_err);
+	*sync_err = cs->be ? upload_batch(cs, batch, n) : do_syncfs(cs);
+	int err = *sync_err;
+	for (size_t i = 0; i < n; i++) {
+		int r = publish_one(cs, &batch[i], *sync_err);
 		if (r < 0 && !err)
 			err = r;
 	}
-	drop_ready(cs);
+	return err;
+}
+
+/* Takes a published batch out of the set.  The generation bump tells a
+ * claim() that looked at the disk before a rename to look again. */
+static void batch_retire_locked(chunkstore_t *cs, const struct pending *batch, size_t n,
+				int sync_err)
+{
+	for (size_t i = 0; i < n; i++)
+		pset_kill(cs, pset_find(cs, &batch[i].d));
 	cs->gen++;
 	if (!sync_err && !cs->be)
 		cs->renames_unsynced = true;
+}
+
+/* Flushes the READY entries; called and returns with cs->lock held, which
+ * it drops while publishing.  The caller made sure no flush is running. */
+static int batch_flush_locked(chunkstore_t *cs)
+{
+	struct pending *batch;
+	size_t n;
+	int err = batch_seal_locked(cs, &batch, &n);
+	if (err < 0 || !n)
+		return err;
+	cs->flushing = true;
+	pthread_mutex_unlock(&cs->lock);
+	int sync_err;
+	err = batch_publish(cs, batch, n, &sync_err);
+	pthread_mutex_lock(&cs->lock);
+	batch_retire_locked(cs, batch, n, sync_err);
+	cs->flushing = false;
+	pthread_cond_broadcast(&cs->settled);
+	free(batch);
 	return err;
+}
+
+/* The flusher thread: flushes each batch a put() found full. */
+static void *flusher_main(void *arg)
+{
+	chunkstore_t *cs = arg;
+	pthread_mutex_lock(&cs->lock);
+	for (;;) {
+		while (!cs->flusher_stop && (!cs->flush_wanted || cs->flushing))
+			pthread_cond_wait(&cs->settled, &cs->lock);
+		if (cs->flusher_stop)
+			break;
+		cs->flush_wanted = false;
+		int r = batch_flush_locked(cs);
+		if (r < 0)
+			cs->sticky_err = r;
+	}
+	pthread_mutex_unlock(&cs->lock);
+	return NULL;
+}
+
+/* A put() filled the batch: wake the flusher (started on first use, since
+ * most store handles never fill one).  Without a thread, flush here. */
+static void batch_full_locked(chunkstore_t *cs)
+{
+	if (cs->flushing || cs->flush_wanted)
+		return; /* the next batch just grows meanwhile */
+	if (!cs->flusher_up)
+		cs->flusher_up = thread_start(&cs->flusher, flusher_main, cs) == 0;
+	if (cs->flusher_up) {
+		cs->flush_wanted = true;
+		pthread_cond_broadcast(&cs->settled);
+		return;
+	}
+	int r = batch_flush_locked(cs);
+	if (r < 0)
+		cs->sticky_err = r;
+}
+
+static void flusher_end(chunkstore_t *cs)
+{
+	if (!cs->flusher_up)
+		return;
+	pthread_mutex_lock(&cs->lock);
+	cs->flusher_stop = true;
+	pthread_cond_broadcast(&cs->settled);
+	pthread_mutex_unlock(&cs->lock);
+	pthread_join(cs->flusher, NULL);
+	cs->flusher_up = false;
+}
+
+uint64_t chunkstore_puts_during_flush(const chunkstore_t *cs)
+{
+	return atomic_load(&cs->puts_during_flush);
+}
+
+void chunkstore_wait_flushes(chunkstore_t *cs)
+{
+	pthread_mutex_lock(&cs->lock);
+	while (cs->flush_wanted || cs->flushing)
+		pthread_cond_wait(&cs->settled, &cs->lock);
+	pthread_mutex_unlock(&cs->lock);
 }
 
 int chunkstore_flush(chunkstore_t *cs)
 {
 	pthread_mutex_lock(&cs->lock);
+	while (cs->flushing)
+		pthread_cond_wait(&cs->settled, &cs->lock);
+	cs->flush_wanted = false; /* this flush takes the full batch too */
 	int err = batch_flush_locked(cs);
 	if (cs->be)
 		cs->renames_unsynced = false; /* markers: no durability needed */
@@ -772,13 +886,12 @@ static int finish(chunkstore_t *cs, const digest_t *d, int r, uint64_t tmpno, ui
 		cs->ready_bytes += blen;
 		atomic_fetch_add(&cs->new_chunks, 1);
 		atomic_fetch_add(&cs->new_bytes, blen);
-		if (cs->ready >= cs->max_chunks || cs->ready_bytes >= cs->max_bytes) {
-			r = batch_flush_locked(cs);
-			if (r < 0)
-				cs->sticky_err = r;
-		}
+		if (cs->flushing)
+			atomic_fetch_add(&cs->puts_during_flush, 1);
 	}
 	pthread_cond_broadcast(&cs->settled);
+	if (r == 0 && (cs->ready >= cs->max_chunks || cs->ready_bytes >= cs->max_bytes))
+		batch_full_locked(cs);
 	pthread_mutex_unlock(&cs->lock);
 	return r;
 }

@@ -4,7 +4,8 @@
  * (blob.h).  Writing is crash safe and batched:
  *   1. put() writes new chunks to temporary files "<hex>.tmp.<pid>.<n>";
  *   2. when the batch is full (or on flush), ONE syncfs() makes the data
- *      durable, then every temporary file is renamed to its final name;
+ *      durable, then every temporary file is renamed to its final name
+ *      (a full batch on a thread of its own, while puts go on);
  *   3. flush() ends with a second syncfs() so the renames are durable too.
  * So a final name never holds an incomplete file, and no fsync is paid
  * per chunk.  A chunk that already exists is not rewritten: put() touches
@@ -89,8 +90,18 @@ uint64_t chunkstore_new_chunks(const chunkstore_t *cs);
 /* Count of syncfs() calls made since open (tests check batching). */
 uint64_t chunkstore_sync_count(const chunkstore_t *cs);
 
+/* Count of new chunks that became ready while a flush was publishing
+ * (tests check that puts and flushes overlapped). */
+uint64_t chunkstore_puts_during_flush(const chunkstore_t *cs);
+
+/* Waits until every batch found full so far is flushed and no flush runs
+ * (tests use it to count syncs and files at a known point). */
+void chunkstore_wait_flushes(chunkstore_t *cs);
+
 /* Pending-batch limits: flush automatically after this many chunks or
- * bytes (defaults 4096 chunks, 256 MiB). */
+ * bytes (defaults 4096 chunks, 256 MiB).  The put() that fills a batch
+ * hands it to the store's flusher thread and returns; a failure of that
+ * flush is reported by the next chunkstore_flush(). */
 void chunkstore_set_batch(chunkstore_t *cs, uint32_t max_chunks, uint64_t max_bytes);
 
 /* ---- remote chunks (backend.h) ----
