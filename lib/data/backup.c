@@ -54,6 +54,7 @@ typedef struct pending {
 	bool unchanged; /* matches its previous entry */
 	bool kept;      /* a bundle member left where it was: in its previous bundle */
 	bool judged;    /* keep_unchanged decided for its previous bundle */
+	bool xattrs_later; /* new or changed: xattrs are read when it is opened */
 	bool prev_bundle;
 	chunk_ref_t pref; /* previous bundle ref, when prev_bundle */
 	uint32_t poff;
@@ -116,6 +117,7 @@ typedef struct bctx {
 	cairn_snapshot_opts *opts;
 	const char *dsname;
 	char *root; /* source path */
+	int rootfd; /* open on it while the walk and its groups run */
 	dev_t rootdev;
 	chunker_params_t cp, mp;
 	crypt_keys_t *key; /* the encryption root's keys, NULL for a plain dataset */
@@ -655,17 +657,92 @@ static bool group_reusable(bctx_t *c, group_t *g)
 	return ref && off == ref->plain_len && reuse_ref(c, ref) == 0;
 }
 
-static int read_small(bctx_t *c, pending_t *p, buf_t *into)
+/* Where an object's xattrs are read from: a file the backup has open
+ * (no path walk), or a whole path (objects it does not open). */
+typedef struct xsrc {
+	int fd;
+	const char *path; /* used when not NULL */
+} xsrc_t;
+
+static ssize_t xattr_list(const xsrc_t *s, char *names, size_t size)
+{
+	return s->path ? llistxattr(s->path, names, size) : flistxattr(s->fd, names, size);
+}
+
+static ssize_t xattr_get(const xsrc_t *s, const char *name, void *val, size_t size)
+{
+	return s->path ? lgetxattr(s->path, name, val, size) : fgetxattr(s->fd, name, val, size);
+}
+
+static int read_xattrs(const xsrc_t *src, tree_entry_t *e)
+{
+	char names[65536];
+	ssize_t n = xattr_list(src, names, sizeof(names));
+	if (n <= 0)
+		return (n < 0 && errno != ENOTSUP && errno != ENODATA) ? -errno : 0;
+	size_t count = 0;
+	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1)
+		count++;
+	e->xattrs = calloc(count, sizeof(*e->xattrs));
+	if (!e->xattrs)
+		return -ENOMEM;
+	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1) {
+		uint8_t val[TREE_MAX_XATTR_VALUE];
+		ssize_t vl = xattr_get(src, names + i, val, sizeof(val));
+		if (vl < 0 || strlen(names + i) > 255)
+			continue; /* vanished, or too large for the format */
+		tree_xattr_t *x = &e->xattrs[e->nxattr];
+		x->name = strdup(names + i);
+		x->value = malloc(vl ? vl : 1);
+		if (!x->name || !x->value) {
+			free(x->name);
+			free(x->value);
+			return -ENOMEM;
+		}
+		memcpy(x->value, val, vl);
+		x->len = vl;
+		e->nxattr++;
+	}
+	return 0;
+}
+
+/* read_xattrs for path under the source root (the xattr calls take whole
+ * paths, and only a changed object needs them). */
+static int read_xattrs_at(const bctx_t *c, const char *path, tree_entry_t *e)
 {
 	char full[PATH_MAX * 2];
-	snprintf(full, sizeof(full), "%s/%s", c->root, p->e.path);
-	int fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
-	if (fd < 0 && errno == EPERM)
-		fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	snprintf(full, sizeof(full), "%s%s%s", c->root, *path ? "/" : "", path);
+	return read_xattrs(&(xsrc_t){.path = full}, e);
+}
+
+/* Opens a file of the source: relative to the root, so the kernel walks
+ * only the part of the path below it. */
+static int source_open(int at, const char *name)
+{
+	int fd = openat(at, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	if (fd < 0 && errno == EPERM) /* O_NOATIME needs the owner or CAP_FOWNER */
+		fd = openat(at, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Reads a new or changed file's xattrs from its open fd (see visit). */
+static int xattrs_from_fd(pending_t *p, int fd)
+{
+	if (!p->xattrs_later)
+		return 0;
+	p->xattrs_later = false;
+	return read_xattrs(&(xsrc_t){.fd = fd}, &p->e);
+}
+
+static int read_small(bctx_t *c, pending_t *p, buf_t *into)
+{
+	int fd = source_open(c->rootfd, p->e.path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	size_t before = into->len;
-	int r = buf_reserve(into, p->e.size);
+	int r = xattrs_from_fd(p, fd);
+	if (r == 0)
+		r = buf_reserve(into, p->e.size);
 	ssize_t k = r < 0 ? r : read_full(fd, into->data + before, p->e.size);
 	close(fd);
 	if (k < 0)
@@ -1000,47 +1077,6 @@ static pending_t *pending_push(bctx_t *c)
 
 /* ---- one filesystem object ---- */
 
-static int read_xattrs(const char *full, tree_entry_t *e)
-{
-	char names[65536];
-	ssize_t n = llistxattr(full, names, sizeof(names));
-	if (n <= 0)
-		return (n < 0 && errno != ENOTSUP && errno != ENODATA) ? -errno : 0;
-	size_t count = 0;
-	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1)
-		count++;
-	e->xattrs = calloc(count, sizeof(*e->xattrs));
-	if (!e->xattrs)
-		return -ENOMEM;
-	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1) {
-		uint8_t val[TREE_MAX_XATTR_VALUE];
-		ssize_t vl = lgetxattr(full, names + i, val, sizeof(val));
-		if (vl < 0 || strlen(names + i) > 255)
-			continue; /* vanished, or too large for the format */
-		tree_xattr_t *x = &e->xattrs[e->nxattr];
-		x->name = strdup(names + i);
-		x->value = malloc(vl ? vl : 1);
-		if (!x->name || !x->value) {
-			free(x->name);
-			free(x->value);
-			return -ENOMEM;
-		}
-		memcpy(x->value, val, vl);
-		x->len = vl;
-		e->nxattr++;
-	}
-	return 0;
-}
-
-/* read_xattrs for path under the source root (the xattr calls take whole
- * paths, and only a changed object needs them). */
-static int read_xattrs_at(const bctx_t *c, const char *path, tree_entry_t *e)
-{
-	char full[PATH_MAX * 2];
-	snprintf(full, sizeof(full), "%s%s%s", c->root, *path ? "/" : "", path);
-	return read_xattrs(full, e);
-}
-
 static int copy_xattrs(tree_entry_t *e, const tree_entry_t *prev)
 {
 	if (!prev->nxattr)
@@ -1061,8 +1097,9 @@ static int copy_xattrs(tree_entry_t *e, const tree_entry_t *prev)
 }
 
 static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *st,
-		      tree_entry_t *e, const tree_entry_t *prev)
+		      pending_t *p, const tree_entry_t *prev)
 {
+	tree_entry_t *e = &p->e;
 	if (prev && same_file(e, prev) && prev->content == TREE_CONTENT_EXTENTS) {
 		int r = 0;
 		for (uint32_t i = 0; r == 0 && i < prev->nextent; i++)
@@ -1080,13 +1117,13 @@ static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *s
 		}
 		/* A reused chunk is gone (or damaged and renamed): read again. */
 	}
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
-	if (fd < 0 && errno == EPERM)
-		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = source_open(dfd, name);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	e->content = TREE_CONTENT_EXTENTS;
-	int r = read_large(c, fd, st, e);
+	int r = xattrs_from_fd(p, fd);
+	if (r == 0)
+		r = read_large(c, fd, st, e);
 	close(fd);
 	/* The entry's chunks complete later, in order; only a file left
 	 * out must first see its jobs finish, as they point into it. */
@@ -1125,8 +1162,6 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 			e->link = strdup(target);
 		}
 	}
-	if (r == 0)
-		r = unchanged ? copy_xattrs(e, prev) : read_xattrs_at(c, path, e);
 	/* Any object but a directory can have several names: a symlink, FIFO
 	 * or device node too.  Later names point at the first. */
 	if (r == 0 && e->type != TREE_DIR && st->st_nlink > 1) {
@@ -1141,6 +1176,12 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 			r = hardlink_add(c, st, path);
 		}
 	}
+	/* A new or changed file with content is opened anyway: its xattrs
+	 * are read from that fd then, which spares a walk of its whole path
+	 * (one per file, a good part of an initial backup's kernel time). */
+	p->xattrs_later = !unchanged && e->type == TREE_REG && e->size;
+	if (r == 0 && !p->xattrs_later)
+		r = unchanged ? copy_xattrs(e, prev) : read_xattrs_at(c, path, e);
 	if (r == 0 && e->type == TREE_REG && e->size) {
 		if (e->size < c->cp.min_size) {
 			p->small = true;
@@ -1154,7 +1195,7 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 			c->group_files++;
 			c->group_bytes += e->size;
 		} else {
-			r = large_file(c, dfd, name, st, e, prev);
+			r = large_file(c, dfd, name, st, p, prev);
 		}
 	}
 	c->files++;
@@ -1382,6 +1423,7 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 		return r;
 	int fd = j->ds.type == CAIRN_TYPE_FILESYSTEM ? dirlist_open(AT_FDCWD, src)
 						     : open(src, O_RDONLY | O_CLOEXEC);
+	c->rootfd = fd;
 	if (fd < 0)
 		return store_err(c->st, CAIRN_ENOSOURCE, "%s: source %s: %s", j->ds.name, src,
 				 strerror(errno));
@@ -1411,7 +1453,7 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 	} else {
 		tree_entry_from_stat(&p->e, &st);
 		p->e.path = strdup("");
-		r = read_xattrs(src, &p->e);
+		r = read_xattrs(&(xsrc_t){.path = src}, &p->e);
 		if (r == 0)
 			r = walk_root(c, fd);
 	}
