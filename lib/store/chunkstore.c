@@ -83,9 +83,10 @@ struct chunkstore {
 	uint64_t max_bytes;
 	uint64_t gen;          /* bumped by every batch flush */
 	bool renames_unsynced; /* renames done since the last syncfs */
-	int sticky_err;        /* a batch flush run inside put() failed */
+	int sticky_err;        /* a flush nobody waited for failed */
 
 	atomic_uint_fast64_t new_bytes, new_chunks, syncs, puts_during_flush;
+	uint32_t peak_ready; /* most unsealed READY entries at once (tests) */
 
 	/* Remote chunks (NULL: the blobs live here).  Then the local files
 	 * are markers (see chunkstore.h) and intent_fd is the lock file that
@@ -637,6 +638,7 @@ static int batch_flush_locked(chunkstore_t *cs)
 	if (err < 0 || !n)
 		return err;
 	cs->flushing = true;
+	pthread_cond_broadcast(&cs->settled); /* writers held back may go on */
 	pthread_mutex_unlock(&cs->lock);
 	int sync_err;
 	err = batch_publish(cs, batch, n, &sync_err);
@@ -667,12 +669,17 @@ static void *flusher_main(void *arg)
 	return NULL;
 }
 
+static bool batch_full(const chunkstore_t *cs)
+{
+	return cs->ready >= cs->max_chunks || cs->ready_bytes >= cs->max_bytes;
+}
+
 /* A put() filled the batch: wake the flusher (started on first use, since
  * most store handles never fill one).  Without a thread, flush here. */
 static void batch_full_locked(chunkstore_t *cs)
 {
 	if (cs->flushing || cs->flush_wanted)
-		return; /* the next batch just grows meanwhile */
+		return; /* the flusher takes it when it is done */
 	if (!cs->flusher_up)
 		cs->flusher_up = thread_start(&cs->flusher, flusher_main, cs) == 0;
 	if (cs->flusher_up) {
@@ -700,6 +707,14 @@ static void flusher_end(chunkstore_t *cs)
 uint64_t chunkstore_puts_during_flush(const chunkstore_t *cs)
 {
 	return atomic_load(&cs->puts_during_flush);
+}
+
+uint32_t chunkstore_peak_ready(chunkstore_t *cs)
+{
+	pthread_mutex_lock(&cs->lock);
+	uint32_t n = cs->peak_ready;
+	pthread_mutex_unlock(&cs->lock);
+	return n;
 }
 
 void chunkstore_wait_flushes(chunkstore_t *cs)
@@ -888,10 +903,19 @@ static int finish(chunkstore_t *cs, const digest_t *d, int r, uint64_t tmpno, ui
 		atomic_fetch_add(&cs->new_bytes, blen);
 		if (cs->flushing)
 			atomic_fetch_add(&cs->puts_during_flush, 1);
+		cs->peak_ready = MAX(cs->peak_ready, cs->ready);
 	}
 	pthread_cond_broadcast(&cs->settled);
-	if (r == 0 && (cs->ready >= cs->max_chunks || cs->ready_bytes >= cs->max_bytes))
+	/* While a flush runs the next batch may fill once, no more: a writer
+	 * that finds it full waits until it is sealed, so the temporary files
+	 * (remote: the bytes not yet uploaded) stay within two batches however
+	 * slow the syncfs or the uploads are. */
+	while (r == 0 && batch_full(cs)) {
 		batch_full_locked(cs);
+		if (!batch_full(cs))
+			break; /* flushed right here */
+		pthread_cond_wait(&cs->settled, &cs->lock);
+	}
 	pthread_mutex_unlock(&cs->lock);
 	return r;
 }

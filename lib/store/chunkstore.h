@@ -94,6 +94,10 @@ uint64_t chunkstore_sync_count(const chunkstore_t *cs);
  * (tests check that puts and flushes overlapped). */
 uint64_t chunkstore_puts_during_flush(const chunkstore_t *cs);
 
+/* The most chunks that were ever waiting for a flush that had not begun
+ * (tests check the bound: a batch, plus one chunk per writer). */
+uint32_t chunkstore_peak_ready(chunkstore_t *cs);
+
 /* Waits until every batch found full so far is flushed and no flush runs
  * (tests use it to count syncs and files at a known point). */
 void chunkstore_wait_flushes(chunkstore_t *cs);
