@@ -67,7 +67,7 @@ struct chunkstore {
 
 	pthread_mutex_t lock;
 	pthread_cond_t settled; /* a WRITING entry became READY or went away,
-				 * a flush ended, or the flusher is wanted */
+				 * or a flush sealed its batch or ended */
 	/* Open-addressing pending set, linear probing.  Deleted entries are
 	 * tombstones (DEAD) so probe chains of other entries stay intact. */
 	struct pending *slots;
@@ -79,9 +79,10 @@ struct chunkstore {
 	bool flusher_stop;
 	bool flusher_up; /* flusher started (else full batches flush inline) */
 	pthread_t flusher;
+	pthread_cond_t wake; /* the flusher's: a flush is wanted, or stop */
 	uint32_t max_chunks;
 	uint64_t max_bytes;
-	uint64_t gen;          /* bumped by every batch flush */
+	_Atomic uint64_t gen;  /* bumped (under lock) by every batch flush */
 	bool renames_unsynced; /* renames done since the last syncfs */
 	int sticky_err;        /* a flush nobody waited for failed */
 
@@ -419,6 +420,7 @@ int chunkstore_open(const char *dir, chunkstore_t **out)
 	pthread_mutex_init(&cs->intent_lock, NULL);
 	pthread_mutex_init(&cs->lock, NULL);
 	pthread_cond_init(&cs->settled, NULL);
+	pthread_cond_init(&cs->wake, NULL);
 	*out = cs;
 	return 0;
 }
@@ -493,6 +495,7 @@ void chunkstore_close(chunkstore_t *cs)
 	backend_close(cs->be);
 	pthread_mutex_destroy(&cs->intent_lock);
 	pthread_cond_destroy(&cs->settled);
+	pthread_cond_destroy(&cs->wake);
 	pthread_mutex_destroy(&cs->lock);
 	free(cs->slots);
 	free(cs->subfd);
@@ -509,15 +512,26 @@ static int do_syncfs(chunkstore_t *cs)
 
 /* An uploaded blob's local file becomes a marker: the same size, all hole
  * (no data blocks), so it costs an inode and keeps the blob size for
- * dedup statistics (touch_stat) while the bytes live remotely. */
-static int make_marker(const struct cpath *p, const char *tmp, uint32_t len)
+ * dedup statistics (touch_stat) while the bytes live remotely.  The marker
+ * is a new file renamed into place, and the data file is unlinked after:
+ * truncating the data file in place would let a reader of the pending
+ * chunk (read_blob) see half a blob.  The data file keeps the object's
+ * intent alive (see the intent functions) until the marker is in place. */
+static int publish_marker(chunkstore_t *cs, const struct cpath *p, uint32_t len)
 {
-	_cleanup_close_ int fd = openat(p->at, tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	char mtmp[TMP_NAME_MAX];
+	tmp_name(p, cs->pid, atomic_fetch_add(&tmp_counter, 1), mtmp);
+	int fd = openat(p->at, mtmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, 0) < 0 || ftruncate(fd, len) < 0)
-		return -errno;
-	return 0;
+	int r = ftruncate(fd, len) < 0 ? -errno : 0;
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && renameat(p->at, mtmp, p->at, p->name) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(p->at, mtmp, 0);
+	return r;
 }
 
 /* Uploads the sealed batch's temporary files, a group at a time (a group
@@ -568,12 +582,14 @@ static int publish_one(chunkstore_t *cs, const struct pending *s, int sync_err)
 	char tmp[TMP_NAME_MAX];
 	cpath_init(cs, &s->d, &p);
 	tmp_name(&p, cs->pid, s->tmpno, tmp);
-	if (!sync_err && cs->be)
-		sync_err = make_marker(&p, tmp, s->stored_len);
-	if (!sync_err && renameat(p.at, tmp, p.at, p.name) == 0)
-		return 0;
-	int r = sync_err ? sync_err : -errno;
-	unlinkat(p.at, tmp, 0);
+	int r = sync_err;
+	if (!r && cs->be)
+		r = publish_marker(cs, &p, s->stored_len);
+	else if (!r && renameat(p.at, tmp, p.at, p.name) < 0)
+		r = -errno;
+	/* Remote: the data file is done with either way. */
+	if (r < 0 || cs->be)
+		unlinkat(p.at, tmp, 0);
 	return r;
 }
 
@@ -646,6 +662,7 @@ static int batch_flush_locked(chunkstore_t *cs)
 	batch_retire_locked(cs, batch, n, sync_err);
 	cs->flushing = false;
 	pthread_cond_broadcast(&cs->settled);
+	pthread_cond_signal(&cs->wake); /* a flush wanted meanwhile can start */
 	free(batch);
 	return err;
 }
@@ -657,10 +674,13 @@ static void *flusher_main(void *arg)
 	pthread_mutex_lock(&cs->lock);
 	for (;;) {
 		while (!cs->flusher_stop && (!cs->flush_wanted || cs->flushing))
-			pthread_cond_wait(&cs->settled, &cs->lock);
+			pthread_cond_wait(&cs->wake, &cs->lock);
 		if (cs->flusher_stop)
 			break;
 		cs->flush_wanted = false;
+		/* Waiters on flush_wanted must hear of it even when there
+		 * turns out to be nothing to seal. */
+		pthread_cond_broadcast(&cs->settled);
 		int r = batch_flush_locked(cs);
 		if (r < 0)
 			cs->sticky_err = r;
@@ -684,7 +704,7 @@ static void batch_full_locked(chunkstore_t *cs)
 		cs->flusher_up = thread_start(&cs->flusher, flusher_main, cs) == 0;
 	if (cs->flusher_up) {
 		cs->flush_wanted = true;
-		pthread_cond_broadcast(&cs->settled);
+		pthread_cond_signal(&cs->wake);
 		return;
 	}
 	int r = batch_flush_locked(cs);
@@ -698,7 +718,7 @@ static void flusher_end(chunkstore_t *cs)
 		return;
 	pthread_mutex_lock(&cs->lock);
 	cs->flusher_stop = true;
-	pthread_cond_broadcast(&cs->settled);
+	pthread_cond_signal(&cs->wake);
 	pthread_mutex_unlock(&cs->lock);
 	pthread_join(cs->flusher, NULL);
 	cs->flusher_up = false;
@@ -789,6 +809,14 @@ static int claim(chunkstore_t *cs, const digest_t *d, const struct cpath *p, uin
 {
 	for (;;) {
 		pthread_mutex_lock(&cs->lock);
+		/* A batch flush failed: its chunks are gone, so stop the
+		 * writer now rather than at the next chunkstore_flush (which
+		 * still reports it, and clears it). */
+		if (cs->sticky_err) {
+			int e = cs->sticky_err;
+			pthread_mutex_unlock(&cs->lock);
+			return e;
+		}
 		struct pending *s = wait_settled_locked(cs, d);
 		uint64_t gen = cs->gen;
 		if (s)
@@ -910,7 +938,7 @@ static int finish(chunkstore_t *cs, const digest_t *d, int r, uint64_t tmpno, ui
 	 * that finds it full waits until it is sealed, so the temporary files
 	 * (remote: the bytes not yet uploaded) stay within two batches however
 	 * slow the syncfs or the uploads are. */
-	while (r == 0 && batch_full(cs)) {
+	while (r == 0 && !cs->sticky_err && batch_full(cs)) {
 		batch_full_locked(cs);
 		if (!batch_full(cs))
 			break; /* flushed right here */
@@ -1107,12 +1135,18 @@ int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out)
  * was just written, as fresh as a touched one), else what the fallback
  * store says (a dry run's scratch store reads through to the real one),
  * else -ENOENT. */
-static int pending_or_fallback(chunkstore_t *cs, const digest_t *d)
+/* gen is the flush generation read before the caller looked at the disk:
+ * a batch retired since may have renamed d after that look (-EAGAIN: look
+ * again). */
+static int pending_or_fallback(chunkstore_t *cs, const digest_t *d, uint64_t gen)
 {
 	pthread_mutex_lock(&cs->lock);
 	struct pending *s = pset_find(cs, d);
 	bool pending = s && s->state == SLOT_READY;
+	bool moved = cs->gen != gen;
 	pthread_mutex_unlock(&cs->lock);
+	if (!pending && moved)
+		return -EAGAIN;
 	if (!pending && cs->fallback)
 		return chunkstore_has(cs->fallback, d);
 	return pending ? 0 : -ENOENT;
@@ -1122,8 +1156,14 @@ int chunkstore_touch(chunkstore_t *cs, const digest_t *d)
 {
 	struct cpath p;
 	cpath_init_once(cs, d, &p);
-	int r = touch_atime(&p);
-	return r != -ENOENT ? r : pending_or_fallback(cs, d);
+	int r;
+	do {
+		uint64_t gen = atomic_load(&cs->gen);
+		r = touch_atime(&p);
+		if (r == -ENOENT)
+			r = pending_or_fallback(cs, d, gen);
+	} while (r == -EAGAIN);
+	return r;
 }
 
 void chunkstore_set_fallback(chunkstore_t *cs, chunkstore_t *fallback)
@@ -1135,12 +1175,17 @@ int chunkstore_has(chunkstore_t *cs, const digest_t *d)
 {
 	struct cpath p;
 	cpath_init(cs, d, &p);
-	struct stat st;
-	if (fstatat(p.at, p.name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		return S_ISREG(st.st_mode) ? 0 : -ENOENT;
-	if (errno != ENOENT)
-		return -errno;
-	return pending_or_fallback(cs, d);
+	int r;
+	do {
+		uint64_t gen = atomic_load(&cs->gen);
+		struct stat st;
+		if (fstatat(p.at, p.name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			return S_ISREG(st.st_mode) ? 0 : -ENOENT;
+		if (errno != ENOENT)
+			return -errno;
+		r = pending_or_fallback(cs, d, gen);
+	} while (r == -EAGAIN);
+	return r;
 }
 
 int chunkstore_dirfd(chunkstore_t *cs, unsigned idx)
