@@ -1164,24 +1164,25 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 	}
 	/* Any object but a directory can have several names: a symlink, FIFO
 	 * or device node too.  Later names point at the first. */
-	if (r == 0 && e->type != TREE_DIR && st->st_nlink > 1) {
-		const hardlink_t *first = hardlink_first(c, e);
-		if (first) {
-			e->type = TREE_HARDLINK;
-			free(e->link);
-			e->link = strdup(first->path);
-			r = e->link ? 0 : -ENOMEM;
-			e->size = 0;
-		} else {
-			r = hardlink_add(c, st, path);
-		}
-	}
+	bool linked = e->type != TREE_DIR && st->st_nlink > 1;
+	const hardlink_t *first = linked ? hardlink_first(c, e) : NULL;
 	/* A new or changed file with content is opened anyway: its xattrs
 	 * are read from that fd then, which spares a walk of its whole path
 	 * (one per file, a good part of an initial backup's kernel time). */
-	p->xattrs_later = !unchanged && e->type == TREE_REG && e->size;
+	p->xattrs_later = !unchanged && !first && e->type == TREE_REG && e->size;
 	if (r == 0 && !p->xattrs_later)
 		r = unchanged ? copy_xattrs(e, prev) : read_xattrs_at(c, path, e);
+	/* Only a name read so far becomes the inode's first name: if this
+	 * one failed, the next name takes its place. */
+	if (r == 0 && first) {
+		e->type = TREE_HARDLINK;
+		free(e->link);
+		e->link = strdup(first->path);
+		r = e->link ? 0 : -ENOMEM;
+		e->size = 0;
+	} else if (r == 0 && linked) {
+		r = hardlink_add(c, st, path);
+	}
 	if (r == 0 && e->type == TREE_REG && e->size) {
 		if (e->size < c->cp.min_size) {
 			p->small = true;
