@@ -1632,6 +1632,9 @@ int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
 	/* Registered before the first chunk is written or touched: GC. */
 	bool registered = false;
 	if (r == 0) {
+		/* An earlier operation on this handle that failed in a batch
+		 * flush does not make this one fail. */
+		chunkstore_reset_error(st->cs);
 		r = writer_register(st);
 		if (r < 0)
 			store_err(st, r, "registering as a writer: %s", strerror(-r));

@@ -2076,6 +2076,10 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 	int64_t changes_before = sqlite3_total_changes(catalog_db(st->cat));
 	struct sigaction old_sigs[3];
 	catch_signals(&c, old_sigs);
+	/* An earlier operation on this handle that failed in a batch flush
+	 * does not make this one fail. */
+	if (!o->dryrun)
+		chunkstore_reset_error(st->cs);
 	r = o->dryrun ? dry_run(&c) : writer_register(st);
 	if (o->dryrun) {
 		/* Nothing changed: nothing for the store's close to publish. */

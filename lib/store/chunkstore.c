@@ -520,10 +520,16 @@ static int do_syncfs(chunkstore_t *cs)
 static int publish_marker(chunkstore_t *cs, const struct cpath *p, uint32_t len)
 {
 	char mtmp[TMP_NAME_MAX];
-	tmp_name(p, cs->pid, atomic_fetch_add(&tmp_counter, 1), mtmp);
-	int fd = openat(p->at, mtmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
+	int fd;
+	/* EEXIST: a stale file of a dead process that had our pid. */
+	for (int tries = 0;; tries++) {
+		tmp_name(p, cs->pid, atomic_fetch_add(&tmp_counter, 1), mtmp);
+		fd = openat(p->at, mtmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			break;
+		if (errno != EEXIST || tries >= 8)
+			return -errno;
+	}
 	int r = ftruncate(fd, len) < 0 ? -errno : 0;
 	if (close(fd) < 0 && !r)
 		r = -errno;
@@ -651,6 +657,12 @@ static int batch_flush_locked(chunkstore_t *cs)
 	struct pending *batch;
 	size_t n;
 	int err = batch_seal_locked(cs, &batch, &n);
+	if (err < 0) {
+		/* Nothing sealed: writers held back for this flush must not
+		 * wait on; the error stops them (see finish). */
+		cs->sticky_err = err;
+		pthread_cond_broadcast(&cs->settled);
+	}
 	if (err < 0 || !n)
 		return err;
 	cs->flushing = true;
@@ -737,6 +749,13 @@ uint32_t chunkstore_peak_ready(chunkstore_t *cs)
 	return n;
 }
 
+void chunkstore_reset_error(chunkstore_t *cs)
+{
+	pthread_mutex_lock(&cs->lock);
+	cs->sticky_err = 0;
+	pthread_mutex_unlock(&cs->lock);
+}
+
 void chunkstore_wait_flushes(chunkstore_t *cs)
 {
 	pthread_mutex_lock(&cs->lock);
@@ -751,6 +770,7 @@ int chunkstore_flush(chunkstore_t *cs)
 	while (cs->flushing)
 		pthread_cond_wait(&cs->settled, &cs->lock);
 	cs->flush_wanted = false; /* this flush takes the full batch too */
+	pthread_cond_broadcast(&cs->settled);
 	int err = batch_flush_locked(cs);
 	if (cs->be)
 		cs->renames_unsynced = false; /* markers: no durability needed */

@@ -87,6 +87,12 @@ int chunkstore_dirfd(chunkstore_t *cs, unsigned idx);
 uint64_t chunkstore_new_bytes(const chunkstore_t *cs);
 uint64_t chunkstore_new_chunks(const chunkstore_t *cs);
 
+/* Forgets the error of a batch flush that nobody reported yet.  For a
+ * caller starting a new writing operation on the handle: that batch's
+ * chunks are already out of the pending set, so a later put of them writes
+ * them again; the failed operation itself has given up. */
+void chunkstore_reset_error(chunkstore_t *cs);
+
 /* Count of syncfs() calls made since open (tests check batching). */
 uint64_t chunkstore_sync_count(const chunkstore_t *cs);
 
@@ -163,9 +169,11 @@ int chunkstore_import_markers(chunkstore_t *cs, uint64_t *count);
  *   is fine) and nothing ever removes one.
  * - A chunk pending in the current batch is found by put(), get(),
  *   get_raw() and touch() (get reads its temporary file).
- * - When a batch flushed automatically inside put() fails, that put()
- *   returns the error and the next chunkstore_flush() returns it again:
- *   the chunks of other threads went down with the batch.
+ * - When a batch the flusher thread publishes fails, its chunks are
+ *   dropped: every later put() returns the error at once, and the next
+ *   chunkstore_flush() returns it and clears it (as does
+ *   chunkstore_reset_error()); the puts whose chunks went down with the
+ *   batch had returned 0.
  * - set_batch(): 0 for either limit means its default.
  * - Internally, at most a quarter of RLIMIT_NOFILE subdirectory fds are
  *   cached; beyond that (or on EMFILE) paths "xxxx/<hex>" relative to the

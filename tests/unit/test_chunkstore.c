@@ -531,6 +531,20 @@ static void test_flush_error(void)
 	CHECK_EQ(chunkstore_put(cs, &y, data.data, data.len, 1, &slen, &was_new), 0);
 	CHECK(was_new);
 	CHECK_EQ(chunkstore_flush(cs), 0);
+	/* A new operation on the handle starts clean without a flush
+	 * (a failed backup skips its flush). */
+	make_chunk(30005, 300, &data, &x);
+	CHECK_EQ(chunkstore_put(cs, &x, data.data, data.len, 1, &slen, &was_new), 0);
+	block_final_name(store, &x);
+	make_chunk(30006, 300, &data, &z);
+	CHECK_EQ(chunkstore_put(cs, &z, data.data, data.len, 1, &slen, &was_new), 0);
+	chunkstore_wait_flushes(cs);
+	CHECK_EQ(chunkstore_put(cs, &y, data.data, data.len, 1, &slen, &was_new), -EISDIR);
+	chunkstore_reset_error(cs);
+	make_chunk(30007, 300, &data, &y);
+	CHECK_EQ(chunkstore_put(cs, &y, data.data, data.len, 1, &slen, &was_new), 0);
+	CHECK(was_new);
+	CHECK_EQ(chunkstore_flush(cs), 0);
 	count_names(store, &x, &finals, &temps);
 	CHECK_EQ(temps, 0);
 	chunkstore_close(cs);
@@ -869,6 +883,75 @@ static void test_pending_read_remote(void)
 	free(d);
 }
 
+/* ---- touch and has while the flusher publishes ---- */
+
+enum { TD_CHUNKS = 3000, TD_BATCH = 3, TD_READERS = 2 };
+
+struct touch_reader {
+	chunkstore_t *cs;
+	const digest_t *d;
+	atomic_int *latest;
+	atomic_bool *done;
+	int looks, missing;
+};
+
+/* Touches (and has()) the newest chunks: each was put, so is pending,
+ * being published, or on disk, and must never be reported missing. */
+static void *touch_pending(void *arg)
+{
+	struct touch_reader *t = arg;
+	while (!atomic_load(t->done)) {
+		int i = atomic_load(t->latest);
+		for (int k = i; k >= 0 && k > i - 2 * TD_BATCH; k--) {
+			t->missing += chunkstore_touch(t->cs, &t->d[k]) != 0;
+			t->missing += chunkstore_has(t->cs, &t->d[k]) != 0;
+			t->looks += 2;
+		}
+	}
+	return NULL;
+}
+
+static void test_touch_during_flush(void)
+{
+	const char *store = shared_store();
+	chunkstore_t *cs;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	chunkstore_set_batch(cs, TD_BATCH, 1ull << 30);
+	digest_t *d = calloc(TD_CHUNKS, sizeof(*d));
+	atomic_int latest = -1;
+	atomic_bool done = false;
+	struct touch_reader tr[TD_READERS];
+	pthread_t th[TD_READERS];
+	for (int i = 0; i < TD_READERS; i++) {
+		tr[i] = (struct touch_reader){cs, d, &latest, &done, 0, 0};
+		pthread_create(&th[i], NULL, touch_pending, &tr[i]);
+	}
+	buf_t data = {0};
+	int errors = 0;
+	for (int i = 0; i < TD_CHUNKS; i++) {
+		uint32_t slen;
+		bool was_new;
+		make_chunk(90000 + i, 64, &data, &d[i]);
+		errors += chunkstore_put(cs, &d[i], data.data, data.len, 0, &slen, &was_new) != 0;
+		atomic_store(&latest, i);
+	}
+	atomic_store(&done, true);
+	int missing = 0, looks = 0;
+	for (int i = 0; i < TD_READERS; i++) {
+		pthread_join(th[i], NULL);
+		missing += tr[i].missing;
+		looks += tr[i].looks;
+	}
+	if (missing)
+		fprintf(stderr, "%d of %d looks found a put chunk missing\n", missing, looks);
+	CHECK_EQ(errors, 0);
+	CHECK_EQ(missing, 0);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	chunkstore_close(cs);
+	buf_free(&data);
+	free(d);
+}
+
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(path);
@@ -979,6 +1062,7 @@ int main(void)
 	RUN(test_stress);
 	RUN(test_flush_overlap);
 	RUN(test_pending_read_remote);
+	RUN(test_touch_during_flush);
 	int64_t t0 = mono_ns();
 	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	fprintf(stderr, "cleanup: %.0f ms\n", (mono_ns() - t0) / 1e6);
