@@ -651,31 +651,30 @@ static void batch_retire_locked(chunkstore_t *cs, const struct pending *batch, s
 }
 
 /* Flushes the READY entries; called and returns with cs->lock held, which
- * it drops while publishing.  The caller made sure no flush is running. */
+ * it drops while publishing.  The caller made sure no flush is running.
+ * A failure is also kept as the sticky error: it stops every writer (see
+ * claim and finish) until chunkstore_flush reports it. */
 static int batch_flush_locked(chunkstore_t *cs)
 {
 	struct pending *batch;
 	size_t n;
 	int err = batch_seal_locked(cs, &batch, &n);
-	if (err < 0) {
-		/* Nothing sealed: writers held back for this flush must not
-		 * wait on; the error stops them (see finish). */
-		cs->sticky_err = err;
-		pthread_cond_broadcast(&cs->settled);
+	if (!err && n) {
+		cs->flushing = true;
+		pthread_cond_broadcast(&cs->settled); /* writers held back may go on */
+		pthread_mutex_unlock(&cs->lock);
+		int sync_err;
+		err = batch_publish(cs, batch, n, &sync_err);
+		pthread_mutex_lock(&cs->lock);
+		batch_retire_locked(cs, batch, n, sync_err);
+		cs->flushing = false;
+		pthread_cond_signal(&cs->wake); /* a flush wanted meanwhile can start */
+		free(batch);
 	}
-	if (err < 0 || !n)
-		return err;
-	cs->flushing = true;
-	pthread_cond_broadcast(&cs->settled); /* writers held back may go on */
-	pthread_mutex_unlock(&cs->lock);
-	int sync_err;
-	err = batch_publish(cs, batch, n, &sync_err);
-	pthread_mutex_lock(&cs->lock);
-	batch_retire_locked(cs, batch, n, sync_err);
-	cs->flushing = false;
-	pthread_cond_broadcast(&cs->settled);
-	pthread_cond_signal(&cs->wake); /* a flush wanted meanwhile can start */
-	free(batch);
+	if (err < 0)
+		cs->sticky_err = err;
+	if (err < 0 || n)
+		pthread_cond_broadcast(&cs->settled);
 	return err;
 }
 
@@ -693,9 +692,7 @@ static void *flusher_main(void *arg)
 		/* Waiters on flush_wanted must hear of it even when there
 		 * turns out to be nothing to seal. */
 		pthread_cond_broadcast(&cs->settled);
-		int r = batch_flush_locked(cs);
-		if (r < 0)
-			cs->sticky_err = r;
+		batch_flush_locked(cs);
 	}
 	pthread_mutex_unlock(&cs->lock);
 	return NULL;
@@ -719,9 +716,7 @@ static void batch_full_locked(chunkstore_t *cs)
 		pthread_cond_signal(&cs->wake);
 		return;
 	}
-	int r = batch_flush_locked(cs);
-	if (r < 0)
-		cs->sticky_err = r;
+	batch_flush_locked(cs);
 }
 
 static void flusher_end(chunkstore_t *cs)
@@ -781,7 +776,7 @@ int chunkstore_flush(chunkstore_t *cs)
 		else if (!err)
 			err = r;
 	}
-	/* A batch that failed inside some put() was dropped too: whoever
+	/* A batch that failed on the flusher was dropped too: whoever
 	 * flushes must learn of it before trusting the chunks it put. */
 	if (!err)
 		err = cs->sticky_err;
