@@ -32,6 +32,9 @@ struct catalog {
 	bool has_rprop;
 	/* Temporary holds may exist: seen at open, or a write since. */
 	bool temp_holds;
+	/* This connection added schema objects: changes that
+	 * sqlite3_total_changes64 does not count. */
+	bool migrated;
 };
 
 /* Bulky per-snapshot roots live in snapdata so that scans of snapshot
@@ -73,17 +76,30 @@ static const char *schema =
 
 /* Received property values (zfs's "received" source), added after format 1
  * shipped: stores created before it get the table on their first writable
- * open (migrate_rprop).  A value here is shadowed by a local one in dprop;
- * masked = 1 records a plain `inherit` over it (the value stays, visible
- * with get -o received, until inherit -S brings it back).  The trigger
- * drops a destroyed dataset's rows, whatever version of cairn destroys it,
- * so a reused dataset id never inherits another dataset's values. */
+ * open (migrate_later_schema).  A value here is shadowed by a local one in
+ * dprop; masked = 1 records a plain `inherit` over it (the value stays,
+ * visible with get -o received, until inherit -S brings it back).  The
+ * trigger drops a destroyed dataset's rows, whatever version of cairn
+ * destroys it, so a reused dataset id never inherits another dataset's
+ * values. */
 static const char *rprop_schema =
 	"CREATE TABLE IF NOT EXISTS rprop(dataset INTEGER NOT NULL, name TEXT NOT NULL,"
 	" value TEXT NOT NULL, masked INTEGER NOT NULL DEFAULT 0,"
 	" PRIMARY KEY(dataset, name)) WITHOUT ROWID;"
 	"CREATE TRIGGER IF NOT EXISTS rprop_gone AFTER DELETE ON dataset"
 	" BEGIN DELETE FROM rprop WHERE dataset = OLD.id; END;";
+
+/* A covering index for listing snapshots, also added after format 1
+ * shipped.  It holds every column a listing reads, in listing order, so a
+ * listing reads index pages only: through snapshot_order each row cost a
+ * descent of the table's b-tree as well, about a third of the CPU of
+ * `list -t snapshot` of 2000 rows.  The price is a second copy of those
+ * columns (about 70 bytes a snapshot).  Without it (an old store opened
+ * read-only) listings are as correct, only slower. */
+static const char *list_index_schema =
+	"CREATE INDEX IF NOT EXISTS snapshot_list ON snapshot(dataset, createtxg, id, name,"
+	" guid, creation, userrefs, defer_destroy, used, referenced, logicalreferenced,"
+	" written, lastverified);";
 
 static int sql_err(int rc)
 {
@@ -260,6 +276,8 @@ int catalog_create(const char *path)
 	int rc = sqlite3_exec(db, schema, NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, rprop_schema, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, list_index_schema, NULL, NULL, NULL);
 	sqlite3_close(db);
 	return sql_err(rc);
 }
@@ -339,39 +357,49 @@ static int open_immutable(const char *path, sqlite3 **db)
 	return open_db(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, db);
 }
 
-/* Whether the schema has both the rprop table and its trigger: one query,
- * as every command runs it at open. */
-static bool has_rprop_schema(sqlite3 *db)
+/* Which of the objects added after format 1 the schema has: one query,
+ * as every command runs it at open.  rprop counts only with its trigger. */
+static void later_schema_present(sqlite3 *db, bool *rprop, bool *list_index)
 {
 	sqlite3_stmt *s;
+	*rprop = *list_index = false;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name = 'rprop')"
-			       " OR (type = 'trigger' AND name = 'rprop_gone')",
+			       "SELECT count(*) FILTER (WHERE (type = 'table' AND name = 'rprop')"
+			       "  OR (type = 'trigger' AND name = 'rprop_gone')),"
+			       " count(*) FILTER (WHERE type = 'index' AND name = 'snapshot_list')"
+			       " FROM sqlite_master",
 			       -1, &s, NULL) != SQLITE_OK)
-		return false;
-	bool yes = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) == 2;
+		return;
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		*rprop = sqlite3_column_int(s, 0) == 2;
+		*list_index = sqlite3_column_int(s, 1) == 1;
+	}
 	sqlite3_finalize(s);
-	return yes;
 }
 
-/* Adds the rprop table (and its trigger) to a store created before them.
- * Best effort, and never waiting: a store that cannot be written
- * (read-only filesystem or file) or whose writer lock is taken right now
- * stays readable as a store without received values, and the next
- * command that opens it tries again. */
-static void migrate_rprop(catalog_t *c)
+/* Adds the objects added after format 1 (the rprop table and its
+ * trigger, the listing index) to a store created before them.  Best
+ * effort, and never waiting: a store that cannot be written (read-only
+ * filesystem or file) or whose writer lock is taken right now stays
+ * readable as a store without received values or that index, and the
+ * next command that opens it tries again. */
+static void migrate_later_schema(catalog_t *c)
 {
-	c->has_rprop = has_rprop_schema(c->db);
-	if (!c->has_rprop && !sqlite3_db_readonly(c->db, "main")) {
-		sqlite3_busy_timeout(c->db, 0); /* a listing must not wait for a writer */
-		if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
-			if (sqlite3_exec(c->db, rprop_schema, NULL, NULL, NULL) != SQLITE_OK ||
-			    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-				sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-		}
-		wait_for_writers(c->db);
-		c->has_rprop = has_rprop_schema(c->db);
+	bool list_index;
+	later_schema_present(c->db, &c->has_rprop, &list_index);
+	if ((c->has_rprop && list_index) || sqlite3_db_readonly(c->db, "main"))
+		return;
+	sqlite3_busy_timeout(c->db, 0); /* a listing must not wait for a writer */
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
+		if (sqlite3_exec(c->db, rprop_schema, NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(c->db, list_index_schema, NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		else
+			c->migrated = true;
 	}
+	wait_for_writers(c->db);
+	later_schema_present(c->db, &c->has_rprop, &list_index);
 }
 
 int catalog_open(const char *path, catalog_t **out)
@@ -399,7 +427,7 @@ int catalog_open(const char *path, catalog_t **out)
 		return r;
 	}
 	c->path = strdup(path);
-	migrate_rprop(c);
+	migrate_later_schema(c);
 	*out = c;
 	return 0;
 }
@@ -414,7 +442,8 @@ int catalog_open(const char *path, catalog_t **out)
  * reader or writer the checkpoint does what it can and leaves the rest. */
 static void checkpoint_if_wrote(catalog_t *c)
 {
-	if (sqlite3_total_changes64(c->db) == 0 || sqlite3_db_readonly(c->db, "main") != 0)
+	if ((sqlite3_total_changes64(c->db) == 0 && !c->migrated) ||
+	    sqlite3_db_readonly(c->db, "main") != 0)
 		return;
 	sqlite3_busy_timeout(c->db, 0);
 	sqlite3_wal_checkpoint_v2(c->db, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
