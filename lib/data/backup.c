@@ -299,13 +299,9 @@ static int store_chunk(bctx_t *c, const uint8_t *data, size_t len, chunk_ref_t *
 	int r = chunk_store_data_key(c->cs, c->key, data, len, c->level, ref, NULL);
 	if (r == 0 && refset_add(&c->set, ref) < 0)
 		r = -ENOMEM;
-	if (r < 0) {
-		/* The store failed, not the source: this ends the snapshot. */
-		char hex[DIGEST_HEX_LEN + 1];
-		digest_to_hex(&ref->digest, hex);
-		c->err = store_err(c->st, r, "chunk store: writing chunk %s: %s", hex,
-				   cairn_strerror(r));
-	}
+	/* The store failed, not the source: this ends the snapshot. */
+	if (r < 0 && !c->err)
+		c->err = store_chunk_err(c->st, r, &ref->digest);
 	return r;
 }
 
@@ -336,12 +332,8 @@ static int emit_ready(bctx_t *c);
 /* A store failure ends the snapshot; the first one is the one reported. */
 static int job_failed(bctx_t *c, int r, const digest_t *d)
 {
-	if (!c->err) {
-		char hex[DIGEST_HEX_LEN + 1];
-		digest_to_hex(d, hex);
-		c->err = store_err(c->st, r, "chunk store: writing chunk %s: %s", hex,
-				   cairn_strerror(r));
-	}
+	if (!c->err)
+		c->err = store_chunk_err(c->st, r, d);
 	return r;
 }
 
@@ -1646,7 +1638,7 @@ int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
 	if (r == 0) {
 		r = chunkstore_flush(st->cs);
 		if (r < 0)
-			store_err(st, r, "chunk store: %s", strerror(-r));
+			store_chunk_err(st, r, NULL);
 	}
 	if (r == 0)
 		r = commit_all(st, jobs, njobs, opts);

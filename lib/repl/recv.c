@@ -1331,7 +1331,7 @@ static int finish_chunk(rctx_t *c, const rchunk_t *k)
 	bool isnew;
 	int r = chunkstore_put_blob(c->st->cs, &dg, blob, len, &ref.stored_len, &isnew);
 	if (r < 0)
-		return store_err(c->st, r, "chunk store: %s", strerror(-r));
+		return store_chunk_err(c->st, r, &dg);
 	if (isnew)
 		c->o->chunks_new++;
 	if (refset_add(&c->got, &ref) < 0)
@@ -1635,7 +1635,7 @@ static int read_snapend(rctx_t *c)
 	}
 	int r = c->scratch ? 0 : chunkstore_flush(c->st->cs);
 	if (r < 0)
-		return store_err(c->st, r, "chunk store: %s", strerror(-r));
+		return store_chunk_err(c->st, r, NULL);
 	r = check_complete(c, &c->cur, c->cur_ds->type);
 	if (r < 0 && source_missing(c, &c->cur))
 		r = source_not_on_target(c, c->cur.target, c->cur.fromguid);

@@ -85,6 +85,7 @@ struct chunkstore {
 	_Atomic uint64_t gen;  /* bumped (under lock) by every batch flush */
 	bool renames_unsynced; /* renames done since the last syncfs */
 	int sticky_err;        /* a flush nobody waited for failed */
+	char failure[128];     /* what the failed flush was doing (see chunkstore_batch_failure) */
 
 	atomic_uint_fast64_t new_bytes, new_chunks, syncs, puts_during_flush;
 	uint32_t peak_ready; /* most unsealed READY entries at once (tests) */
@@ -626,14 +627,22 @@ static int batch_seal_locked(chunkstore_t *cs, struct pending **out, size_t *n)
 /* Step 2 of the protocol, without the lock: one syncfs for the data of
  * the whole batch (or, remote, its uploads), then the renames.  On failure
  * every chunk of the batch is dropped. */
-static int batch_publish(chunkstore_t *cs, const struct pending *batch, size_t n, int *sync_err)
+static int batch_publish(chunkstore_t *cs, const struct pending *batch, size_t n, int *sync_err,
+			 char *why, size_t whylen)
 {
 	*sync_err = cs->be ? upload_batch(cs, batch, n) : do_syncfs(cs);
 	int err = *sync_err;
+	if (err)
+		snprintf(why, whylen, "%s a batch of %zu chunks", cs->be ? "uploading" : "syncing",
+			 n);
 	for (size_t i = 0; i < n; i++) {
 		int r = publish_one(cs, &batch[i], *sync_err);
-		if (r < 0 && !err)
+		if (r < 0 && !err) {
+			char hex[DIGEST_HEX_LEN + 1];
+			digest_to_hex(&batch[i].d, hex);
+			snprintf(why, whylen, "publishing chunk %s", hex);
 			err = r;
+		}
 	}
 	return err;
 }
@@ -658,19 +667,22 @@ static int batch_flush_locked(chunkstore_t *cs)
 {
 	struct pending *batch;
 	size_t n;
+	char why[sizeof(cs->failure)] = "sealing a batch of chunks";
 	int err = batch_seal_locked(cs, &batch, &n);
 	if (!err && n) {
 		cs->flushing = true;
 		pthread_cond_broadcast(&cs->settled); /* writers held back may go on */
 		pthread_mutex_unlock(&cs->lock);
 		int sync_err;
-		err = batch_publish(cs, batch, n, &sync_err);
+		err = batch_publish(cs, batch, n, &sync_err, why, sizeof(why));
 		pthread_mutex_lock(&cs->lock);
 		batch_retire_locked(cs, batch, n, sync_err);
 		cs->flushing = false;
 		pthread_cond_signal(&cs->wake); /* a flush wanted meanwhile can start */
 		free(batch);
 	}
+	if (err < 0 && !cs->sticky_err)
+		memcpy(cs->failure, why, sizeof(why));
 	if (err < 0)
 		cs->sticky_err = err;
 	if (err < 0 || n)
@@ -748,7 +760,19 @@ void chunkstore_reset_error(chunkstore_t *cs)
 {
 	pthread_mutex_lock(&cs->lock);
 	cs->sticky_err = 0;
+	cs->failure[0] = 0;
 	pthread_mutex_unlock(&cs->lock);
+}
+
+bool chunkstore_batch_failure(chunkstore_t *cs, char *buf, size_t len)
+{
+	pthread_mutex_lock(&cs->lock);
+	bool failed = cs->failure[0] != 0;
+	if (failed)
+		snprintf(buf, len, "%s", cs->failure);
+	cs->failure[0] = 0;
+	pthread_mutex_unlock(&cs->lock);
+	return failed;
 }
 
 void chunkstore_wait_flushes(chunkstore_t *cs)
@@ -773,14 +797,18 @@ int chunkstore_flush(chunkstore_t *cs)
 		int r = do_syncfs(cs);
 		if (!r)
 			cs->renames_unsynced = false;
-		else if (!err)
+		else if (!err) {
+			snprintf(cs->failure, sizeof(cs->failure), "syncing the names of new chunks");
 			err = r;
+		}
 	}
 	/* A batch that failed on the flusher was dropped too: whoever
 	 * flushes must learn of it before trusting the chunks it put. */
 	if (!err)
 		err = cs->sticky_err;
 	cs->sticky_err = 0;
+	if (!err)
+		cs->failure[0] = 0;
 	pthread_mutex_unlock(&cs->lock);
 	return err;
 }

@@ -97,6 +97,19 @@ int store_err(cairn_store *st, int err, const char *fmt, ...)
 	return err;
 }
 
+int store_chunk_err(cairn_store *st, int err, const digest_t *d)
+{
+	char what[160] = "";
+	if (!chunkstore_batch_failure(st->cs, what, sizeof(what)) && d) {
+		char hex[DIGEST_HEX_LEN + 1];
+		digest_to_hex(d, hex);
+		snprintf(what, sizeof(what), "writing chunk %s", hex);
+	}
+	if (!what[0])
+		return store_err(st, err, "chunk store: %s", cairn_strerror(err));
+	return store_err(st, err, "chunk store: %s: %s", what, cairn_strerror(err));
+}
+
 int store_txn_begin(cairn_store *st, uint64_t *txg)
 {
 	int r = catalog_begin_write(st->cat, txg);

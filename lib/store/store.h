@@ -36,6 +36,12 @@ int cairn_store_import(const char *path, const cairn_init_opts *o);
 int store_err(cairn_store *st, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* store_err for a failed chunk put or chunkstore_flush: "chunk store:
+ * <what>: <reason>".  <what> is the failed batch's own description when a
+ * batch flush failed (the put that reports it is usually not the chunk at
+ * fault), else "writing chunk <hex of d>" (nothing when d is NULL). */
+int store_chunk_err(cairn_store *st, int err, const digest_t *d);
+
 /* Begins a write transaction (BEGIN IMMEDIATE) and gives its txg; on
  * failure records the catalog's reason in errdetail.  0 or negative errno. */
 int store_txn_begin(cairn_store *st, uint64_t *txg);
