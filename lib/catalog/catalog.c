@@ -94,7 +94,7 @@ static const char *rprop_schema =
  * listing reads index pages only: through snapshot_order each row cost a
  * descent of the table's b-tree as well, about a third of the CPU of
  * `list -t snapshot` of 2000 rows.  The price is a second copy of those
- * columns (about 70 bytes a snapshot).  Without it (an old store opened
+ * columns (about 60 bytes a snapshot).  Without it (an old store opened
  * read-only) listings are as correct, only slower. */
 static const char *list_index_schema =
 	"CREATE INDEX IF NOT EXISTS snapshot_list ON snapshot(dataset, createtxg, id, name,"

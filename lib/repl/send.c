@@ -431,8 +431,10 @@ static int plan_resume(cairn_store *st, const char *token, splan_t *p)
 	}
 	sqlite3_finalize(q);
 	if (r == 0 && t.fromguid) {
-		/* The source may be a snapshot or a bookmark of the same dataset. */
-		const char *sqls[] = {"SELECT name FROM snapshot WHERE dataset=? AND guid=?",
+		/* The source may be a snapshot or a bookmark of the same dataset.
+		 * "+dataset": found by guid, not by scanning the dataset's
+		 * snapshots in snapshot_list. */
+		const char *sqls[] = {"SELECT name FROM snapshot WHERE +dataset=? AND guid=?",
 				      "SELECT name FROM bookmark WHERE dataset=? AND guid=?"};
 		for (int k = 0; k < 2 && !from[0]; k++) {
 			if (sqlite3_prepare_v2(catalog_db(st->cat), sqls[k], -1, &q, NULL)) {
