@@ -294,15 +294,21 @@ static int reuse_ref(bctx_t *c, const chunk_ref_t *r)
 	return refset_add(&c->set, r) < 0 ? -ENOMEM : 0;
 }
 
+/* A store failure ends the snapshot; the first one is the one reported. */
+static int job_failed(bctx_t *c, int r, const digest_t *d)
+{
+	if (!c->err)
+		c->err = store_chunk_err(c->st, r, d);
+	return r;
+}
+
 static int store_chunk(bctx_t *c, const uint8_t *data, size_t len, chunk_ref_t *ref)
 {
 	int r = chunk_store_data_key(c->cs, c->key, data, len, c->level, ref, NULL);
 	if (r == 0 && refset_add(&c->set, ref) < 0)
 		r = -ENOMEM;
 	/* The store failed, not the source: this ends the snapshot. */
-	if (r < 0 && !c->err)
-		c->err = store_chunk_err(c->st, r, &ref->digest);
-	return r;
+	return r < 0 ? job_failed(c, r, &ref->digest) : 0;
 }
 
 static int extent_add(tree_entry_t *e, size_t *cap, const tree_extent_t *x)
@@ -328,14 +334,6 @@ static int extent_add(tree_entry_t *e, size_t *cap, const tree_extent_t *x)
 #define EXT_BUNDLE UINT32_MAX
 
 static int emit_ready(bctx_t *c);
-
-/* A store failure ends the snapshot; the first one is the one reported. */
-static int job_failed(bctx_t *c, int r, const digest_t *d)
-{
-	if (!c->err)
-		c->err = store_chunk_err(c->st, r, d);
-	return r;
-}
 
 /* Gives a bundle's reference to the members that made it. */
 static void bundle_set_ref(group_t *g, const chunk_ref_t *ref)

@@ -85,6 +85,7 @@ struct chunkstore {
 	_Atomic uint64_t gen;  /* bumped (under lock) by every batch flush */
 	bool renames_unsynced; /* renames done since the last syncfs */
 	int sticky_err;        /* a flush nobody waited for failed */
+	int failure_err;       /* the errno that failure[] describes */
 	char failure[128];     /* what the failed flush was doing (see chunkstore_batch_failure) */
 
 	atomic_uint_fast64_t new_bytes, new_chunks, syncs, puts_during_flush;
@@ -659,6 +660,18 @@ static void batch_retire_locked(chunkstore_t *cs, const struct pending *batch, s
 		cs->renames_unsynced = true;
 }
 
+/* Keeps the first failure since the last chunkstore_flush reported one:
+ * its errno stops every writer (see claim and finish) and is what that
+ * flush returns, and its description goes with it. */
+static void failed_locked(chunkstore_t *cs, int err, const char *why)
+{
+	if (cs->sticky_err)
+		return;
+	cs->sticky_err = err;
+	cs->failure_err = err;
+	snprintf(cs->failure, sizeof(cs->failure), "%s", why);
+}
+
 /* Flushes the READY entries; called and returns with cs->lock held, which
  * it drops while publishing.  The caller made sure no flush is running.
  * A failure is also kept as the sticky error: it stops every writer (see
@@ -681,10 +694,8 @@ static int batch_flush_locked(chunkstore_t *cs)
 		pthread_cond_signal(&cs->wake); /* a flush wanted meanwhile can start */
 		free(batch);
 	}
-	if (err < 0 && !cs->sticky_err)
-		memcpy(cs->failure, why, sizeof(why));
 	if (err < 0)
-		cs->sticky_err = err;
+		failed_locked(cs, err, why);
 	if (err < 0 || n)
 		pthread_cond_broadcast(&cs->settled);
 	return err;
@@ -764,13 +775,14 @@ void chunkstore_reset_error(chunkstore_t *cs)
 	pthread_mutex_unlock(&cs->lock);
 }
 
-bool chunkstore_batch_failure(chunkstore_t *cs, char *buf, size_t len)
+bool chunkstore_batch_failure(chunkstore_t *cs, int err, char *buf, size_t len)
 {
 	pthread_mutex_lock(&cs->lock);
-	bool failed = cs->failure[0] != 0;
-	if (failed)
+	bool failed = cs->failure[0] && cs->failure_err == err;
+	if (failed) {
 		snprintf(buf, len, "%s", cs->failure);
-	cs->failure[0] = 0;
+		cs->failure[0] = 0;
+	}
 	pthread_mutex_unlock(&cs->lock);
 	return failed;
 }
@@ -790,22 +802,20 @@ int chunkstore_flush(chunkstore_t *cs)
 		pthread_cond_wait(&cs->settled, &cs->lock);
 	cs->flush_wanted = false; /* this flush takes the full batch too */
 	pthread_cond_broadcast(&cs->settled);
-	int err = batch_flush_locked(cs);
+	batch_flush_locked(cs);
 	if (cs->be)
 		cs->renames_unsynced = false; /* markers: no durability needed */
 	if (cs->renames_unsynced) {
 		int r = do_syncfs(cs);
 		if (!r)
 			cs->renames_unsynced = false;
-		else if (!err) {
-			snprintf(cs->failure, sizeof(cs->failure), "syncing the names of new chunks");
-			err = r;
-		}
+		else
+			failed_locked(cs, r, "syncing the names of new chunks");
 	}
-	/* A batch that failed on the flusher was dropped too: whoever
-	 * flushes must learn of it before trusting the chunks it put. */
-	if (!err)
-		err = cs->sticky_err;
+	/* The first failure since the last report, this flush's own or a
+	 * batch's on the flusher thread: that batch was dropped too, and
+	 * whoever flushes must learn of it before trusting the chunks it put. */
+	int err = cs->sticky_err;
 	cs->sticky_err = 0;
 	if (!err)
 		cs->failure[0] = 0;

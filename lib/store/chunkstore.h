@@ -93,14 +93,15 @@ uint64_t chunkstore_new_chunks(const chunkstore_t *cs);
  * them again; the failed operation itself has given up. */
 void chunkstore_reset_error(chunkstore_t *cs);
 
-/* If a batch flush failed and no call took its description yet, copies
- * what the flush was doing into buf ("publishing chunk <hex>", "syncing a
- * batch of N chunks") and returns true.  The failure's errno is what the
- * put or chunkstore_flush that reported it returned: this says which
- * object, as that put's own chunk is usually not the one that failed.
+/* If a batch flush failed with err and no call took its description yet,
+ * copies what the flush was doing into buf ("publishing chunk <hex>",
+ * "syncing a batch of N chunks") and returns true.  For the message of a
+ * put or chunkstore_flush that returned err: that put's own chunk is
+ * usually not the one at fault.  Another errno (the put's own failure)
+ * gets false and leaves the description for the report of err.
  * chunkstore_reset_error() and a chunkstore_flush() that returns 0 forget
  * it. */
-bool chunkstore_batch_failure(chunkstore_t *cs, char *buf, size_t len);
+bool chunkstore_batch_failure(chunkstore_t *cs, int err, char *buf, size_t len);
 
 /* Count of syncfs() calls made since open (tests check batching). */
 uint64_t chunkstore_sync_count(const chunkstore_t *cs);

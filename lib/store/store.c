@@ -100,7 +100,7 @@ int store_err(cairn_store *st, int err, const char *fmt, ...)
 int store_chunk_err(cairn_store *st, int err, const digest_t *d)
 {
 	char what[160] = "";
-	if (!chunkstore_batch_failure(st->cs, what, sizeof(what)) && d) {
+	if (!chunkstore_batch_failure(st->cs, err, what, sizeof(what)) && d) {
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(d, hex);
 		snprintf(what, sizeof(what), "writing chunk %s", hex);
