@@ -678,6 +678,13 @@ int catalog_ds_insert(catalog_t *c, ds_row_t *r)
 	sqlite3_finalize(s);
 	if (e == 0)
 		r->id = sqlite3_last_insert_rowid(c->db);
+	/* A new dataset has no partial receive.  A row under its name can
+	 * only be one that a destroy by an older version left behind. */
+	if (e == 0 && (e = prep(c, "DELETE FROM recvstate WHERE dataset=?", &s)) == 0) {
+		sqlite3_bind_text(s, 1, r->name, -1, SQLITE_STATIC);
+		e = sql_err(sqlite3_step(s));
+		sqlite3_finalize(s);
+	}
 	return e;
 }
 

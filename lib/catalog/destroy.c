@@ -504,7 +504,12 @@ static int drop_snapshot(cairn_store *st, int64_t id)
 
 static int drop_dataset(cairn_store *st, int64_t id)
 {
-	int r = exec_id(st, "DELETE FROM dataset WHERE id=?", id);
+	/* A partial receive into the dataset goes with it, as in zfs. */
+	int r = exec_id(st,
+			"DELETE FROM recvstate WHERE dataset = (SELECT name FROM dataset WHERE id=?)",
+			id);
+	if (r == 0)
+		r = exec_id(st, "DELETE FROM dataset WHERE id=?", id);
 	if (r == 0)
 		r = exec_id(st, "DELETE FROM dprop WHERE dataset=?", id);
 	if (r == 0)

@@ -16,6 +16,20 @@ static int run_sql(cairn_store *st, sqlite3_stmt *s)
 	return r;
 }
 
+/* Runs an UPDATE that gives the names under `from` the prefix `to`
+ * (?1 = to, ?2 = from, ?3 = strlen(from)). */
+static int move_prefix(cairn_store *st, const char *sql, const char *from, const char *to,
+		       size_t fl)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(catalog_db(st->cat), sql, -1, &s, NULL))
+		return -EIO;
+	sqlite3_bind_text(s, 1, to, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, from, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, (int64_t)fl);
+	return run_sql(st, s);
+}
+
 static int rename_snapshot(cairn_store *st, const char *from, const char *to, bool recursive)
 {
 	ds_row_t ds = {0};
@@ -88,21 +102,20 @@ static int rename_dataset(cairn_store *st, const char *from, const char *to, boo
 		r = store_err(st, -ENOTDIR, "%s: parent is a volume", parent.name);
 	if (r == 0)
 		r = encroot_rename_check(st, &ds, parent_id, to);
-	if (r == 0) {
-		/* The whole subtree moves: every descendant name gets the new prefix. */
-		sqlite3_stmt *s;
-		if (sqlite3_prepare_v2(catalog_db(st->cat),
-				       "UPDATE dataset SET name = ?1 || substr(name, ?3 + 1)"
-				       " WHERE name = ?2 OR (name > ?2 || '/' AND name < ?2 || '0')",
-				       -1, &s, NULL))
-			r = -EIO;
-		else {
-			sqlite3_bind_text(s, 1, to, -1, SQLITE_STATIC);
-			sqlite3_bind_text(s, 2, from, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(s, 3, fl);
-			r = run_sql(st, s);
-		}
-	}
+	/* The whole subtree moves: every descendant name gets the new prefix,
+	 * and so does the partial receive state kept under those names (a
+	 * row left under the new name by an older version's destroy is
+	 * stale: the name is free). */
+	if (r == 0)
+		r = move_prefix(st,
+				"UPDATE dataset SET name = ?1 || substr(name, ?3 + 1)"
+				" WHERE name = ?2 OR (name > ?2 || '/' AND name < ?2 || '0')",
+				from, to, fl);
+	if (r == 0)
+		r = move_prefix(st,
+				"UPDATE OR REPLACE recvstate SET dataset = ?1 || substr(dataset, ?3 + 1)"
+				" WHERE dataset = ?2 OR (dataset > ?2 || '/' AND dataset < ?2 || '0')",
+				from, to, fl);
 	if (r == 0) {
 		sqlite3_stmt *s;
 		if (sqlite3_prepare_v2(catalog_db(st->cat), "UPDATE dataset SET parent=? WHERE id=?",

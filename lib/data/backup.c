@@ -1001,7 +1001,7 @@ static int emit_ready(bctx_t *c)
 		}
 		group_free(g);
 		if (r < 0 && !c->err)
-			c->err = store_err(c->st, r, "writing the tree: %s", cairn_strerror(r));
+			c->err = store_chunk_err_during(c->st, r, "writing the tree");
 		if (r < 0)
 			return r;
 	}
@@ -1504,12 +1504,13 @@ static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 		r = open_prev(&c, j->ds.id);
 	if (r == 0)
 		r = backup_source(&c, j);
-	if (r == 0)
-		r = cdcw_finish(&c.tree);
+	if (r == 0 && (r = cdcw_finish(&c.tree)) < 0)
+		store_chunk_err_during(st, r, "writing the tree");
 	if (r == 0)
 		r = buf_append(&j->tree_roots, c.tree.refs.data, c.tree.refs.len);
-	if (r == 0)
-		r = index_write(st->cs, &c.set, &j->index_roots, &j->referenced, &j->logical);
+	if (r == 0 &&
+	    (r = index_write(st->cs, &c.set, &j->index_roots, &j->referenced, &j->logical)) < 0)
+		store_chunk_err_during(st, r, "writing the chunk index");
 	progress(&c, true);
 	opts->files += c.files;
 	opts->bytes_read += c.bytes_read;

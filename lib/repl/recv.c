@@ -134,6 +134,10 @@ typedef struct rctx {
 	/* -v lines, printed once the commit they describe has happened */
 	buf_t items;
 	bool state_saved;
+	/* A checkpoint of this receive wrote partial state where there was
+	 * none (cleared by a commit), and the target refused the group: the
+	 * state is discarded then, as zfs refuses before any data moves. */
+	bool own_state, refused;
 	/* -n (dry run): nothing may reach the store.  st->cs is swapped for
 	 * a scratch chunk store in a temporary directory (never flushed,
 	 * removed at the end) that reads through to the store's: the chunks
@@ -343,6 +347,8 @@ static int checkpoint(rctx_t *c)
 		r = index_write(c->st->cs, &c->got, &roots, &ref, &logical);
 	if (r == 0)
 		r = chunkstore_flush(c->st->cs);
+	if (r < 0)
+		store_chunk_err_during(c->st, r, "saving the resume point");
 	resume_token_t t = {.toguid = c->toguid, .fromguid = c->fromguid, .group = c->group_txg,
 			    .skip = c->group_pos,
 			    .flags = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES |
@@ -351,7 +357,7 @@ static int checkpoint(rctx_t *c)
 	token_encode(&t, tok);
 	uint64_t txg;
 	if (r == 0)
-		r = catalog_begin_write(c->st->cat, &txg);
+		r = store_txn_begin(c->st, &txg);
 	if (r < 0) {
 		buf_free(&roots);
 		return r;
@@ -362,6 +368,7 @@ static int checkpoint(rctx_t *c)
 	r = state_load(c->st, c->o->target, &old);
 	if (r == 0 && old.exists)
 		created = old.created;
+	bool had_state = old.exists;
 	buf_free(&old.idx);
 	if (r == 0 && catalog_ds_by_name(c->st->cat, c->o->target, &d) == -ENOENT) {
 		int type = c->o->naming || !c->nds ? CAIRN_TYPE_FILESYSTEM : c->ds[0].type;
@@ -387,11 +394,16 @@ static int checkpoint(rctx_t *c)
 		sqlite3_bind_blob(q, 4, roots.data ? (void *)roots.data : "", roots.len,
 				  SQLITE_STATIC);
 		r = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
+		if (r < 0)
+			store_err(c->st, r, "%s: saving the resume token: %s", c->o->target,
+				  sqlite3_errmsg(catalog_db(c->st->cat)));
 		sqlite3_finalize(q);
 	}
 	r = store_txn_end(c->st, r);
 	buf_free(&roots);
 	c->since_checkpoint_bytes = c->since_checkpoint_chunks = 0;
+	if (r == 0 && !had_state)
+		c->own_state = true;
 	return r;
 }
 
@@ -402,6 +414,13 @@ static int check_state(rctx_t *c)
 {
 	rstate_t s;
 	int r = state_load(c->st, c->o->target, &s);
+	/* The state lives with its dataset (a checkpoint creates it); a row
+	 * without one was left by an older version's destroy, and counts
+	 * for nothing. */
+	ds_row_t d = {0};
+	if (r == 0 && s.exists && catalog_ds_by_name(c->st->cat, c->o->target, &d) == -ENOENT)
+		s.exists = false;
+	ds_row_clear(&d);
 	const resume_token_t *t = &s.tok;
 	uint32_t plan = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES | STREAM_F_RAW);
 	bool same = s.exists && t->toguid == c->toguid && t->fromguid == c->fromguid &&
@@ -614,8 +633,17 @@ static int cmp_guidid(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The (guid, id) of every dataset under the target, sorted by guid, read
- * once per commit: ids survive the renames apply_meta makes. */
+/* Where the stream's datasets land: the local name of its top.  With -d
+ * or -e that is below the target, and the target's other children are
+ * none of this stream's business: guid matches and -F's deletions stay
+ * inside this subtree (zfs's "tofs"). */
+static const char *stream_scope(const rctx_t *c)
+{
+	return c->nds ? c->ds[0].local : c->o->target;
+}
+
+/* The (guid, id) of every dataset in the stream's scope, sorted by guid,
+ * read once per commit: ids survive the renames apply_meta makes. */
 static int load_local_guids(rctx_t *c)
 {
 	free(c->local_guids);
@@ -627,7 +655,7 @@ static int load_local_guids(rctx_t *c)
 			       " (name > ?1 || '/' AND name < ?1 || '0')",
 			       -1, &q, NULL))
 		return -EIO;
-	sqlite3_bind_text(q, 1, c->o->target, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 1, stream_scope(c), -1, SQLITE_STATIC);
 	size_t cap = 0;
 	int r = 0;
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
@@ -649,7 +677,7 @@ static int load_local_guids(rctx_t *c)
 	return r;
 }
 
-/* Datasets are matched by guid inside the target subtree: a dataset the
+/* Datasets are matched by guid inside the stream's scope: a dataset the
  * sender renamed is renamed here too (-R).  Its current name (a parent's
  * rename may have moved it) comes by id. */
 static int find_by_guid(rctx_t *c, uint64_t guid, char *out)
@@ -686,8 +714,8 @@ static int exec_bind(rctx_t *c, const char *sql, int64_t a, const char *b)
 	return r;
 }
 
-/* With -R -F: the datasets under the target that the sender no longer has
- * go. */
+/* With -R -F: the datasets under the stream's top that the sender no
+ * longer has go. */
 static int reconcile(rctx_t *c)
 {
 	sqlite3_stmt *q;
@@ -696,7 +724,7 @@ static int reconcile(rctx_t *c)
 			       " name < ?1 || '0' ORDER BY name",
 			       -1, &q, NULL))
 		return -EIO;
-	sqlite3_bind_text(q, 1, c->o->target, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 1, stream_scope(c), -1, SQLITE_STATIC);
 	char **gone = NULL;
 	size_t n = 0;
 	int r = 0;
@@ -1162,6 +1190,7 @@ static int target_has(rctx_t *c, const psnap_t *s)
 	}
 	size_t same = snapcache_guid(sc, s->guid), named = snapcache_name(sc, s->name);
 	uint64_t other = named != SIZE_MAX ? sc->v[named].guid : 0;
+	c->refused = same == SIZE_MAX && ((other && !c->o->force) || (!s->fromguid && sc->n));
 	if (same != SIZE_MAX)
 		r = 1;
 	else if (other && !c->o->force)
@@ -1598,6 +1627,7 @@ out:
 
 static int source_not_on_target(rctx_t *c, const char *dsname, uint64_t fromguid)
 {
+	c->refused = true;
 	return store_err(c->st, -ENOENT,
 			 "%s: the stream's incremental source (guid %llu) is not on the target",
 			 dsname, (unsigned long long)fromguid);
@@ -1662,14 +1692,16 @@ static int check_base(rctx_t *c, const ds_row_t *ds, const psnap_t *s, int64_t *
 	if (r < 0)
 		return r;
 	size_t n = sc->n, base = s->fromguid ? snapcache_guid(sc, s->fromguid) : SIZE_MAX;
-	if (!s->fromguid && n)
+	c->refused = !s->fromguid && n;
+	if (c->refused)
 		return store_err(c->st, -EEXIST,
 				 "destination has snapshots (eg. %s@%s)\nmust destroy them to overwrite it",
 				 ds->name, sc->v[0].name);
 	if (s->fromguid && base == SIZE_MAX)
 		return source_not_on_target(c, ds->name, s->fromguid);
 	size_t keep = s->fromguid ? base + 1 : 0;
-	if (keep < n && !c->o->force)
+	c->refused = keep < n && !c->o->force;
+	if (c->refused)
 		return store_err(c->st, -EEXIST,
 				 "%s: has %zu snapshot(s) newer than the stream's source (use -F to "
 				 "roll back)",
@@ -1775,7 +1807,7 @@ static int commit_group(rctx_t *c)
 	if (r == 0) {
 		c->meta_applied = true;
 		c->o->snapshots += c->npend;
-		c->state_saved = false;
+		c->state_saved = c->own_state = false;
 	}
 	c->last_group_txg = c->group_txg;
 	pend_clear(c);
@@ -2058,6 +2090,18 @@ static int dry_run(rctx_t *c)
 	return r;
 }
 
+/* The target refused a group after a checkpoint of this receive had saved
+ * partial state for it: that state (and the dataset it created) goes, so
+ * the refusal leaves the store as it was.  The refusal's message stays. */
+static void discard_own_state(rctx_t *c)
+{
+	char saved[sizeof(c->st->errdetail)];
+	memcpy(saved, c->st->errdetail, sizeof(saved));
+	catalog_stop_waits_on(NULL);
+	cairn_recv_abort(c->st, c->o->target);
+	memcpy(c->st->errdetail, saved, sizeof(saved));
+}
+
 int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 {
 	st->errdetail[0] = 0;
@@ -2103,6 +2147,8 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 			c.state_saved = checkpoint(&c) == 0;
 			memcpy(st->errdetail, saved, sizeof(saved));
 		}
+		if (r < 0 && c.refused && c.own_state)
+			discard_own_state(&c);
 		o->partial_kept = c.state_saved;
 		writer_unregister(st);
 	}

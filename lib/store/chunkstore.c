@@ -829,18 +829,25 @@ int chunkstore_flush(chunkstore_t *cs)
 static int touch_atime(const struct cpath *p)
 {
 	static const struct timespec ts[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
-	return utimensat(p->at, p->name, ts, 0) < 0 ? -errno : 0;
+	return utimensat(p->at, p->name, ts, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
-/* Touches an existing chunk and returns its size; -ENOENT if missing. */
+/* Touches an existing chunk and returns its size; -ENOENT if missing.
+ * Only a regular file that is not empty counts: no blob or marker is
+ * empty, so anything else at the name is damage, and the chunk is
+ * written again (its rename replaces a file or link, and fails naming
+ * the chunk if a directory is in the way) rather than deduplicated
+ * against something that cannot be read back. */
 static int touch_stat(const struct cpath *p, uint32_t *stored_len)
 {
 	struct stat st;
 	int r = touch_atime(p);
 	if (r < 0)
 		return r;
-	if (fstatat(p->at, p->name, &st, 0) < 0)
+	if (fstatat(p->at, p->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_size == 0)
+		return -ENOENT;
 	*stored_len = st.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)st.st_size;
 	return 0;
 }

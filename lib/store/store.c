@@ -110,6 +110,15 @@ int store_chunk_err(cairn_store *st, int err, const digest_t *d)
 	return store_err(st, err, "chunk store: %s: %s", what, cairn_strerror(err));
 }
 
+int store_chunk_err_during(cairn_store *st, int err, const char *during)
+{
+	char what[160];
+	if (chunkstore_batch_failure(st->cs, err, what, sizeof(what)))
+		return store_err(st, err, "%s: chunk store: %s: %s", during, what,
+				 cairn_strerror(err));
+	return store_err(st, err, "%s: %s", during, cairn_strerror(err));
+}
+
 int store_txn_begin(cairn_store *st, uint64_t *txg)
 {
 	int r = catalog_begin_write(st->cat, txg);

@@ -41,6 +41,11 @@ int store_err(cairn_store *st, int err, const char *fmt, ...)
  * batch flush failed (the put that reports it is usually not the chunk at
  * fault), else "writing chunk <hex of d>" (nothing when d is NULL). */
 int store_chunk_err(cairn_store *st, int err, const digest_t *d);
+/* store_chunk_err for a step that writes through the chunk store (the
+ * tree, the chunk index, a resume point): "<during>: chunk store: <what>:
+ * <reason>" when a batch's failure explains err, else "<during>: <reason>",
+ * since err may then come from the step itself (ENOMEM, a bad record). */
+int store_chunk_err_during(cairn_store *st, int err, const char *during);
 
 /* Begins a write transaction (BEGIN IMMEDIATE) and gives its txg; on
  * failure records the catalog's reason in errdetail.  0 or negative errno. */

@@ -1,0 +1,107 @@
+#!/bin/bash
+# Review findings on a receive's reach and on where its partial state lives.
+# 1. recv -R -F -d/-e works inside the stream's own subtree (zfs's "tofs"):
+#    the target's other children are neither destroyed nor matched by guid.
+# 2. A refusal by the target (newer snapshots, no incremental source) that
+#    comes after a checkpoint of this receive leaves no partial state and
+#    no dataset behind: the store is as it was.  A partial state an
+#    earlier receive left is kept.
+# 3. Partial state lives with its dataset: destroy removes it, rename moves
+#    it (so the resume still works), and a new dataset under an old name
+#    does not inherit a row an older version left behind.
+. "$(dirname "$0")/lib.sh"
+new_store
+B=$TESTDIR/b
+ca() { "$CAIRN" "$@"; }
+cb() { "$CAIRN" -s "$B" "$@"; }
+fresh_b() { rm -rf "$B" && "$CAIRN" -s "$B" init >/dev/null || fail "init b"; }
+names() { "$CAIRN" -s "$1" list -H -o name -t all -r 2>/dev/null | sort | tr '\n' ' '; }
+prop() { cb get -H -o value "$1" "$2" 2>/dev/null; }
+
+SRC=$TESTDIR/src
+mkdir -p "$SRC"
+echo hi >"$SRC/f"
+mkdir -p "$SRC/home"
+ok ca create -o source="$SRC" pool
+ok ca create pool/home
+ok ca snapshot -r pool@1
+
+# 1. -R -F -d and -e with a sibling under the parent
+for flag in -d -e; do
+	fresh_b
+	ok cb create -p -o source="$SRC" backup/other
+	ok cb snapshot backup/other@keep
+	ok cb create -o source="$SRC" backup/stray # same guid as nothing sent
+	ca send -R pool/home@1 | cb recv -F "$flag" backup || fail "recv -R -F $flag"
+	want="backup backup/home backup/home@1 backup/other backup/other@keep backup/stray "
+	[ "$(names "$B")" = "$want" ] || fail "recv -R -F $flag reached outside backup/home: $(names "$B")"
+	# the same stream again with -F: the subtree is reconciled, still nothing else
+	ca send -R pool/home@1 | cb recv -F "$flag" backup || fail "recv -R -F $flag again"
+	[ "$(names "$B")" = "$want" ] || fail "second recv -R -F $flag: $(names "$B")"
+done
+# inside the subtree -F still prunes what the sender no longer has
+fresh_b
+ok cb create -p -o source="$SRC" backup/other
+ca send -R pool/home@1 | cb recv -F -d backup || fail "recv -R -F -d"
+ok cb create -o source="$SRC" backup/home/gone
+ca send -R pool/home@1 | cb recv -F -d backup || fail "recv -R -F -d with an extra child"
+case " $(names "$B")" in
+*" backup/home/gone "*) fail "-F kept a dataset the sender does not have" ;;
+esac
+case " $(names "$B")" in
+*" backup/other "*) ;;
+*) fail "-F destroyed the sibling backup/other" ;;
+esac
+
+# 2. refusals after a checkpoint (> 1024 chunks in the group)
+ok ca config chunk_size=65536 >/dev/null
+ok ca create -o source="$SRC" tank
+ok ca snapshot tank@a
+head -c 90000000 /dev/urandom >"$SRC/big"
+ok ca snapshot tank@b
+ca send -i tank@a tank@b >"$TESTDIR/inc" || fail "send -i"
+chunks=$(ls "$CAIRN_STORE"/.chunks/*/ | grep -c .)
+[ "$chunks" -gt 1100 ] || fail "only $chunks chunks: no checkpoint inside the group"
+fresh_b
+ca send tank@a | cb recv bk || fail "recv tank@a"
+ok cb snapshot bk@local
+before=$(names "$B")
+fails_with 1 "newer than the stream's source" cb recv -s bk <"$TESTDIR/inc"
+[ "$(prop inconsistent bk)" = off ] || fail "a refused receive left bk inconsistent"
+[ "$(prop receive_resume_token bk)" = - ] || fail "a refused receive left a token"
+[ "$(names "$B")" = "$before" ] || fail "a refused receive changed the datasets: $(names "$B")"
+# the checkpoint did happen: the same stream cut short keeps a token
+head -c 80000000 "$TESTDIR/inc" | cb recv -s -F bk 2>/dev/null && fail "a cut receive succeeded"
+tok=$(prop receive_resume_token bk)
+[ -n "$tok" ] && [ "$tok" != - ] || fail "no token after a cut: the group never reached a checkpoint"
+# a refusal of a receive that resumes an earlier one keeps that state
+ca send -t "$tok" | cb recv -s bk 2>/dev/null && fail "resume without -F over bk@local succeeded"
+[ "$(prop receive_resume_token bk)" != - ] || fail "a refused resume dropped the earlier partial state"
+ca send -t "$tok" | cb recv -s -F bk || fail "resume with -F did not converge"
+cb list -H -o name bk@b >/dev/null || fail "bk@b missing after the resume"
+# an incremental into a dataset that does not exist: nothing is created
+fails_with 1 "incremental source .* is not on the target" cb recv -s newds <"$TESTDIR/inc"
+cb list newds >/dev/null 2>&1 && fail "a refused incremental created newds"
+
+# 3. the state lives with its dataset
+ca send tank@b >"$TESTDIR/full" || fail "send tank@b"
+fresh_b
+head -c 30000000 "$TESTDIR/full" | cb recv -s part 2>/dev/null && fail "cut receive succeeded"
+[ "$(prop inconsistent part)" = on ] || fail "no partial state after a cut"
+ok cb destroy part
+ca send tank@a | cb recv part || fail "another stream into a destroyed partial dataset's name"
+cb recv -A part 2>/dev/null && fail "recv -A found state after a complete receive"
+head -c 30000000 "$TESTDIR/full" | cb recv -s moved 2>/dev/null && fail "cut receive succeeded"
+ok cb rename moved renamed
+[ "$(prop inconsistent renamed)" = on ] || fail "the partial state did not follow the rename"
+tok=$(prop receive_resume_token renamed)
+ca send -t "$tok" | cb recv -s renamed || fail "resume into the renamed dataset"
+cb list -H -o name renamed@b >/dev/null || fail "renamed@b missing after the resume"
+ok cb create moved
+[ "$(prop inconsistent moved)" = off ] || fail "a new dataset under the old name shows partial state"
+# a row an older version's destroy left behind counts for nothing
+sqlite3 "$B/catalog.db" "INSERT INTO recvstate(dataset, token, state, idx) VALUES('ghost', '$tok', '', x'')" ||
+	fail "planting a stale row"
+ca send tank@b | cb recv ghost || fail "a stale row blocked a receive into ghost"
+[ "$(prop inconsistent ghost)" = off ] || fail "ghost inherited the stale row"
+done_test
