@@ -706,13 +706,25 @@ static int read_xattrs_at(const bctx_t *c, const char *path, tree_entry_t *e)
 }
 
 /* Opens a file of the source: relative to the root, so the kernel walks
- * only the part of the path below it. */
+ * only the part of the path below it.  The walk saw a regular file, but
+ * the name may be another object by now: O_NONBLOCK keeps the open of a
+ * FIFO from waiting for a writer forever (regular files ignore the flag),
+ * and anything but a regular file is refused before it is read. */
 static int source_open(int at, const char *name)
 {
-	int fd = openat(at, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+	int fd = openat(at, name, flags | O_NOATIME);
 	if (fd < 0 && errno == EPERM) /* O_NOATIME needs the owner or CAP_FOWNER */
-		fd = openat(at, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+		fd = openat(at, name, flags);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int r = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : CAIRN_ECHANGED;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 /* Reads a new or changed file's xattrs from its open fd (see visit). */
@@ -1412,8 +1424,10 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 	c->root = src;
 	if (j->ds.type == CAIRN_TYPE_FILESYSTEM && (r = exclude_open(c->st, &j->ds, &c->excl)) < 0)
 		return r;
+	/* O_NONBLOCK: a volume whose source names a FIFO is refused below,
+	 * not waited on; reads of files and block devices ignore it. */
 	int fd = j->ds.type == CAIRN_TYPE_FILESYSTEM ? dirlist_open(AT_FDCWD, src)
-						     : open(src, O_RDONLY | O_CLOEXEC);
+						     : open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	c->rootfd = fd;
 	if (fd < 0)
 		return store_err(c->st, CAIRN_ENOSOURCE, "%s: source %s: %s", j->ds.name, src,
@@ -1429,6 +1443,7 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 					 "%s: source %s is not a file or block device", j->ds.name,
 					 src);
 		}
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 		if (!(p = pending_push(c)))
 			r = -ENOMEM;
 		else {

@@ -72,6 +72,8 @@ const char *cairn_strerror(int err)
 		return "some files could not be read";
 	case CAIRN_EHELD:
 		return "snapshot has holds";
+	case CAIRN_ECHANGED:
+		return "no longer a regular file (changed during the backup)";
 	case CAIRN_EBADKEY:
 		return "incorrect key";
 	case CAIRN_ENOKEY:
