@@ -45,6 +45,8 @@ typedef struct dirmeta {
 	char *path;
 	uint32_t mode, uid, gid;
 	int64_t atime_ns, mtime_ns;
+	uint64_t seq;         /* its position in the tree stream (see fail) */
+	tree_xattr_t default_acl; /* set last: children must not inherit it */
 } dirmeta_t;
 
 /* Bundles decoded most recently.  After incremental backups a directory's
@@ -228,13 +230,15 @@ static struct timespec ts_of(int64_t ns)
 
 /* ---- content ---- */
 
-static int write_extents(wctx_t *w, int fd, const tree_entry_t *e, bool zero_holes)
+/* blockdev: the target is a block device, which has no holes (they are
+ * written as zeros) and a fixed size (no truncate). */
+static int write_extents(wctx_t *w, int fd, const tree_entry_t *e, bool blockdev)
 {
 	uint64_t off = 0;
 	for (uint32_t i = 0; i < e->nextent; i++) {
 		const tree_extent_t *x = &e->extents[i];
 		if (x->kind == TREE_EXT_HOLE) {
-			if (zero_holes) {
+			if (blockdev) {
 				static const uint8_t z[65536];
 				for (uint64_t k = 0; k < x->length; k += sizeof(z)) {
 					int r = pwrite_full(fd, z, MIN(sizeof(z), x->length - k), off + k);
@@ -256,7 +260,7 @@ static int write_extents(wctx_t *w, int fd, const tree_entry_t *e, bool zero_hol
 		if (w->reader)
 			progress(w->c, false);
 	}
-	if (ftruncate(fd, off) < 0)
+	if (!blockdev && ftruncate(fd, off) < 0)
 		return fail(w, e->path, -errno, "truncate: %s", strerror(errno)), -errno;
 	return 0;
 }
@@ -303,45 +307,59 @@ static int write_bundle_part(wctx_t *w, int fd, const tree_entry_t *e)
 
 /* ---- metadata ---- */
 
-/* Extended attributes (ACLs among them).  One that cannot be set is a
- * per-file failure naming it: the data is restored, but the restore does
- * not claim full fidelity.  As with owners, a non-root restore skips the
- * namespaces only root may write. */
+#define DEFAULT_ACL "system.posix_acl_default"
+
+/* One extended attribute, on an open file or by path (fd < 0).  One that
+ * cannot be set is a per-file failure naming it: the data is restored,
+ * but the restore does not claim full fidelity.  As with owners, a
+ * non-root restore skips the namespaces only root may write. */
+static void set_xattr(wctx_t *w, int fd, const char *pathfd, const tree_entry_t *e,
+		      const tree_xattr_t *x)
+{
+	int r = fd >= 0 ? fsetxattr(fd, x->name, x->value, x->len, 0)
+			: lsetxattr(pathfd, x->name, x->value, x->len, 0);
+	if (r == 0)
+		return;
+	bool root_only = !strncmp(x->name, "trusted.", 8) || !strncmp(x->name, "security.", 9);
+	if (!w->c->as_root && root_only && errno == EPERM)
+		return;
+	fail(w, e->path, -errno, "extended attribute %s: %s", x->name, strerror(errno));
+}
+
+/* Extended attributes (ACLs among them), but a directory's default ACL:
+ * that one is set once its children exist (finish_dirs), or every child
+ * would inherit an ACL it did not have. */
 static void set_xattrs(wctx_t *w, int fd, const char *pathfd, const tree_entry_t *e)
 {
-	for (uint16_t i = 0; i < e->nxattr; i++) {
-		const tree_xattr_t *x = &e->xattrs[i];
-		int r = fd >= 0 ? fsetxattr(fd, x->name, x->value, x->len, 0)
-				: lsetxattr(pathfd, x->name, x->value, x->len, 0);
-		if (r == 0)
-			continue;
-		bool root_only = !strncmp(x->name, "trusted.", 8) || !strncmp(x->name, "security.", 9);
-		if (!w->c->as_root && root_only && errno == EPERM)
-			continue;
-		fail(w, e->path, -errno, "extended attribute %s: %s", x->name, strerror(errno));
-	}
+	for (uint16_t i = 0; i < e->nxattr; i++)
+		if (e->type != TREE_DIR || strcmp(e->xattrs[i].name, DEFAULT_ACL))
+			set_xattr(w, fd, pathfd, e, &e->xattrs[i]);
 }
 
-/* Owner, mode and times of an open file.  Owners only stick for root, as
- * with tar; that is not an error. */
-static void set_meta_fd(rctx_t *c, int fd, const tree_entry_t *e)
+/* The owner comes first: the kernel clears file capabilities
+ * (security.capability) and set-id bits on a chown, so xattrs and the
+ * mode follow it.  Owners only stick for root, as with tar; a root
+ * restore that cannot set one (a user namespace, root_squash) says so. */
+static void set_owner(wctx_t *w, int fd, int dfd, const char *name, const tree_entry_t *e)
 {
-	if (c->as_root)
-		(void)!fchown(fd, e->uid, e->gid);
-	fchmod(fd, e->mode);
-	struct timespec t[2] = {ts_of(e->atime_ns ? e->atime_ns : e->mtime_ns), ts_of(e->mtime_ns)};
-	futimens(fd, t);
+	if (!w->c->as_root)
+		return;
+	int r = fd >= 0 ? fchown(fd, e->uid, e->gid)
+			: fchownat(dfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW);
+	if (r < 0)
+		fail(w, e->path, -errno, "owner %u:%u: %s", e->uid, e->gid, strerror(errno));
 }
 
-static void set_meta_at(rctx_t *c, int dfd, const char *name, const tree_entry_t *e,
-			bool symlink)
+/* Mode and times, last: after the owner and the xattrs (an ACL's mask is
+ * the mode's group bits, so chmod after the ACL keeps both as recorded). */
+static void set_mode_times(wctx_t *w, int fd, int dfd, const char *name, const tree_entry_t *e)
 {
-	if (c->as_root)
-		fchownat(dfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW);
-	if (!symlink)
-		fchmodat(dfd, name, e->mode, 0);
 	struct timespec t[2] = {ts_of(e->atime_ns ? e->atime_ns : e->mtime_ns), ts_of(e->mtime_ns)};
-	utimensat(dfd, name, t, AT_SYMLINK_NOFOLLOW);
+	bool symlink = e->type == TREE_SYMLINK;
+	if (!symlink && (fd >= 0 ? fchmod(fd, e->mode) : fchmodat(dfd, name, e->mode, 0)) < 0)
+		fail(w, e->path, -errno, "mode %o: %s", e->mode & 07777, strerror(errno));
+	if ((fd >= 0 ? futimens(fd, t) : utimensat(dfd, name, t, AT_SYMLINK_NOFOLLOW)) < 0)
+		fail(w, e->path, -errno, "times: %s", strerror(errno));
 }
 
 /* ---- objects ---- */
@@ -371,8 +389,9 @@ static int make_reg(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 		r = write_extents(w, fd, e, false);
 	else if (e->content == TREE_CONTENT_BUNDLE)
 		r = write_bundle_part(w, fd, e);
+	set_owner(w, fd, -1, NULL, e);
 	set_xattrs(w, fd, NULL, e);
-	set_meta_fd(w->c, fd, e);
+	set_mode_times(w, fd, -1, NULL, e);
 	close(fd);
 	(void)r; /* already recorded by fail() */
 	return 0;
@@ -399,6 +418,10 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 		return fail(w, e->path, fd, "open directory: %s", strerror(-fd));
 	set_xattrs(w, fd, NULL, e);
 	close(fd);
+	const tree_xattr_t *dacl = NULL;
+	for (uint16_t i = 0; i < e->nxattr; i++)
+		if (!strcmp(e->xattrs[i].name, DEFAULT_ACL))
+			dacl = &e->xattrs[i];
 	if (c->ndirs == c->capdirs) {
 		size_t n = c->capdirs ? c->capdirs * 2 : 64;
 		dirmeta_t *p = realloc(c->dirs, n * sizeof(*p));
@@ -416,6 +439,18 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 	d->gid = e->gid;
 	d->atime_ns = e->atime_ns;
 	d->mtime_ns = e->mtime_ns;
+	d->seq = w->seq;
+	d->default_acl = (tree_xattr_t){0};
+	if (dacl) {
+		d->default_acl.name = DEFAULT_ACL;
+		d->default_acl.len = dacl->len;
+		d->default_acl.value = malloc(dacl->len ? dacl->len : 1);
+		if (!d->default_acl.value) {
+			free(d->path);
+			return -ENOMEM;
+		}
+		memcpy(d->default_acl.value, dacl->value, dacl->len);
+	}
 	c->ndirs++;
 	return 0;
 }
@@ -467,14 +502,15 @@ static int make_other(wctx_t *w, int dfd, const char *name, const tree_entry_t *
 	}
 	if (r < 0)
 		return fail(w, e->path, -errno, "create: %s", strerror(errno));
-	char procpath[64];
-	snprintf(procpath, sizeof(procpath), "/proc/self/fd/%d", dfd);
-	if (e->nxattr && e->type == TREE_SYMLINK) {
+	set_owner(w, -1, dfd, name, e);
+	/* A symlink, FIFO, device or socket cannot be opened for its xattrs:
+	 * they go by path, through the parent's descriptor. */
+	if (e->nxattr) {
 		char full[4200];
-		snprintf(full, sizeof(full), "%s/%s", procpath, name);
+		snprintf(full, sizeof(full), "/proc/self/fd/%d/%s", dfd, name);
 		set_xattrs(w, -1, full, e);
 	}
-	set_meta_at(c, dfd, name, e, e->type == TREE_SYMLINK);
+	set_mode_times(w, -1, dfd, name, e);
 	return 0;
 }
 
@@ -628,18 +664,25 @@ static int restore_wanted(rctx_t *c, wctx_t *w, tree_entry_t *e, uint64_t seq)
 
 /* Directory modes and times go last: creating children changes mtimes,
  * and a read-only directory could not receive its children. */
-static void finish_dirs(rctx_t *c)
+static void finish_dirs(rctx_t *c, wctx_t *w)
 {
 	for (size_t i = c->ndirs; i-- > 0;) {
 		dirmeta_t *d = &c->dirs[i];
-		tree_entry_t e = {.path = d->path, .mode = d->mode, .uid = d->uid, .gid = d->gid,
-				  .atime_ns = d->atime_ns, .mtime_ns = d->mtime_ns};
+		tree_entry_t e = {.type = TREE_DIR, .path = d->path, .mode = d->mode, .uid = d->uid,
+				  .gid = d->gid, .atime_ns = d->atime_ns, .mtime_ns = d->mtime_ns};
+		w->seq = d->seq;
 		int fd = *d->path ? open_beneath(c->rootfd, d->path, O_RDONLY | O_DIRECTORY)
 				  : dup(c->rootfd);
-		if (fd >= 0) {
-			set_meta_fd(c, fd, &e);
+		if (fd < 0) {
+			fail(w, d->path, fd, "open directory: %s", strerror(-fd));
+		} else {
+			set_owner(w, fd, -1, NULL, &e);
+			if (d->default_acl.value)
+				set_xattr(w, fd, NULL, &e, &d->default_acl);
+			set_mode_times(w, fd, -1, NULL, &e);
 			close(fd);
 		}
+		free(d->default_acl.value);
 		free(d->path);
 	}
 	free(c->dirs);
@@ -798,7 +841,7 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	if (dr < 0)
 		r = dr;
 	snaptree_close(&t);
-	finish_dirs(&c);
+	finish_dirs(&c, &reader);
 	for (size_t i = 0; r >= 0 && i < opts->npaths; i++)
 		if (!c.found[i])
 			r = store_err(st, -ENOENT, "%s: no such path in the snapshot",
