@@ -288,8 +288,9 @@ static int decompress(const struct blob_hdr *h, uint8_t *dst)
 }
 
 /* Decrypts an encrypted payload; on success h describes the inner
- * (compressed or plain) bytes, now in tmp, as a plain payload would. */
-static int unseal(const crypt_keys_t *k, struct blob_hdr *h, buf_t *tmp)
+ * (compressed or plain) bytes, now in tmp, as a plain payload would.
+ * *opened: the GCM tag held, even if a later check fails. */
+static int unseal(const crypt_keys_t *k, struct blob_hdr *h, buf_t *tmp, bool *opened)
 {
 	uint32_t inner = h->payload_len - BLOB_CRYPT_OVERHEAD;
 	int r = buf_reset_exact(tmp, inner ? inner : 1);
@@ -299,6 +300,7 @@ static int unseal(const crypt_keys_t *k, struct blob_hdr *h, buf_t *tmp)
 	r = crypt_open(k, h->head, BLOB_AAD_LEN, ct, inner, nonce, ct + inner, tmp->data);
 	if (r < 0)
 		return r;
+	*opened = true;
 	h->payload = tmp->data;
 	h->payload_len = inner;
 	if ((h->flags & BLOB_FLAG_ZSTD) && !zstd_frame_plausible(h))
@@ -323,7 +325,15 @@ static int check_id(const crypt_keys_t *k, const uint8_t *plain, size_t len,
 int blob_decode_key(const crypt_keys_t *k, const void *blob, size_t len, const digest_t *expect,
 		    buf_t *out)
 {
+	bool authentic;
+	return blob_decode_key_auth(k, blob, len, expect, out, &authentic);
+}
+
+int blob_decode_key_auth(const crypt_keys_t *k, const void *blob, size_t len,
+			 const digest_t *expect, buf_t *out, bool *authentic)
+{
 	struct blob_hdr h;
+	*authentic = false;
 	buf_t tmp = {0};
 	out->len = 0;
 	int r = header_parse(blob, len, &h);
@@ -335,7 +345,7 @@ int blob_decode_key(const crypt_keys_t *k, const void *blob, size_t len, const d
 	if (!sealed && k)
 		return CAIRN_ECORRUPT;
 	if (sealed)
-		r = unseal(k, &h, &tmp);
+		r = unseal(k, &h, &tmp, authentic);
 	if (r == 0)
 		r = buf_reset_exact(out, h.plain_len);
 	if (r == 0 && (h.flags & BLOB_FLAG_ZSTD))

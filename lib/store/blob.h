@@ -66,6 +66,12 @@ int blob_encode_sealed(const crypt_keys_t *k, const void *plain, size_t len, int
  * A failing tag is CAIRN_ECORRUPT. */
 int blob_decode_key(const crypt_keys_t *k, const void *blob, size_t len, const digest_t *expect,
 		    buf_t *out);
+/* blob_decode_key that also says whether k's GCM tag authenticated the
+ * blob (*authentic), even when the checks after it (decompression, the
+ * id) fail: a blob only authenticates under its own root's key, so a
+ * failure after that is damage, whatever other keys are missing. */
+int blob_decode_key_auth(const crypt_keys_t *k, const void *blob, size_t len,
+			 const digest_t *expect, buf_t *out, bool *authentic);
 
 /* True when blob[0..len) has a header that says encrypted (no other
  * check). */
