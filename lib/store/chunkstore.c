@@ -861,11 +861,30 @@ static struct pending *wait_settled_locked(chunkstore_t *cs, const digest_t *d)
 	return s;
 }
 
+/* True when the blob at p is sealed (encrypted).  Local blobs only: a
+ * remote store's marker holds no header. */
+static bool sealed_on_disk(const chunkstore_t *cs, const struct cpath *p)
+{
+	if (cs->be)
+		return false;
+	uint8_t head[BLOB_HEADER_LEN];
+	int fd = openat(p->at, p->name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	ssize_t n = pread(fd, head, sizeof(head), 0);
+	close(fd);
+	return n > 0 && blob_is_encrypted(head, (size_t)n);
+}
+
 /* Decides who writes d.  Returns 1 if the chunk exists (pending or on disk;
  * *stored_len set), 0 if the caller now owns a WRITING entry for it, or a
  * negative errno.  The flush generation closes the window in which a batch
- * renames d between our look at the set and our look at the disk. */
-static int claim(chunkstore_t *cs, const digest_t *d, const struct cpath *p, uint32_t *stored_len)
+ * renames d between our look at the set and our look at the disk.
+ * plain: d is a plain chunk's SHA-256, which a sealed blob can only hold
+ * if a raw stream filed it there (its id cannot be checked without the
+ * key): such a blob is replaced, never deduplicated against. */
+static int claim(chunkstore_t *cs, const digest_t *d, const struct cpath *p, uint32_t *stored_len,
+		 bool plain)
 {
 	for (;;) {
 		pthread_mutex_lock(&cs->lock);
@@ -886,6 +905,8 @@ static int claim(chunkstore_t *cs, const digest_t *d, const struct cpath *p, uin
 			return 1;
 
 		int r = touch_stat(p, stored_len);
+		if (r == 0 && plain && sealed_on_disk(cs, p))
+			r = -ENOENT;
 		if (r != -ENOENT)
 			return r == 0 ? 1 : r;
 
@@ -1024,7 +1045,7 @@ int chunkstore_put_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *
 		return -EINVAL;
 	struct cpath p;
 	cpath_init(cs, d, &p);
-	int r = claim(cs, d, &p, stored_len);
+	int r = claim(cs, d, &p, stored_len, !k);
 	if (r)
 		return r > 0 ? 0 : r;
 
@@ -1050,7 +1071,7 @@ int chunkstore_put_blob(chunkstore_t *cs, const digest_t *d, const void *blob, s
 	*was_new = false;
 	struct cpath p;
 	cpath_init(cs, d, &p);
-	int r = claim(cs, d, &p, stored_len);
+	int r = claim(cs, d, &p, stored_len, !blob_is_encrypted(blob, len));
 	if (r)
 		return r > 0 ? 0 : r;
 	/* The caller verified the blob; write its bytes as they are. */
