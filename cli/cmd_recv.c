@@ -85,9 +85,9 @@ int cmd_recv(int argc, char **argv)
 	 * (sync reads this line to decide whether to say "run sync again"). */
 	if (r < 0 && o.partial_kept) {
 		char *tok = NULL;
-		if (cairn_dataset_get(st, o.target, "receive_resume_token", &tok, NULL) == 0 &&
+		if (cairn_dataset_get(st, o.partial_dataset, "receive_resume_token", &tok, NULL) == 0 &&
 		    strcmp(tok, "-"))
-			cli_err(o.target, "partial state kept; resume with: %s send -t %s",
+			cli_err(o.partial_dataset, "partial state kept; resume with: %s send -t %s",
 				g_cli.zfs ? "zfs" : "cairn", tok);
 		free(tok);
 	}

@@ -520,6 +520,10 @@ typedef struct cairn_recv_opts {
 	 * diverged, needs -F, another stream's partial state...), even when
 	 * an older token is still there: resuming would be refused again. */
 	bool partial_kept;
+	/** Result, with partial_kept: the dataset that holds the partial
+	 * state and its receive_resume_token, the stream's top as received
+	 * (the target, or with -d / -e the dataset below it, as in zfs). */
+	char partial_dataset[512];
 } cairn_recv_opts;
 
 /** Reads a stream and commits each snapshot atomically.  The stream is

@@ -220,6 +220,17 @@ static void pend_clear(rctx_t *c)
 
 /* ---- names ---- */
 
+/* Where the stream's top dataset lands: the target, or with -d or -e the
+ * dataset below it (known from the first DATASET record, which every
+ * stream has before its first snapshot).  The target's other children are
+ * none of this stream's business: guid matches and -F's deletions stay
+ * inside this subtree (zfs's "tofs"), and the partial state of a receive
+ * lives on this dataset, as zfs keeps it on the received one. */
+static const char *local_top(const rctx_t *c)
+{
+	return c->nds ? c->ds[0].local : c->o->target;
+}
+
 /* Maps a sender dataset name to the local name per -d / -e. */
 static int map_name(rctx_t *c, const char *sent, char *out)
 {
@@ -365,19 +376,22 @@ static int checkpoint(rctx_t *c)
 	ds_row_t d = {0};
 	bool created = false;
 	rstate_t old;
-	r = state_load(c->st, c->o->target, &old);
+	const char *top = local_top(c);
+	r = state_load(c->st, top, &old);
 	if (r == 0 && old.exists)
 		created = old.created;
 	bool had_state = old.exists;
 	buf_free(&old.idx);
-	if (r == 0 && catalog_ds_by_name(c->st->cat, c->o->target, &d) == -ENOENT) {
-		int type = c->o->naming || !c->nds ? CAIRN_TYPE_FILESYSTEM : c->ds[0].type;
+	if (r == 0 && catalog_ds_by_name(c->st->cat, top, &d) == -ENOENT) {
+		int type = c->nds ? c->ds[0].type : CAIRN_TYPE_FILESYSTEM;
 		encroot_receiving(true);
-		r = cairn_dataset_create(c->st, c->o->target, type, NULL, 0, false);
+		/* Below the target (-d, -e), missing parents are made as the
+		 * commit would make them. */
+		r = cairn_dataset_create(c->st, top, type, NULL, 0, strcmp(top, c->o->target) != 0);
 		encroot_receiving(false);
 		created = r == 0;
 		/* A raw stream's top: encrypted from the start, as it will be. */
-		if (r == 0 && c->nds && !strcmp(c->ds[0].local, c->o->target))
+		if (r == 0 && c->nds)
 			r = recv_crypt_apply(c, &c->ds[0], true);
 	}
 	ds_row_clear(&d);
@@ -388,14 +402,14 @@ static int checkpoint(rctx_t *c)
 					 -1, &q, NULL))
 		r = -EIO;
 	else if (r == 0) {
-		sqlite3_bind_text(q, 1, c->o->target, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 1, top, -1, SQLITE_STATIC);
 		sqlite3_bind_text(q, 2, tok, -1, SQLITE_STATIC);
 		sqlite3_bind_blob(q, 3, created ? "created" : "", created ? 7 : 0, SQLITE_STATIC);
 		sqlite3_bind_blob(q, 4, roots.data ? (void *)roots.data : "", roots.len,
 				  SQLITE_STATIC);
 		r = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
 		if (r < 0)
-			store_err(c->st, r, "%s: saving the resume token: %s", c->o->target,
+			store_err(c->st, r, "%s: saving the resume token: %s", top,
 				  sqlite3_errmsg(catalog_db(c->st->cat)));
 		sqlite3_finalize(q);
 	}
@@ -413,12 +427,13 @@ static int checkpoint(rctx_t *c)
 static int check_state(rctx_t *c)
 {
 	rstate_t s;
-	int r = state_load(c->st, c->o->target, &s);
+	const char *top = local_top(c);
+	int r = state_load(c->st, top, &s);
 	/* The state lives with its dataset (a checkpoint creates it); a row
 	 * without one was left by an older version's destroy, and counts
 	 * for nothing. */
 	ds_row_t d = {0};
-	if (r == 0 && s.exists && catalog_ds_by_name(c->st->cat, c->o->target, &d) == -ENOENT)
+	if (r == 0 && s.exists && catalog_ds_by_name(c->st->cat, top, &d) == -ENOENT)
 		s.exists = false;
 	ds_row_clear(&d);
 	const resume_token_t *t = &s.tok;
@@ -427,17 +442,17 @@ static int check_state(rctx_t *c)
 		    t->flags == plan;
 	if (r == 0 && (c->flags & STREAM_F_RESUMED)) {
 		if (!s.exists)
-			r = store_err(c->st, -ENOENT, "%s: no partial receive to resume", c->o->target);
+			r = store_err(c->st, -ENOENT, "%s: no partial receive to resume", top);
 		else if (!same || t->group != c->resume_txg || t->skip != c->resume_skip)
 			r = store_err(c->st, -EINVAL,
 				      "%s: the stream does not continue the interrupted receive "
 				      "(token from another stream?)",
-				      c->o->target);
+				      top);
 	} else if (r == 0 && s.exists && !same) {
 		r = store_err(c->st, -EBUSY,
 			      "%s: holds the partial state of another receive; resume it (cairn send "
 			      "-t with its receive_resume_token) or discard it (cairn recv -A %s)",
-			      c->o->target, c->o->target);
+			      top, top);
 	}
 	if (r == 0 && (c->flags & STREAM_F_RESUMED) && s.idx.len) {
 		/* The chunks it had are listed again so the commit finds them
@@ -450,7 +465,7 @@ static int check_state(rctx_t *c)
 			refset_add(&c->got, &ref);
 		idxrd_close(&x);
 		if (k < 0)
-			r = store_err(c->st, k, "%s: partial receive state lost", c->o->target);
+			r = store_err(c->st, k, "%s: partial receive state lost", top);
 	}
 	buf_free(&s.idx);
 	return r;
@@ -481,7 +496,7 @@ static int read_begin(rctx_t *c)
 		return bad(c, "resume position in a stream that is not resumed");
 	if ((c->flags & STREAM_F_RESUMED) && !c->resume_txg)
 		return bad(c, "resumed stream without a group");
-	return check_state(c);
+	return 0;
 }
 
 static bool excluded(rctx_t *c, const char *prop, bool top)
@@ -548,6 +563,10 @@ static int read_dataset(rctx_t *c)
 	int r = index_ds(c, c->nds - 1);
 	if (r == 0)
 		r = map_name(c, name, d->local);
+	/* The top's local name is known now: its partial state, if any,
+	 * must belong to this stream (before anything is read past it). */
+	if (r == 0 && c->nds == 1)
+		r = check_state(c);
 	/* A parent must be declared before its children. */
 	const char *slash = strrchr(name, '/');
 	if (r == 0 && c->nds > 1 && slash) {
@@ -633,15 +652,6 @@ static int cmp_guidid(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Where the stream's datasets land: the local name of its top.  With -d
- * or -e that is below the target, and the target's other children are
- * none of this stream's business: guid matches and -F's deletions stay
- * inside this subtree (zfs's "tofs"). */
-static const char *stream_scope(const rctx_t *c)
-{
-	return c->nds ? c->ds[0].local : c->o->target;
-}
-
 /* The (guid, id) of every dataset in the stream's scope, sorted by guid,
  * read once per commit: ids survive the renames apply_meta makes. */
 static int load_local_guids(rctx_t *c)
@@ -655,7 +665,7 @@ static int load_local_guids(rctx_t *c)
 			       " (name > ?1 || '/' AND name < ?1 || '0')",
 			       -1, &q, NULL))
 		return -EIO;
-	sqlite3_bind_text(q, 1, stream_scope(c), -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 1, local_top(c), -1, SQLITE_STATIC);
 	size_t cap = 0;
 	int r = 0;
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
@@ -724,7 +734,7 @@ static int reconcile(rctx_t *c)
 			       " name < ?1 || '0' ORDER BY name",
 			       -1, &q, NULL))
 		return -EIO;
-	sqlite3_bind_text(q, 1, stream_scope(c), -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 1, local_top(c), -1, SQLITE_STATIC);
 	char **gone = NULL;
 	size_t n = 0;
 	int r = 0;
@@ -1799,7 +1809,7 @@ static int commit_group(rctx_t *c)
 	for (size_t i = 0; r == 0 && i < c->npend; i++)
 		r = insert_snap(c, &c->pend[i], txg);
 	if (r == 0)
-		r = drop_state(c->st, c->o->target);
+		r = drop_state(c->st, local_top(c));
 	r = store_txn_end(c->st, r);
 	if (r < 0)
 		snapcaches_drop(c); /* the inserts are gone with the transaction */
@@ -2098,7 +2108,7 @@ static void discard_own_state(rctx_t *c)
 	char saved[sizeof(c->st->errdetail)];
 	memcpy(saved, c->st->errdetail, sizeof(saved));
 	catalog_stop_waits_on(NULL);
-	cairn_recv_abort(c->st, c->o->target);
+	cairn_recv_abort(c->st, local_top(c));
 	memcpy(c->st->errdetail, saved, sizeof(saved));
 }
 
@@ -2150,6 +2160,8 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 		if (r < 0 && c.refused && c.own_state)
 			discard_own_state(&c);
 		o->partial_kept = c.state_saved;
+		if (c.state_saved)
+			snprintf(o->partial_dataset, sizeof(o->partial_dataset), "%s", local_top(&c));
 		writer_unregister(st);
 	}
 	r = release_signals(&c, old_sigs, r);

@@ -401,67 +401,43 @@ static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o
 	return r;
 }
 
-/* Resumed: the token names the stream (its top's last snapshot and source,
- * recursive or not, -I or not) and the group in flight.  The same stream
- * is planned again and starts at that group; chunks the receiver already
- * has of it are skipped by position. */
-static int plan_resume(cairn_store *st, const char *token, splan_t *p)
+/* The resumed stream planned from one snapshot that has the token's
+ * toguid (snap, in dataset dsid): the same stream again, starting at the
+ * group in flight.  -ENOENT when that group is not in this plan. */
+static int plan_resume_from(cairn_store *st, const resume_token_t *t, const char *snap,
+			    int64_t dsid, splan_t *p)
 {
-	resume_token_t t;
-	if (token_decode(token, &t) < 0)
-		return store_err(st, CAIRN_ECORRUPT, "resume token is not valid (damaged or forged)");
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(st->cat),
-			       "SELECT d.name, s.name, d.id FROM snapshot s JOIN dataset d ON"
-			       " d.id = s.dataset WHERE s.guid=?",
-			       -1, &q, NULL))
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (int64_t)t.toguid);
-	char *snap = NULL, from[300] = "";
-	int64_t dsid = 0;
+	char from[300] = "";
 	int r = 0;
-	if (sqlite3_step(q) == SQLITE_ROW) {
-		if (asprintf(&snap, "%s@%s", sqlite3_column_text(q, 0), sqlite3_column_text(q, 1)) < 0)
-			r = -ENOMEM;
-		dsid = sqlite3_column_int64(q, 2);
-	} else {
-		r = store_err(st, -ENOENT,
-			      "resume token names a snapshot (guid %llu) this store does not have",
-			      (unsigned long long)t.toguid);
-	}
-	sqlite3_finalize(q);
-	if (r == 0 && t.fromguid) {
+	if (t->fromguid) {
 		/* The source may be a snapshot or a bookmark of the same dataset.
 		 * "+dataset": found by guid, not by scanning the dataset's
 		 * snapshots in snapshot_list. */
 		const char *sqls[] = {"SELECT name FROM snapshot WHERE +dataset=? AND guid=?",
 				      "SELECT name FROM bookmark WHERE dataset=? AND guid=?"};
 		for (int k = 0; k < 2 && !from[0]; k++) {
-			if (sqlite3_prepare_v2(catalog_db(st->cat), sqls[k], -1, &q, NULL)) {
-				free(snap);
+			sqlite3_stmt *q;
+			if (sqlite3_prepare_v2(catalog_db(st->cat), sqls[k], -1, &q, NULL))
 				return -EIO;
-			}
 			sqlite3_bind_int64(q, 1, dsid);
-			sqlite3_bind_int64(q, 2, (int64_t)t.fromguid);
+			sqlite3_bind_int64(q, 2, (int64_t)t->fromguid);
 			if (sqlite3_step(q) == SQLITE_ROW)
 				snprintf(from, sizeof(from), "%c%s", k ? '#' : '@',
 					 sqlite3_column_text(q, 0));
 			sqlite3_finalize(q);
 		}
 		if (!from[0])
-			r = store_err(st, -ENOENT, "resume token's incremental source is gone");
+			return store_err(st, -ENOENT, "resume token's incremental source is gone");
 	}
 	cairn_send_opts again = {.from = from[0] ? from : NULL,
-				 .recursive = t.flags & STREAM_F_RECURSIVE,
-				 .intermediates = t.flags & STREAM_F_INTERMEDIATES,
-				 .raw = t.flags & STREAM_F_RAW};
-	if (r == 0)
-		r = plan_send(st, snap, &again, p);
-	free(snap);
+				 .recursive = t->flags & STREAM_F_RECURSIVE,
+				 .intermediates = t->flags & STREAM_F_INTERMEDIATES,
+				 .raw = t->flags & STREAM_F_RAW};
+	r = plan_send(st, snap, &again, p);
 	/* Whole groups before the one in flight are on the receiver. */
 	size_t keep = 0;
 	for (size_t i = 0; r == 0 && i < p->n; i++) {
-		if (p->v[i].createtxg < t.group) {
+		if (p->v[i].createtxg < t->group) {
 			free(p->v[i].dsname);
 			free(p->v[i].name);
 			free(p->v[i].from_name);
@@ -471,17 +447,55 @@ static int plan_resume(cairn_store *st, const char *token, splan_t *p)
 	}
 	if (r == 0) {
 		p->n = keep;
-		if (!keep || p->v[0].createtxg != t.group)
+		if (!keep || p->v[0].createtxg != t->group)
 			r = store_err(st, -ENOENT,
 				      "the group the resume token continues is no longer on this store");
 	}
 	if (r == 0) {
-		p->skip = t.skip;
-		p->resume_txg = t.group;
+		p->skip = t->skip;
+		p->resume_txg = t->group;
 		p->flags |= STREAM_F_RESUMED;
-		if (p->flags != (t.flags | STREAM_F_RESUMED))
+		if (p->flags != (t->flags | STREAM_F_RESUMED))
 			r = store_err(st, -EINVAL, "resume token does not match the stream it names");
 	}
+	return r;
+}
+
+/* Resumed: the token names the stream (its top's last snapshot and source,
+ * recursive or not, -I or not) and the group in flight.  The same stream
+ * is planned again and starts at that group; chunks the receiver already
+ * has of it are skipped by position.  Several datasets may hold a snapshot
+ * with the token's guid (a local copy made by sync or recv): the one whose
+ * plan has the group in flight is the sender's (groups are createtxgs, and
+ * a copy's snapshots were made in other transactions). */
+static int plan_resume(cairn_store *st, const char *token, splan_t *p)
+{
+	resume_token_t t;
+	if (token_decode(token, &t) < 0)
+		return store_err(st, CAIRN_ECORRUPT, "resume token is not valid (damaged or forged)");
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "SELECT d.name, s.name, d.id FROM snapshot s JOIN dataset d ON"
+			       " d.id = s.dataset WHERE s.guid=? ORDER BY s.id",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (int64_t)t.toguid);
+	int r = store_err(st, -ENOENT,
+			  "resume token names a snapshot (guid %llu) this store does not have",
+			  (unsigned long long)t.toguid);
+	while (r == -ENOENT && sqlite3_step(q) == SQLITE_ROW) {
+		char *snap;
+		if (asprintf(&snap, "%s@%s", sqlite3_column_text(q, 0), sqlite3_column_text(q, 1)) <
+		    0) {
+			r = -ENOMEM;
+			break;
+		}
+		plan_free(p); /* a candidate tried before */
+		memset(p, 0, sizeof(*p));
+		r = plan_resume_from(st, &t, snap, sqlite3_column_int64(q, 2), p);
+		free(snap);
+	}
+	sqlite3_finalize(q);
 	return r;
 }
 

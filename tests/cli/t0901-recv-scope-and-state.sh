@@ -8,7 +8,9 @@
 #    earlier receive left is kept.
 # 3. Partial state lives with its dataset: destroy removes it, rename moves
 #    it (so the resume still works), and a new dataset under an old name
-#    does not inherit a row an older version left behind.
+#    does not inherit a row an older version left behind.  With -d/-e it
+#    lives on the received dataset, not on the target above it, so other
+#    receives under the target go on.
 . "$(dirname "$0")/lib.sh"
 new_store
 B=$TESTDIR/b
@@ -99,6 +101,20 @@ ca send -t "$tok" | cb recv -s renamed || fail "resume into the renamed dataset"
 cb list -H -o name renamed@b >/dev/null || fail "renamed@b missing after the resume"
 ok cb create moved
 [ "$(prop inconsistent moved)" = off ] || fail "a new dataset under the old name shows partial state"
+# -e: the state is on backup/tank, the dataset received, and a receive of
+# another dataset under backup is not refused
+fresh_b
+ok cb create backup
+head -c 30000000 "$TESTDIR/full" | cb recv -s -e backup 2>"$TESTDIR/err" && fail "cut -e receive succeeded"
+grep -q "backup/tank: partial state kept" "$TESTDIR/err" || fail "the hint does not name backup/tank: $(cat "$TESTDIR/err")"
+[ "$(prop inconsistent backup)" = off ] || fail "the partial state went to the target backup"
+[ "$(prop inconsistent backup/tank)" = on ] || fail "backup/tank holds no partial state"
+ca send pool/home@1 | cb recv -e backup || fail "a receive of another dataset under backup was refused"
+tok=$(prop receive_resume_token backup/tank)
+ca send -t "$tok" | cb recv -s -e backup || fail "resume with -e"
+cb list -H -o name backup/tank@b >/dev/null || fail "backup/tank@b missing after the -e resume"
+[ "$(prop inconsistent backup/tank)" = off ] || fail "backup/tank still partial after the resume"
+
 # a row an older version's destroy left behind counts for nothing
 sqlite3 "$B/catalog.db" "INSERT INTO recvstate(dataset, token, state, idx) VALUES('ghost', '$tok', '', x'')" ||
 	fail "planting a stale row"
