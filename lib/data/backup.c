@@ -1429,6 +1429,14 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 	int fd = j->ds.type == CAIRN_TYPE_FILESYSTEM ? dirlist_open(AT_FDCWD, src)
 						     : open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	c->rootfd = fd;
+	/* The walk never follows a symlink, the source itself included: say
+	 * so, rather than "Not a directory" for a link to one. */
+	struct stat lst;
+	if (fd < 0 && (errno == ENOTDIR || errno == ELOOP) && lstat(src, &lst) == 0 &&
+	    S_ISLNK(lst.st_mode))
+		return store_err(c->st, CAIRN_ENOSOURCE,
+				 "%s: source %s is a symlink (set source to the path it points to)",
+				 j->ds.name, src);
 	if (fd < 0)
 		return store_err(c->st, CAIRN_ENOSOURCE, "%s: source %s: %s", j->ds.name, src,
 				 strerror(errno));

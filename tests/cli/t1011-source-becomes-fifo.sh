@@ -2,7 +2,8 @@
 # A source file that becomes a FIFO between the walk's stat and the read
 # must not hang the backup: the open never waits for a writer, and the
 # object is left out naming the path and the reason.  A volume whose
-# source is a FIFO is refused the same way.  Commands run under `timeout`:
+# source is a FIFO is refused the same way, and a source that is a
+# symlink is refused saying so.  Commands run under `timeout`:
 # a hang is exit 124, a failure.
 # The race: a.txt (tiny) waits in its bundle group until the walk ends,
 # while the walk reads b.bin; a.txt is swapped for a FIFO once b.bin is
@@ -49,4 +50,10 @@ rc=$?
 [ $rc -ne 124 ] || fail "the snapshot of a FIFO volume hung"
 [ $rc -ne 0 ] || fail "the snapshot of a FIFO volume succeeded"
 echo "$err" | grep -q "vfifo is not a file or block device" || fail "FIFO volume: $err"
+
+# A source that is a symlink to a directory: the walk follows no symlink,
+# and the message says that is why (not "Not a directory").
+mkdir -p "$TESTDIR/real" && ln -s "$TESTDIR/real" "$TESTDIR/link"
+ok cairn create -o source="$TESTDIR/link" viasym
+fails_with 1 "link is a symlink (set source to the path it points to)" cairn snapshot viasym@1
 done_test
