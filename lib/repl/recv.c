@@ -1550,6 +1550,33 @@ static int have_chunk(rctx_t *c, const digest_t *d)
 	return chunkstore_touch(c->st->cs, d);
 }
 
+/* A plain snapshot's chunk that the stream did not send (the receiver
+ * said it had it) must not be a sealed blob: only a raw stream can have
+ * filed one under a plain chunk's SHA-256, and the snapshot would not
+ * restore.  Each one found is set aside as <digest>.bad (counted in
+ * *nsealed, the first in *first), so sending again (or sync) stores the
+ * plain chunks and converges. */
+static void plain_on_disk(rctx_t *c, const digest_t *d, size_t *nsealed, digest_t *first)
+{
+	if (refset_has(&c->seen, d) || !chunkstore_sealed_at(c->st->cs, d))
+		return;
+	if (!(*nsealed)++)
+		*first = *d;
+	if (!c->scratch)
+		chunkstore_set_aside(c->st->cs, d);
+}
+
+static int sealed_found(rctx_t *c, const psnap_t *s, size_t n, const digest_t *first)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(first, hex);
+	return store_err(c->st, CAIRN_ECORRUPT,
+			 "%s@%s: %zu chunk(s) on the receiver, the first %s, are encrypted blobs "
+			 "where plain chunks belong (filed by a raw stream?)%s",
+			 s->target, s->name, n, hex,
+			 c->scratch ? "" : "; set aside as .bad: send again to store the chunks");
+}
+
 /* 1 when the snapshot's tree chunks are encrypted (allowed only in a raw
  * stream), 0 when plain. */
 static int tree_sealed(rctx_t *c, const psnap_t *s)
@@ -1577,11 +1604,25 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 		if (have_chunk(c, &ref.digest) < 0)
 			return bad(c, "tree chunk neither sent nor present");
 	}
+	/* An encrypted tree (raw stream) cannot be read here: its chunks are
+	 * checked for structure, its index for completeness.  A plain one's
+	 * chunks must all be plain. */
+	int sealed = tree_sealed(c, s);
+	if (sealed < 0)
+		return sealed;
+	size_t nsealed = 0;
+	digest_t first;
+	for (size_t i = 0; !sealed && i < s->tree.len / CHUNK_REF_WIRE; i++) {
+		chunk_ref_t ref;
+		chunk_ref_unpack(s->tree.data + i * CHUNK_REF_WIRE, &ref);
+		plain_on_disk(c, &ref.digest, &nsealed, &first);
+	}
+	int r = 0;
 	refset_t listed = {0};
 	idxrd_t x;
 	idxrd_open(&x, c->st->cs, &s->idx);
 	chunk_ref_t ref;
-	int k, r = 0;
+	int k;
 	while (r == 0 && (k = idxrd_next(&x, &ref)) == 1) {
 		if (have_chunk(c, &ref.digest) < 0) {
 			char hex[DIGEST_HEX_LEN + 1];
@@ -1591,20 +1632,19 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 				      s->target, s->name, hex);
 		} else if (refset_add(&listed, &ref) < 0) {
 			r = -ENOMEM;
+		} else if (!sealed) {
+			plain_on_disk(c, &ref.digest, &nsealed, &first);
 		}
 	}
 	idxrd_close(&x);
 	if (r == 0 && k < 0)
 		r = bad(c, "snapshot index unreadable or incomplete");
+	if (r == 0 && nsealed)
+		r = sealed_found(c, s, nsealed, &first);
 	snaptree_t t = {0};
 	tree_entry_t e = {0};
 	treecheck_t tc = {0};
 	bool opened = false;
-	/* An encrypted tree (raw stream) cannot be read here: its chunks were
-	 * checked for structure, its index for completeness. */
-	int sealed = r == 0 ? tree_sealed(c, s) : 0;
-	if (sealed < 0)
-		r = sealed;
 	if (r == 0 && sealed)
 		goto out;
 	if (r == 0) {

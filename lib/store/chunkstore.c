@@ -1233,6 +1233,9 @@ static int pending_or_fallback(chunkstore_t *cs, const digest_t *d, uint64_t gen
 	return pending ? 0 : -ENOENT;
 }
 
+/* Touches the chunk at d.  What is on disk must be usable as the chunk
+ * (touch_stat: a non-empty regular file), else it counts as missing, so a
+ * backup reads the data again and a sync sends it again. */
 int chunkstore_touch(chunkstore_t *cs, const digest_t *d)
 {
 	struct cpath p;
@@ -1240,11 +1243,28 @@ int chunkstore_touch(chunkstore_t *cs, const digest_t *d)
 	int r;
 	do {
 		uint64_t gen = atomic_load(&cs->gen);
-		r = touch_atime(&p);
+		uint32_t len;
+		r = touch_stat(&p, &len);
 		if (r == -ENOENT)
 			r = pending_or_fallback(cs, d, gen);
 	} while (r == -EAGAIN);
 	return r;
+}
+
+bool chunkstore_sealed_at(chunkstore_t *cs, const digest_t *d)
+{
+	struct cpath p;
+	cpath_init_once(cs, d, &p);
+	return sealed_on_disk(cs, &p);
+}
+
+int chunkstore_set_aside(chunkstore_t *cs, const digest_t *d)
+{
+	struct cpath p;
+	cpath_init_once(cs, d, &p);
+	char bad[sizeof(p.buf) + 8];
+	snprintf(bad, sizeof(bad), "%s.bad", p.name);
+	return renameat(p.at, p.name, p.at, bad) < 0 ? -errno : 0;
 }
 
 void chunkstore_set_fallback(chunkstore_t *cs, chunkstore_t *fallback)

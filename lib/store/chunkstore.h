@@ -64,8 +64,18 @@ int chunkstore_get(chunkstore_t *cs, const digest_t *d, buf_t *out);
 /* Reads a chunk's raw blob bytes without decoding.  out is replaced. */
 int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out);
 
-/* Touches one chunk's atime; returns 0 or -ENOENT. */
+/* Touches one chunk's atime; returns 0 or -ENOENT.  A file at the chunk's
+ * name that is not a non-empty regular file is damage and counts as
+ * missing (-ENOENT): the caller stores the chunk again. */
 int chunkstore_touch(chunkstore_t *cs, const digest_t *d);
+
+/* True when the local blob at d is sealed (encrypted).  Always false on a
+ * remote store (its local files are markers without a header). */
+bool chunkstore_sealed_at(chunkstore_t *cs, const digest_t *d);
+
+/* Renames the chunk at d to <digest>.bad (as verify does with a damaged
+ * one), so the next put of d stores it again.  0 or negative errno. */
+int chunkstore_set_aside(chunkstore_t *cs, const digest_t *d);
 
 /* Like chunkstore_touch, but changes nothing (recv -n must leave the
  * store as it was, atimes included): 0 when the chunk exists (on disk or

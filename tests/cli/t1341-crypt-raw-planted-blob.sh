@@ -4,6 +4,8 @@
 # therefore put a sealed blob under the SHA-256 of someone's plain data.
 # A later plain backup of that data must not deduplicate against it: a
 # plain put replaces a sealed blob at its id, and the backup restores.
+# A sync (which sends only what the far side lacks) refuses naming the
+# blob, sets it aside, and converges when run again.
 # The stream is doctored with t0810's stream tool (records re-framed).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
@@ -45,9 +47,35 @@ for d in $digs; do
 	[ -f "$f" ] && planted=$((planted + 1)) # the store held no plain data before
 done
 [ $planted -gt 0 ] || fail "the doctored stream planted nothing: the test proves nothing"
+# sync from another store: the far side says it has those chunks (a
+# sealed blob is a file like any other), so they are not sent; the
+# receiver finds the sealed blob where a plain chunk belongs, refuses
+# naming it, sets it aside, and the next sync stores the chunk.
+S=$TESTDIR/s
+"$CAIRN" -s "$S" init >/dev/null || fail "init s"
+ok "$CAIRN" -s "$S" create -o source="$TESTDIR/victim" synced
+ok "$CAIRN" -s "$S" snapshot synced@1
+err=$("$CAIRN" -s "$S" sync synced "$CAIRN_STORE:synced" 2>&1) &&
+	fail "sync committed a plain snapshot over planted blobs"
+echo "$err" | grep -q "are encrypted blobs where plain chunks belong" ||
+	fail "the refusal does not say why: $err"
+cairn list -H -o name synced@1 >/dev/null 2>&1 && fail "synced@1 was committed"
+ok "$CAIRN" -s "$S" sync synced "$CAIRN_STORE:synced"
+ok cairn restore synced@1 "$TESTDIR/out1"
+cmp "$TESTDIR/victim/data.bin" "$TESTDIR/out1/data.bin" || fail "the synced copy differs"
+# a backup of the same data on this store now finds plain chunks
 ok cairn create -o source="$TESTDIR/victim" mydata
 ok cairn snapshot mydata@1
 ok cairn restore mydata@1 "$TESTDIR/out"
 cmp "$TESTDIR/victim/data.bin" "$TESTDIR/out/data.bin" || fail "the plain backup deduplicated onto a planted blob"
 ok cairn verify mydata@1
+# and with the planted blobs back, a backup replaces them itself
+for d in $digs; do
+	f=$CAIRN_STORE/.chunks/${d:0:4}/$d
+	[ -f "$f.bad" ] && cp "$f.bad" "$f" # a planted blob, set aside by the sync
+done
+ok cairn create -o source="$TESTDIR/victim" again
+ok cairn snapshot again@1
+ok cairn restore again@1 "$TESTDIR/out2"
+cmp "$TESTDIR/victim/data.bin" "$TESTDIR/out2/data.bin" || fail "a backup deduplicated onto a planted blob"
 done_test
