@@ -39,7 +39,7 @@ $(B)/libcairn.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(B)/libcairn.so: $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,libcairn.so.0 -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,libcairn.so.1 -o $@ $^ $(LDLIBS)
 
 # The command links its libraries statically: a short command (a listing)
 # otherwise spends half its time in the dynamic loader.  STATIC=0 opts out.
@@ -131,8 +131,8 @@ install: all
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 0755 $(B)/cairn $(DESTDIR)$(PREFIX)/bin/cairn
 	install -m 0644 $(B)/libcairn.a $(DESTDIR)$(PREFIX)/lib/libcairn.a
-	install -m 0755 $(B)/libcairn.so $(DESTDIR)$(PREFIX)/lib/libcairn.so.0
-	ln -sf libcairn.so.0 $(DESTDIR)$(PREFIX)/lib/libcairn.so
+	install -m 0755 $(B)/libcairn.so $(DESTDIR)$(PREFIX)/lib/libcairn.so.1
+	ln -sf libcairn.so.1 $(DESTDIR)$(PREFIX)/lib/libcairn.so
 	install -m 0644 include/cairn.h $(DESTDIR)$(PREFIX)/include/cairn.h
 	install -m 0644 $(B)/cairn.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/cairn.pc
 	install -d $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat

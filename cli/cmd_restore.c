@@ -6,7 +6,7 @@
 
 #include "cli.h"
 
-static const char *u = "restore [-v] [--force] SNAPSHOT TARGET [PATH...]";
+static const char *u = "restore [-v] [--force] [--no-same-owner] SNAPSHOT TARGET [PATH...]";
 
 /* "/etc/passwd/" -> "etc/passwd": paths are relative to the snapshot root. */
 static char *norm_path(char *p)
@@ -28,13 +28,17 @@ static void restore_warn(const char *object, int err, void *arg)
 
 int cmd_restore(int argc, char **argv)
 {
-	static const struct option lo[] = {{"force", no_argument, 0, 'f'}, {0}};
+	static const struct option lo[] = {{"force", no_argument, 0, 'f'},
+					   {"no-same-owner", no_argument, 0, 'O'},
+					   {0}};
 	cairn_restore_opts o = {.progress = cli_progress, .warn = restore_warn};
 	bool verbose = false;
 	int ch;
 	while ((ch = getopt_long(argc, argv, "vf", lo, NULL)) != -1) {
 		if (ch == 'f')
 			o.force = true;
+		else if (ch == 'O')
+			o.no_owner = true;
 		else if (ch == 'v')
 			verbose = true;
 		else

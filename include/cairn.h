@@ -236,6 +236,11 @@ int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
  * @{ */
 typedef struct cairn_restore_opts {
 	bool force;                 /**< allow a non-empty target */
+	/** Leave every object owned by the restoring user, as tar's
+	 * --no-same-owner.  Without it a root restore sets the recorded
+	 * owners and names each one it cannot set (a user namespace, an NFS
+	 * export with root squash); a restore by another user never does. */
+	bool no_owner;
 	/** Restore only these paths (and below).  A hardlink among them
 	 * whose inode's first name is not among them gets the content, and
 	 * the inode's other restored names link to it. */

@@ -708,18 +708,24 @@ static int read_xattrs_at(const bctx_t *c, const char *path, tree_entry_t *e)
 /* Opens a file of the source: relative to the root, so the kernel walks
  * only the part of the path below it.  The walk saw a regular file, but
  * the name may be another object by now: O_NONBLOCK keeps the open of a
- * FIFO from waiting for a writer forever (regular files ignore the flag),
- * and anything but a regular file is refused before it is read. */
+ * FIFO from waiting for a writer forever, and anything but a regular file
+ * is refused before it is read. */
 static int source_open(int at, const char *name)
 {
-	const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
-	int fd = openat(at, name, flags | O_NOATIME);
-	if (fd < 0 && errno == EPERM) /* O_NOATIME needs the owner or CAP_FOWNER */
+	int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOATIME;
+	int fd = openat(at, name, flags);
+	if (fd < 0 && errno == EPERM) { /* O_NOATIME needs the owner or CAP_FOWNER */
+		flags &= ~O_NOATIME;
 		fd = openat(at, name, flags);
+	}
 	if (fd < 0)
 		return -errno;
 	struct stat st;
 	int r = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : CAIRN_ECHANGED;
+	/* Local filesystems ignore O_NONBLOCK on a regular file; a FUSE or
+	 * network one may pass it on, so reads go without it. */
+	if (r == 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+		r = -errno;
 	if (r < 0) {
 		close(fd);
 		return r;

@@ -76,6 +76,7 @@ typedef struct rctx {
 	size_t ndirs, capdirs;
 	bool *found; /* per requested path */
 	bool as_root;
+	bool owners; /* as_root, and not told to leave owners (no_owner) */
 	pthread_mutex_t lock;
 	int first_err;
 	uint64_t first_seq; /* stream position of the entry that failed first */
@@ -342,7 +343,7 @@ static void set_xattrs(wctx_t *w, int fd, const char *pathfd, const tree_entry_t
  * restore that cannot set one (a user namespace, root_squash) says so. */
 static void set_owner(wctx_t *w, int fd, int dfd, const char *name, const tree_entry_t *e)
 {
-	if (!w->c->as_root)
+	if (!w->c->owners)
 		return;
 	int r = fd >= 0 ? fchown(fd, e->uid, e->gid)
 			: fchownat(dfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW);
@@ -400,6 +401,7 @@ static int make_reg(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 {
 	rctx_t *c = w->c;
+	bool existed = false;
 	if (*e->path && mkdirat(dfd, name, 0700) < 0) {
 		struct stat sb;
 		bool isdir = errno == EEXIST && !fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) &&
@@ -411,11 +413,18 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 		/* An existing directory may be read-only from an earlier run. */
 		if (isdir)
 			fchmodat(dfd, name, 0700, 0);
+		existed = isdir;
 	}
 	int fd = *e->path ? open_beneath(c->rootfd, e->path, O_RDONLY | O_DIRECTORY)
 			  : dup(c->rootfd);
 	if (fd < 0)
 		return fail(w, e->path, fd, "open directory: %s", strerror(-fd));
+	/* A directory that was there before (the target, or one kept with
+	 * --force) may carry a default ACL of its own, which every child
+	 * would inherit: it goes, and finish_dirs sets the recorded one. */
+	if ((!*e->path || existed) && fremovexattr(fd, DEFAULT_ACL) < 0 && errno != ENODATA &&
+	    errno != ENOTSUP)
+		fail(w, e->path, -errno, "removing the directory's default ACL: %s", strerror(errno));
 	set_xattrs(w, fd, NULL, e);
 	close(fd);
 	const tree_xattr_t *dacl = NULL;
@@ -797,6 +806,7 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 {
 	rctx_t c = {.st = st, .opts = opts, .as_root = geteuid() == 0, .key = key,
 		    .lock = PTHREAD_MUTEX_INITIALIZER};
+	c.owners = c.as_root && !opts->no_owner;
 	c.found = calloc(opts->npaths + 1, sizeof(bool));
 	if (!c.found)
 		return -ENOMEM;

@@ -138,6 +138,11 @@ typedef struct rctx {
 	 * none (cleared by a commit), and the target refused the group: the
 	 * state is discarded then, as zfs refuses before any data moves. */
 	bool own_state, refused;
+	/* Parents of the top that a checkpoint made (-d, -e), deepest first:
+	 * a discarded state takes them back. */
+	char **made;
+	size_t nmade;
+	bool legacy_state; /* see adopt_legacy_state */
 	/* -n (dry run): nothing may reach the store.  st->cs is swapped for
 	 * a scratch chunk store in a temporary directory (never flushed,
 	 * removed at the end) that reads through to the store's: the chunks
@@ -349,6 +354,40 @@ static int drop_state(cairn_store *st, const char *dataset)
  * properties, and recv -A removes it again. */
 static int recv_crypt_apply(rctx_t *c, const rds_t *d, bool created);
 
+static void forget_made(rctx_t *c)
+{
+	for (size_t i = 0; i < c->nmade; i++)
+		free(c->made[i]);
+	free(c->made);
+	c->made = NULL;
+	c->nmade = 0;
+}
+
+/* Records which ancestors of name do not exist yet, deepest first. */
+static int note_missing_parents(rctx_t *c, const char *name)
+{
+	char buf[NAME_BUF];
+	snprintf(buf, sizeof(buf), "%s", name);
+	char *slash;
+	while ((slash = strrchr(buf, '/'))) {
+		*slash = 0;
+		ds_row_t d = {0};
+		int k = catalog_ds_by_name(c->st->cat, buf, &d);
+		ds_row_clear(&d);
+		if (k != -ENOENT)
+			return k < 0 ? k : 0;
+		char **v = realloc(c->made, (c->nmade + 1) * sizeof(*v));
+		if (!v || !(v[c->nmade] = strdup(buf))) {
+			if (v)
+				c->made = v;
+			return -ENOMEM;
+		}
+		c->made = v;
+		c->nmade++;
+	}
+	return 0;
+}
+
 static int checkpoint(rctx_t *c)
 {
 	int r = chunkstore_flush(c->st->cs);
@@ -380,14 +419,19 @@ static int checkpoint(rctx_t *c)
 	r = state_load(c->st, top, &old);
 	if (r == 0 && old.exists)
 		created = old.created;
-	bool had_state = old.exists;
+	bool had_state = old.exists || c->legacy_state; /* an earlier receive's */
 	buf_free(&old.idx);
 	if (r == 0 && catalog_ds_by_name(c->st->cat, top, &d) == -ENOENT) {
 		int type = c->nds ? c->ds[0].type : CAIRN_TYPE_FILESYSTEM;
 		encroot_receiving(true);
 		/* Below the target (-d, -e), missing parents are made as the
 		 * commit would make them. */
-		r = cairn_dataset_create(c->st, top, type, NULL, 0, strcmp(top, c->o->target) != 0);
+		r = note_missing_parents(c, top);
+		if (r == 0)
+			r = cairn_dataset_create(c->st, top, type, NULL, 0,
+						 strcmp(top, c->o->target) != 0);
+		if (r < 0)
+			forget_made(c);
 		encroot_receiving(false);
 		created = r == 0;
 		/* A raw stream's top: encrypted from the start, as it will be. */
@@ -413,17 +457,40 @@ static int checkpoint(rctx_t *c)
 				  sqlite3_errmsg(catalog_db(c->st->cat)));
 		sqlite3_finalize(q);
 	}
+	if (r == 0 && c->legacy_state)
+		r = drop_state(c->st, c->o->target);
 	r = store_txn_end(c->st, r);
 	buf_free(&roots);
 	c->since_checkpoint_bytes = c->since_checkpoint_chunks = 0;
 	if (r == 0 && !had_state)
 		c->own_state = true;
+	if (r == 0)
+		c->legacy_state = false;
 	return r;
 }
 
 /* Before anything is read past BEGIN: partial state on the target belongs
  * to this stream (resumed, or the same stream sent again) or the receive
  * is refused - another stream must not silently drop it. */
+/* A -d or -e receive cut by an earlier version kept its state on the
+ * target above the received dataset.  When that state is this stream's,
+ * it is taken over: the next checkpoint or commit moves it to the
+ * received dataset (legacy_state), so the old token still resumes. */
+static int adopt_legacy_state(rctx_t *c, uint32_t plan, rstate_t *s)
+{
+	rstate_t old;
+	int r = state_load(c->st, c->o->target, &old);
+	if (r == 0 && old.exists && old.tok.toguid == c->toguid &&
+	    old.tok.fromguid == c->fromguid && old.tok.flags == plan) {
+		buf_free(&s->idx);
+		*s = old;
+		c->legacy_state = true;
+		return 0;
+	}
+	buf_free(&old.idx);
+	return r;
+}
+
 static int check_state(rctx_t *c)
 {
 	rstate_t s;
@@ -436,8 +503,10 @@ static int check_state(rctx_t *c)
 	if (r == 0 && s.exists && catalog_ds_by_name(c->st->cat, top, &d) == -ENOENT)
 		s.exists = false;
 	ds_row_clear(&d);
-	const resume_token_t *t = &s.tok;
 	uint32_t plan = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES | STREAM_F_RAW);
+	if (r == 0 && !s.exists && strcmp(top, c->o->target))
+		r = adopt_legacy_state(c, plan, &s);
+	const resume_token_t *t = &s.tok;
 	bool same = s.exists && t->toguid == c->toguid && t->fromguid == c->fromguid &&
 		    t->flags == plan;
 	if (r == 0 && (c->flags & STREAM_F_RESUMED)) {
@@ -468,6 +537,21 @@ static int check_state(rctx_t *c)
 			r = store_err(c->st, k, "%s: partial receive state lost", top);
 	}
 	buf_free(&s.idx);
+	return r;
+}
+
+static int check_no_state(rctx_t *c, const char *name)
+{
+	rstate_t s;
+	int r = state_load(c->st, name, &s);
+	buf_free(&s.idx);
+	ds_row_t d = {0};
+	if (r == 0 && s.exists && catalog_ds_by_name(c->st->cat, name, &d) == 0)
+		r = store_err(c->st, -EBUSY,
+			      "%s: holds the partial state of another receive; resume it (cairn send "
+			      "-t with its receive_resume_token) or discard it (cairn recv -A %s)",
+			      name, name);
+	ds_row_clear(&d);
 	return r;
 }
 
@@ -564,9 +648,13 @@ static int read_dataset(rctx_t *c)
 	if (r == 0)
 		r = map_name(c, name, d->local);
 	/* The top's local name is known now: its partial state, if any,
-	 * must belong to this stream (before anything is read past it). */
+	 * must belong to this stream (before anything is read past it).
+	 * Any other dataset the stream writes into must hold none: that is
+	 * another stream's, as zfs refuses a dataset with %recv state. */
 	if (r == 0 && c->nds == 1)
 		r = check_state(c);
+	else if (r == 0)
+		r = check_no_state(c, d->local);
 	/* A parent must be declared before its children. */
 	const char *slash = strrchr(name, '/');
 	if (r == 0 && c->nds > 1 && slash) {
@@ -1850,6 +1938,8 @@ static int commit_group(rctx_t *c)
 		r = insert_snap(c, &c->pend[i], txg);
 	if (r == 0)
 		r = drop_state(c->st, local_top(c));
+	if (r == 0 && c->legacy_state)
+		r = drop_state(c->st, c->o->target);
 	r = store_txn_end(c->st, r);
 	if (r < 0)
 		snapcaches_drop(c); /* the inserts are gone with the transaction */
@@ -1857,7 +1947,8 @@ static int commit_group(rctx_t *c)
 	if (r == 0) {
 		c->meta_applied = true;
 		c->o->snapshots += c->npend;
-		c->state_saved = c->own_state = false;
+		c->state_saved = c->own_state = c->legacy_state = false;
+		forget_made(c);
 	}
 	c->last_group_txg = c->group_txg;
 	pend_clear(c);
@@ -2006,6 +2097,7 @@ static void ctx_free(rctx_t *c)
 	free(c->ds);
 	free(c->dsidx);
 	free(c->local_guids);
+	forget_made(c);
 }
 
 /* ---- the scratch chunk store of a dry run ---- */
@@ -2149,6 +2241,10 @@ static void discard_own_state(rctx_t *c)
 	memcpy(saved, c->st->errdetail, sizeof(saved));
 	catalog_stop_waits_on(NULL);
 	cairn_recv_abort(c->st, local_top(c));
+	/* Refused (and kept) if something else was put in them by now. */
+	cairn_destroy_opts dop = {0};
+	for (size_t i = 0; i < c->nmade; i++)
+		cairn_destroy(c->st, c->made[i], &dop);
 	memcpy(c->st->errdetail, saved, sizeof(saved));
 }
 

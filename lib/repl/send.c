@@ -496,6 +496,8 @@ static int plan_resume(cairn_store *st, const char *token, splan_t *p)
 		free(snap);
 	}
 	sqlite3_finalize(q);
+	if (r == 0)
+		st->errdetail[0] = 0; /* a candidate that did not fit said why */
 	return r;
 }
 

@@ -84,6 +84,9 @@ cb list -H -o name bk@b >/dev/null || fail "bk@b missing after the resume"
 # an incremental into a dataset that does not exist: nothing is created
 fails_with 1 "incremental source .* is not on the target" cb recv -s newds <"$TESTDIR/inc"
 cb list newds >/dev/null 2>&1 && fail "a refused incremental created newds"
+# ... nor, with -e, the parents of the dataset it would have received
+fails_with 1 "incremental source .* is not on the target" cb recv -s -e x/y <"$TESTDIR/inc"
+cb list x >/dev/null 2>&1 && fail "a refused -e incremental left the parents it made: $(names "$B")"
 
 # 3. the state lives with its dataset
 ca send tank@b >"$TESTDIR/full" || fail "send tank@b"
@@ -114,6 +117,35 @@ tok=$(prop receive_resume_token backup/tank)
 ca send -t "$tok" | cb recv -s -e backup || fail "resume with -e"
 cb list -H -o name backup/tank@b >/dev/null || fail "backup/tank@b missing after the -e resume"
 [ "$(prop inconsistent backup/tank)" = off ] || fail "backup/tank still partial after the resume"
+
+# a stream whose top is the target, writing into backup/home, which holds
+# another stream's partial state: refused, as zfs refuses a dataset with
+# %recv state, and the state stays
+head -c 20000000 /dev/urandom >"$SRC/home/data"
+ok ca snapshot -r pool@2
+ca send -R pool/home@2 >"$TESTDIR/homeR" && ca send -R pool@2 >"$TESTDIR/poolR" || fail "send -R"
+fresh_b
+ok cb create backup
+head -c 10000000 "$TESTDIR/homeR" | cb recv -s -d backup 2>/dev/null && fail "cut -d receive succeeded"
+[ "$(prop inconsistent backup/home)" = on ] || fail "backup/home holds no partial state"
+fails_with 1 "backup/home: holds the partial state of another receive" cb recv -s -d backup <"$TESTDIR/poolR"
+[ "$(prop inconsistent backup/home)" = on ] || fail "the refusal dropped backup/home's state"
+ok cb recv -A backup/home
+ok cb recv -s -d backup <"$TESTDIR/poolR"
+
+# a -d receive cut by an older version kept its state on the target
+# (backup); the new version takes it over and the old token resumes.
+# Made here by moving a fresh state row where the older version put it.
+fresh_b
+ok cb create backup
+head -c 10000000 "$TESTDIR/homeR" | cb recv -s -d backup 2>/dev/null && fail "cut -d receive succeeded"
+tok=$(prop receive_resume_token backup/home)
+sqlite3 "$B/catalog.db" "UPDATE recvstate SET dataset='backup' WHERE dataset='backup/home';
+	DELETE FROM dataset WHERE name='backup/home'" || fail "making an old-style state"
+[ "$(prop inconsistent backup)" = on ] || fail "the old-style state is not on backup"
+ca send -t "$tok" | cb recv -s -d backup || fail "an older version's -d token does not resume"
+cb list -H -o name backup/home@2 >/dev/null || fail "backup/home@2 missing after the legacy resume"
+[ "$(prop inconsistent backup)" = off ] || fail "the old-style state stayed on backup"
 
 # a row an older version's destroy left behind counts for nothing
 sqlite3 "$B/catalog.db" "INSERT INTO recvstate(dataset, token, state, idx) VALUES('ghost', '$tok', '', x'')" ||

@@ -4,7 +4,8 @@
 # xattrs, then mode and times.  A directory's default ACL is set after its
 # children exist, so a child that had no ACL does not inherit one.  FIFOs,
 # devices and sockets get their xattrs (ACLs) too.  A root restore that
-# cannot set an owner (a user namespace) says so and fails.  A volume
+# cannot set an owner (a user namespace) says so and fails, unless told
+# --no-same-owner.  A volume
 # restores onto a block device (no truncate of a device).
 . "$(dirname "$0")/lib.sh"
 new_store
@@ -39,6 +40,18 @@ getfacl -cn "$TESTDIR/out/d" 2>/dev/null | grep -q "^default:user:1:rwx" || fail
 getfacl -cn "$TESTDIR/out/fifo" 2>/dev/null | grep -q "^user:2:r" || fail "the FIFO lost its ACL"
 getfacl -cn "$TESTDIR/out/chr" 2>/dev/null | grep -q "^user:3:r" || fail "the device lost its ACL"
 
+# Into an existing empty directory that has a default ACL of its own: the
+# target becomes the snapshot's root, and nothing inherits that ACL.
+mkdir "$TESTDIR/acl-target"
+setfacl -d -m u:7:rwx "$TESTDIR/acl-target" || fail "setfacl -d on the target"
+ok cairn restore ds@a "$TESTDIR/acl-target"
+getfacl -cn "$TESTDIR/acl-target/captrue" 2>/dev/null | grep -q "^user:7" &&
+	fail "a restored file inherited the target's default ACL"
+getfacl -cn "$TESTDIR/acl-target/d/sub" 2>/dev/null | grep -q "user:7" &&
+	fail "a restored directory inherited the target's default ACL"
+getfacl -cn "$TESTDIR/acl-target" 2>/dev/null | grep -q "^default:" &&
+	fail "the target kept a default ACL the snapshot's root does not have"
+
 # Root in a user namespace cannot give away 1234:5678: the restore says so.
 mkdir "$TESTDIR/ns" && chmod 777 "$TESTDIR/ns"
 out=$(unshare -Ur "$CAIRN" restore ds@a "$TESTDIR/ns/r" 2>&1)
@@ -46,6 +59,10 @@ rc=$?
 [ $rc -ne 0 ] || fail "a root restore that could not set owners exited 0"
 echo "$out" | grep -q "captrue.*owner 1234:5678" || fail "the failed owner is not named: $out"
 cmp "$SRC/captrue" "$TESTDIR/ns/r/captrue" || fail "the data was not restored in the namespace"
+# --no-same-owner (tar's option): owners are left alone, and that is no error
+out=$(unshare -Ur "$CAIRN" restore --no-same-owner ds@a "$TESTDIR/ns/r2" 2>&1)
+echo "$out" | grep -q "owner" && fail "--no-same-owner still set owners: $out"
+[ "$(stat -c %u "$TESTDIR/ns/r2/captrue")" = 0 ] || fail "--no-same-owner: captrue is not the restorer's"
 
 # A volume onto a block device: exact bytes, exit 0.
 head -c 3000000 /dev/urandom >"$TESTDIR/vol.img"
