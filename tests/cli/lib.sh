@@ -118,6 +118,16 @@ new_store() {
 	"$CAIRN" init >/dev/null || fail "init"
 }
 
+# second_store: a new, empty store at $B for replication tests; ca runs
+# cairn on the first store, cb on this one.
+second_store() {
+	B=$TESTDIR/b
+	rm -rf "$B"
+	"$CAIRN" -s "$B" init >/dev/null || fail "init $B"
+}
+ca() { "$CAIRN" "$@"; }
+cb() { "$CAIRN" -s "$B" "$@"; }
+
 done_test() {
 	if [ $fails -gt 0 ]; then
 		echo "$fails failures"

@@ -6,10 +6,7 @@
 # dataset that has snapshots of its own (zfs: "destination has snapshots").
 . "$(dirname "$0")/lib.sh"
 new_store
-B=$TESTDIR/b
-ok "$CAIRN" -s "$B" init >/dev/null
-ca() { "$CAIRN" "$@"; }
-cb() { "$CAIRN" -s "$B" "$@"; }
+second_store
 mkdir -p "$TESTDIR/src/tank" "$TESTDIR/src/a"
 echo top >"$TESTDIR/src/tank/f"
 head -c 100000 /dev/urandom >"$TESTDIR/src/a/f"

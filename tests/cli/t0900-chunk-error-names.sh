@@ -8,9 +8,7 @@
 # the rename that publishes it fails with EISDIR.
 . "$(dirname "$0")/lib.sh"
 new_store
-B=$TESTDIR/b
-ok "$CAIRN" -s "$B" init >/dev/null
-cb() { "$CAIRN" -s "$B" "$@"; }
+second_store
 chunkfile() { echo "$1/.chunks/${2:0:4}/$2"; }
 block() { mkdir -p "$(chunkfile "$1" "$2")/x"; }
 unblock() { rm -rf "$(chunkfile "$1" "$2")"; }

@@ -13,10 +13,6 @@
 #    receives under the target go on.
 . "$(dirname "$0")/lib.sh"
 new_store
-B=$TESTDIR/b
-ca() { "$CAIRN" "$@"; }
-cb() { "$CAIRN" -s "$B" "$@"; }
-fresh_b() { rm -rf "$B" && "$CAIRN" -s "$B" init >/dev/null || fail "init b"; }
 names() { "$CAIRN" -s "$1" list -H -o name -t all -r 2>/dev/null | sort | tr '\n' ' '; }
 prop() { cb get -H -o value "$1" "$2" 2>/dev/null; }
 
@@ -30,7 +26,7 @@ ok ca snapshot -r pool@1
 
 # 1. -R -F -d and -e with a sibling under the parent
 for flag in -d -e; do
-	fresh_b
+	second_store
 	ok cb create -p -o source="$SRC" backup/other
 	ok cb snapshot backup/other@keep
 	ok cb create -o source="$SRC" backup/stray # same guid as nothing sent
@@ -42,7 +38,7 @@ for flag in -d -e; do
 	[ "$(names "$B")" = "$want" ] || fail "second recv -R -F $flag: $(names "$B")"
 done
 # inside the subtree -F still prunes what the sender no longer has
-fresh_b
+second_store
 ok cb create -p -o source="$SRC" backup/other
 ca send -R pool/home@1 | cb recv -F -d backup || fail "recv -R -F -d"
 ok cb create -o source="$SRC" backup/home/gone
@@ -64,7 +60,7 @@ ok ca snapshot tank@b
 ca send -i tank@a tank@b >"$TESTDIR/inc" || fail "send -i"
 chunks=$(ls "$CAIRN_STORE"/.chunks/*/ | grep -c .)
 [ "$chunks" -gt 1100 ] || fail "only $chunks chunks: no checkpoint inside the group"
-fresh_b
+second_store
 ca send tank@a | cb recv bk || fail "recv tank@a"
 ok cb snapshot bk@local
 before=$(names "$B")
@@ -90,7 +86,7 @@ cb list x >/dev/null 2>&1 && fail "a refused -e incremental left the parents it 
 
 # 3. the state lives with its dataset
 ca send tank@b >"$TESTDIR/full" || fail "send tank@b"
-fresh_b
+second_store
 head -c 30000000 "$TESTDIR/full" | cb recv -s part 2>/dev/null && fail "cut receive succeeded"
 [ "$(prop inconsistent part)" = on ] || fail "no partial state after a cut"
 ok cb destroy part
@@ -106,7 +102,7 @@ ok cb create moved
 [ "$(prop inconsistent moved)" = off ] || fail "a new dataset under the old name shows partial state"
 # -e: the state is on backup/tank, the dataset received, and a receive of
 # another dataset under backup is not refused
-fresh_b
+second_store
 ok cb create backup
 head -c 30000000 "$TESTDIR/full" | cb recv -s -e backup 2>"$TESTDIR/err" && fail "cut -e receive succeeded"
 grep -q "backup/tank: partial state kept" "$TESTDIR/err" || fail "the hint does not name backup/tank: $(cat "$TESTDIR/err")"
@@ -124,7 +120,7 @@ cb list -H -o name backup/tank@b >/dev/null || fail "backup/tank@b missing after
 head -c 20000000 /dev/urandom >"$SRC/home/data"
 ok ca snapshot -r pool@2
 ca send -R pool/home@2 >"$TESTDIR/homeR" && ca send -R pool@2 >"$TESTDIR/poolR" || fail "send -R"
-fresh_b
+second_store
 ok cb create backup
 head -c 10000000 "$TESTDIR/homeR" | cb recv -s -d backup 2>/dev/null && fail "cut -d receive succeeded"
 [ "$(prop inconsistent backup/home)" = on ] || fail "backup/home holds no partial state"
@@ -136,7 +132,7 @@ ok cb recv -s -d backup <"$TESTDIR/poolR"
 # a -d receive cut by an older version kept its state on the target
 # (backup); the new version takes it over and the old token resumes.
 # Made here by moving a fresh state row where the older version put it.
-fresh_b
+second_store
 ok cb create backup
 head -c 10000000 "$TESTDIR/homeR" | cb recv -s -d backup 2>/dev/null && fail "cut -d receive succeeded"
 tok=$(prop receive_resume_token backup/home)

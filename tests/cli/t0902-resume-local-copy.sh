@@ -6,10 +6,7 @@
 # partial receive away.
 . "$(dirname "$0")/lib.sh"
 new_store
-B=$TESTDIR/b
-ok "$CAIRN" -s "$B" init >/dev/null
-ca() { "$CAIRN" "$@"; }
-cb() { "$CAIRN" -s "$B" "$@"; }
+second_store
 mkdir -p "$TESTDIR/src"
 head -c 3000000 /dev/urandom >"$TESTDIR/src/f"
 ok ca create -o source="$TESTDIR/src" orig
