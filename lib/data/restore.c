@@ -422,8 +422,8 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 	/* A directory that was there before (the target, or one kept with
 	 * --force) may carry a default ACL of its own, which every child
 	 * would inherit: it goes, and finish_dirs sets the recorded one. */
-	if ((!*e->path || existed) && fremovexattr(fd, DEFAULT_ACL) < 0 && errno != ENODATA &&
-	    errno != ENOTSUP)
+	if ((!*e->path || existed) && fgetxattr(fd, DEFAULT_ACL, NULL, 0) >= 0 &&
+	    fremovexattr(fd, DEFAULT_ACL) < 0)
 		fail(w, e->path, -errno, "removing the directory's default ACL: %s", strerror(errno));
 	set_xattrs(w, fd, NULL, e);
 	close(fd);

@@ -1646,7 +1646,8 @@ static int have_chunk(rctx_t *c, const digest_t *d)
  * plain chunks and converges. */
 static void plain_on_disk(rctx_t *c, const digest_t *d, size_t *nsealed, digest_t *first)
 {
-	if (refset_has(&c->seen, d) || !chunkstore_sealed_at(c->st->cs, d))
+	/* A dry run's store is its scratch one: the blobs are in the real one. */
+	if (refset_has(&c->seen, d) || !chunkstore_sealed_at(c->scratch ? c->real_cs : c->st->cs, d))
 		return;
 	if (!(*nsealed)++)
 		*first = *d;
