@@ -469,9 +469,6 @@ static int checkpoint(rctx_t *c)
 	return r;
 }
 
-/* Before anything is read past BEGIN: partial state on the target belongs
- * to this stream (resumed, or the same stream sent again) or the receive
- * is refused - another stream must not silently drop it. */
 /* A -d or -e receive cut by an earlier version kept its state on the
  * target above the received dataset.  When that state is this stream's,
  * it is taken over: the next checkpoint or commit moves it to the
@@ -491,6 +488,9 @@ static int adopt_legacy_state(rctx_t *c, uint32_t plan, rstate_t *s)
 	return r;
 }
 
+/* Before anything is read past the top's DATASET record: partial state on
+ * the top belongs to this stream (resumed, or the same stream sent again)
+ * or the receive is refused - another stream must not silently drop it. */
 static int check_state(rctx_t *c)
 {
 	rstate_t s;
@@ -540,6 +540,8 @@ static int check_state(rctx_t *c)
 	return r;
 }
 
+/* A dataset the stream writes into, other than its top: it must hold no
+ * partial state (that can only be another stream's). */
 static int check_no_state(rctx_t *c, const char *name)
 {
 	rstate_t s;
