@@ -832,20 +832,26 @@ static int touch_atime(const struct cpath *p)
 	return utimensat(p->at, p->name, ts, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
-/* Touches an existing chunk and returns its size; -ENOENT if missing.
- * Only a regular file that is not empty counts: no blob or marker is
- * empty, so anything else at the name is damage, and the chunk is
- * written again (its rename replaces a file or link, and fails naming
- * the chunk if a directory is in the way) rather than deduplicated
- * against something that cannot be read back. */
+/* Touches an existing chunk and gives its size: 0, or -ENOENT if it is
+ * missing.  The touch decides whether the chunk is there, as GC's sweep
+ * expects (gc.c: it renames a chunk aside, looks at its atime again, and
+ * puts back one touched meanwhile), so it comes first.  The look after it
+ * checks what is there: only a regular file that is not empty counts, as
+ * no blob or marker is empty; anything else is damage, and the chunk is
+ * written again (its rename replaces a file or link, and fails naming the
+ * chunk if a directory is in the way) rather than deduplicated against
+ * something that cannot be read back.  1: the touch found the chunk but
+ * the look did not - a sweep renamed it aside after our touch and will
+ * put it back - so it is there, its size unknown (*stored_len 0). */
 static int touch_stat(const struct cpath *p, uint32_t *stored_len)
 {
-	struct stat st;
 	int r = touch_atime(p);
 	if (r < 0)
 		return r;
+	struct stat st;
+	*stored_len = 0;
 	if (fstatat(p->at, p->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
+		return errno == ENOENT ? 1 : -errno;
 	if (!S_ISREG(st.st_mode) || st.st_size == 0)
 		return -ENOENT;
 	*stored_len = st.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)st.st_size;
@@ -905,7 +911,9 @@ static int claim(chunkstore_t *cs, const digest_t *d, const struct cpath *p, uin
 			return 1;
 
 		int r = touch_stat(p, stored_len);
-		if (r == 0 && plain && sealed_on_disk(cs, p))
+		/* A chunk in a sweep's window (1) is written again: its size is
+		 * unknown, and GC drops its own copy when ours is in place. */
+		if (r == 1 || (r == 0 && plain && sealed_on_disk(cs, p)))
 			r = -ENOENT;
 		if (r != -ENOENT)
 			return r == 0 ? 1 : r;
@@ -1245,6 +1253,8 @@ int chunkstore_touch(chunkstore_t *cs, const digest_t *d)
 		uint64_t gen = atomic_load(&cs->gen);
 		uint32_t len;
 		r = touch_stat(&p, &len);
+		if (r == 1) /* in a sweep's window after our touch: kept */
+			r = 0;
 		if (r == -ENOENT)
 			r = pending_or_fallback(cs, d, gen);
 	} while (r == -EAGAIN);
