@@ -97,6 +97,12 @@ struct chunkstore {
 	backend_t *be;
 	chunkstore_rsweep last_sweep;
 	atomic_bool remote_failed; /* a backend call failed since last asked */
+	/* A raw stream has put a sealed blob here (SEALED_MARK exists): only
+	 * then can a sealed blob sit under a plain chunk's id, and only then
+	 * do plain puts and receives read a blob's header (sealed_on_disk).
+	 * Looked for again at most once a second, for other processes. */
+	atomic_bool sealed_seen;
+	atomic_int_fast64_t sealed_looked_ns;
 	int intent_fd;
 	pthread_mutex_t intent_lock;
 	unsigned intent_holders;
@@ -867,11 +873,42 @@ static struct pending *wait_settled_locked(chunkstore_t *cs, const digest_t *d)
 	return s;
 }
 
+#define SEALED_MARK ".sealed-received"
+
+/* Has a raw stream ever put a sealed blob into this store? */
+static bool sealed_possible(chunkstore_t *cs)
+{
+	if (atomic_load(&cs->sealed_seen))
+		return true;
+	int64_t now = mono_ns(), last = atomic_load(&cs->sealed_looked_ns);
+	if (last && now - last < 1000000000)
+		return false;
+	atomic_store(&cs->sealed_looked_ns, now);
+	if (faccessat(cs->dirfd, SEALED_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		atomic_store(&cs->sealed_seen, true);
+	return atomic_load(&cs->sealed_seen);
+}
+
+/* Before the first sealed blob of a raw stream is written: the mark is
+ * in place (and made durable by the batch's sync, before any blob of
+ * the batch is published). */
+static int mark_sealed(chunkstore_t *cs)
+{
+	if (cs->be || atomic_load(&cs->sealed_seen))
+		return 0;
+	int fd = openat(cs->dirfd, SEALED_MARK, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	atomic_store(&cs->sealed_seen, true);
+	return 0;
+}
+
 /* True when the blob at p is sealed (encrypted).  Local blobs only: a
  * remote store's marker holds no header. */
-static bool sealed_on_disk(const chunkstore_t *cs, const struct cpath *p)
+static bool sealed_on_disk(chunkstore_t *cs, const struct cpath *p)
 {
-	if (cs->be)
+	if (cs->be || !sealed_possible(cs))
 		return false;
 	uint8_t head[BLOB_HEADER_LEN];
 	int fd = openat(p->at, p->name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
@@ -1079,9 +1116,12 @@ int chunkstore_put_blob(chunkstore_t *cs, const digest_t *d, const void *blob, s
 	*was_new = false;
 	struct cpath p;
 	cpath_init(cs, d, &p);
-	int r = claim(cs, d, &p, stored_len, !blob_is_encrypted(blob, len));
+	bool sealed = blob_is_encrypted(blob, len);
+	int r = claim(cs, d, &p, stored_len, !sealed);
 	if (r)
 		return r > 0 ? 0 : r;
+	if (sealed && (r = mark_sealed(cs)) < 0)
+		return finish(cs, d, r, 0, 0);
 	/* The caller verified the blob; write its bytes as they are. */
 	buf_t b = {.data = (uint8_t *)blob, .len = len, .cap = len};
 	uint64_t tmpno = 0;
