@@ -72,7 +72,9 @@
  *     it only if the atime is still below the threshold; otherwise it
  *     renames it back (RENAME_NOREPLACE: if P wrote X anew meanwhile, the
  *     copy is dropped; same content).  A touch either happened before the
- *     rename (the second stat sees it) or fails (P rewrites X).  A sweep
+ *     rename (the second stat sees it) or fails (P rewrites X; a receive,
+ *     which has no data to rewrite X with, renames "X.gc" back instead,
+ *     and a sweep that then finds its "X.gc" gone keeps X).  A sweep
  *     killed between rename and unlink leaves "X.gc": marking, verify and
  *     the next sweep put it back where X is missing.
  *  4. Temporary files (<hex>.tmp.<pid>.<n>) go only when older than the
@@ -222,36 +224,6 @@ unsigned gc_fd_budget(void)
 	rlim_t b = rl.rlim_cur / 2;
 	b = b > 64 ? b - 32 : 16;
 	return b > GC_NDIRS ? GC_NDIRS : (unsigned)b;
-}
-
-static int rename_noreplace(int dirfd, const char *from, const char *to)
-{
-	if (renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE) == 0)
-		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
-		return -errno;
-	/* No RENAME_NOREPLACE here: link fails the same way when to exists. */
-	if (linkat(dirfd, from, dirfd, to, 0) < 0)
-		return -errno;
-	unlinkat(dirfd, from, 0);
-	return 0;
-}
-
-int gc_quarantine_restore(int dirfd, const char *hex)
-{
-	char q[DIGEST_HEX_LEN + 8];
-	snprintf(q, sizeof(q), "%.64s.gc", hex);
-	int r = rename_noreplace(dirfd, q, hex);
-	if (r == 0)
-		return 1;
-	if (r == -ENOENT)
-		return 0;
-	if (r == -EEXIST) {
-		/* The chunk was written anew meanwhile: same content. */
-		unlinkat(dirfd, q, 0);
-		return 0;
-	}
-	return r;
 }
 
 /* ---- reading a directory whole ---- */
@@ -521,7 +493,7 @@ static void touch_one(gc_marker_t *m, const pend_t *p, touchres_t *res)
 			gc_dir_name(dir, dn);
 			dfd = openat(m->o.chunkfd, dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		}
-		int q = dfd >= 0 ? gc_quarantine_restore(dfd, path + 5) : 0;
+		int q = dfd >= 0 ? chunk_unquarantine(dfd, path + 5) : 0;
 		if (q == 1 && utimensat(dfd, path + 5, touch_now, AT_SYMLINK_NOFOLLOW) == 0) {
 			res->touched++;
 			res->restored++;
@@ -1159,7 +1131,7 @@ static int walk_stream(gc_idxwalk_t *w, chunkstore_t *cs, const uint8_t *roots, 
 			dn[4] = 0;
 			int dfd = openat(w->pf_fd, dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (dfd >= 0) {
-				if (gc_quarantine_restore(dfd, hex) == 1)
+				if (chunk_unquarantine(dfd, hex) == 1)
 					r = chunkstore_get(cs, &ref.digest, &w->chunk);
 				close(dfd);
 			}
@@ -1615,7 +1587,7 @@ static bool remove_chunk(sweep_t *sw, int fd, const char *dir, const char *name)
 	    unlinkat(fd, q, 0) == 0)
 		return true;
 	/* Touched meanwhile (or could not be removed): put it back. */
-	int r = gc_quarantine_restore(fd, name);
+	int r = chunk_unquarantine(fd, name);
 	if (r < 0)
 		sweep_fail(sw, r, dir, q);
 	return false;
@@ -1690,7 +1662,7 @@ static void sweep_dir(sweep_t *sw, unsigned d, char *buf, dirlist_t *l, sweepsta
 				char hex[DIGEST_HEX_LEN + 1];
 				memcpy(hex, name, DIGEST_HEX_LEN);
 				hex[DIGEST_HEX_LEN] = 0;
-				r = gc_quarantine_restore(fd, hex);
+				r = chunk_unquarantine(fd, hex);
 				if (r < 0)
 					sweep_fail(sw, r, dn, name);
 				if (r == 1) {

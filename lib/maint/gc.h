@@ -37,12 +37,6 @@ enum gc_name_kind gc_name_kind(const char *name, unsigned dir, int *pid);
  * leaving the rest to the chunk store's own cache and the catalog). */
 unsigned gc_fd_budget(void);
 
-/* A "<hex>.gc" left by a sweep that was killed between its rename and its
- * unlink: puts it back under its chunk name unless that name exists again
- * (then the leftover goes).  Returns 1 if a chunk was put back, 0 if there
- * was nothing to do, <0 on error. */
-int gc_quarantine_restore(int dirfd, const char *hex);
-
 /* ---- the marker: LRU, bounded pending list, sorted flushes ---- */
 
 typedef struct gc_marker gc_marker_t;

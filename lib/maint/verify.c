@@ -321,7 +321,7 @@ static int read_one(vctx_t *c, const vitem_t *it, buf_t *out)
 	int fd = openat(c->chunkfd, dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return r;
-	int q = gc_quarantine_restore(fd, hex);
+	int q = chunk_unquarantine(fd, hex);
 	close(fd);
 	return q == 1 ? encroot_verify_chunk(c->st->cs, &c->keys, &it->d, out) : r;
 }

@@ -1295,7 +1295,15 @@ int chunkstore_touch(chunkstore_t *cs, const digest_t *d)
 		r = touch_stat(&p, &len);
 		if (r == 1) /* in a sweep's window after our touch: kept */
 			r = 0;
-		if (r == -ENOENT)
+		/* In a sweep's window before our touch: the chunk is renamed
+		 * aside and goes unless someone touched it first.  A receive
+		 * told the sender it has the chunk and cannot write it again,
+		 * so it takes the chunk back, as a writer would by writing it.
+		 * (On a remote store the file is only a marker and the remote
+		 * sweep decides about the object: left alone.) */
+		if (r == -ENOENT && !cs->be && chunk_unquarantine(p.at, p.name) == 1)
+			r = -EAGAIN;
+		else if (r == -ENOENT)
 			r = pending_or_fallback(cs, d, gen);
 	} while (r == -EAGAIN);
 	return r;
@@ -1306,6 +1314,37 @@ bool chunkstore_sealed_at(chunkstore_t *cs, const digest_t *d)
 	struct cpath p;
 	cpath_init_once(cs, d, &p);
 	return sealed_on_disk(cs, &p);
+}
+
+static int rename_noreplace(int dirfd, const char *from, const char *to)
+{
+	if (renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	/* No RENAME_NOREPLACE here: link fails the same way when to exists. */
+	if (linkat(dirfd, from, dirfd, to, 0) < 0)
+		return -errno;
+	unlinkat(dirfd, from, 0);
+	return 0;
+}
+
+int chunk_unquarantine(int dirfd, const char *name)
+{
+	char q[5 + DIGEST_HEX_LEN + 8];
+	if ((size_t)snprintf(q, sizeof(q), "%s.gc", name) >= sizeof(q))
+		return -ENAMETOOLONG;
+	int r = rename_noreplace(dirfd, q, name);
+	if (r == 0)
+		return 1;
+	if (r == -ENOENT)
+		return 0;
+	if (r == -EEXIST) {
+		/* The chunk was written anew meanwhile: same content. */
+		unlinkat(dirfd, q, 0);
+		return 0;
+	}
+	return r;
 }
 
 int chunkstore_set_aside(chunkstore_t *cs, const digest_t *d)

@@ -69,6 +69,15 @@ int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out);
  * missing (-ENOENT): the caller stores the chunk again. */
 int chunkstore_touch(chunkstore_t *cs, const digest_t *d);
 
+/* "<name>.gc" is a chunk a sweep renamed aside to remove it (maint/gc.c,
+ * point 3), or one a sweep killed mid-removal left behind.  Puts it back
+ * under name (relative to dirfd; "<hex>" or "<dir>/<hex>") unless that
+ * name exists again, in which case the leftover goes.  Returns 1 if a
+ * chunk was put back, 0 if there was nothing to do, <0 on error.  A
+ * sweep that finds its "<name>.gc" gone keeps the chunk, so putting it
+ * back is as safe as writing the chunk anew. */
+int chunk_unquarantine(int dirfd, const char *name);
+
 /* True when the local blob at d is sealed (encrypted).  Always false on a
  * remote store (its local files are markers without a header). */
 bool chunkstore_sealed_at(chunkstore_t *cs, const digest_t *d);

@@ -259,6 +259,20 @@ static void test_existing_touch(void)
 	CHECK_EQ(chunkstore_touch(cs, &gone), -ENOENT);
 	gone.b[0] ^= 0x80; /* in a subdirectory never made */
 	CHECK_EQ(chunkstore_touch(cs, &gone), -ENOENT);
+
+	/* In a sweep's window (gc.c renamed it to "<hex>.gc" to remove it):
+	 * a receive's touch must not call it missing; it takes it back, and
+	 * the sweep, finding its "<hex>.gc" gone, keeps it.  Both ways to
+	 * the directory: by the root (fresh handle), by the cached fd. */
+	char aside[sizeof(path) + 8];
+	snprintf(aside, sizeof(aside), "%s.gc", path);
+	for (int round = 0; round < 2; round++) {
+		set_atime(path, old);
+		CHECK(rename(path, aside) == 0);
+		CHECK_EQ(chunkstore_touch(cs, &d), 0);
+		CHECK(access(aside, F_OK) < 0 && errno == ENOENT);
+		CHECK(labs((long)(get_atime(path) - time(NULL))) < 60);
+	}
 	chunkstore_close(cs);
 	buf_free(&data);
 }

@@ -313,7 +313,7 @@ static void test_quarantine(void)
 	char dn[5];
 	gc_dir_name(gc_dir_of(&files[0]), dn);
 	int dfd = openat(chunkfd, dn, O_RDONLY | O_DIRECTORY);
-	CHECK_EQ(gc_quarantine_restore(dfd, hex), 0);
+	CHECK_EQ(chunk_unquarantine(dfd, hex), 0);
 	CHECK(faccessat(chunkfd, to, F_OK, 0) < 0);
 	CHECK(faccessat(chunkfd, from, F_OK, 0) == 0);
 	close(dfd);
