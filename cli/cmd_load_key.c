@@ -7,10 +7,11 @@
 #include "cli.h"
 #include "keyprompt.h"
 
-static const char *u = "load-key [-n] [-t SECONDS] [-L keylocation] {-a | [-r] DATASET}\n"
+static const char *u = "load-key [-n] [-t SECONDS] [-L keylocation] [--previous] {-a | [-r] DATASET}\n"
 		       "  -a  every encryption root; -r  the roots at or below DATASET\n"
 		       "  -n  check the key only; -L  read it from here this time\n"
-		       "  -t  the kernel forgets the key after SECONDS";
+		       "  -t  the kernel forgets the key after SECONDS\n"
+		       "  --previous  open a wrapping a raw receive replaced";
 
 /* Loads one root's key (a keyroot_fn; arg is the cairn_key_opts).  With
  * -r/-a a key already loaded is skipped; named alone it is an error. */
@@ -51,9 +52,14 @@ int cmd_load_key(int argc, char **argv)
 	}
 	cairn_key_opts ko = {0};
 	bool all = false, recursive = false;
+	static const struct option longopts[] = {{"previous", no_argument, NULL, 'P'},
+						 {NULL, 0, NULL, 0}};
 	int ch;
-	while ((ch = getopt(argc, argv, "narL:t:")) != -1) {
+	while ((ch = getopt_long(argc, argv, "narL:t:", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'P':
+			ko.previous = true;
+			break;
 		case 'n':
 			ko.noop = true;
 			break;

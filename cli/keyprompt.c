@@ -18,7 +18,32 @@ void keyprompt_wipe(uint8_t *buf, size_t len)
 	OPENSSL_cleanse(buf, len);
 }
 
-/* One line from the terminal with echo off; the newline is dropped. */
+/* One line from standard input, the newline dropped.  A byte at a time,
+ * so the next line stays for the next read (change-key's second key). */
+static int read_line(uint8_t *buf, size_t cap, size_t *len)
+{
+	size_t n = 0;
+	int r = 0;
+	for (;;) {
+		char c;
+		ssize_t k = read(0, &c, 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			r = -errno;
+		if (k <= 0 || c == '\n')
+			break;
+		if (n == cap) {
+			r = -E2BIG;
+			continue;
+		}
+		buf[n++] = (uint8_t)c;
+	}
+	*len = n;
+	return r;
+}
+
+/* One line from the terminal with echo off. */
 static int tty_line(const char *prompt, uint8_t *buf, size_t cap, size_t *len)
 {
 	struct termios old, quiet;
@@ -30,24 +55,9 @@ static int tty_line(const char *prompt, uint8_t *buf, size_t cap, size_t *len)
 	fflush(stderr);
 	if (tcsetattr(0, TCSAFLUSH, &quiet) < 0)
 		return -errno;
-	size_t n = 0;
-	int r = 0;
-	for (;;) {
-		char c;
-		ssize_t k = read(0, &c, 1);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0 || c == '\n')
-			break;
-		if (n == cap) {
-			r = -E2BIG;
-			continue;
-		}
-		buf[n++] = (uint8_t)c;
-	}
+	int r = read_line(buf, cap, len);
 	tcsetattr(0, TCSAFLUSH, &old);
 	fputc('\n', stderr);
-	*len = n;
 	return r;
 }
 
@@ -75,7 +85,11 @@ int keyprompt_read(const char *root, const char *fmt, bool confirm, uint8_t buf[
 {
 	*len = 0;
 	if (!isatty(0)) {
-		int r = read_all_stdin(buf, KEYPROMPT_MAX, len);
+		/* A passphrase or hex key is a line (as zfs reads it), so a
+		 * pipe can carry change-key's old and new key; raw bytes may
+		 * hold a newline and take the whole input. */
+		int r = strcmp(fmt, "raw") ? read_line(buf, KEYPROMPT_MAX, len)
+					   : read_all_stdin(buf, KEYPROMPT_MAX, len);
 		if (r < 0) {
 			cli_err(root, "reading the key from standard input: %s", strerror(-r));
 			return 1;

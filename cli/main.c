@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -299,6 +300,9 @@ int cli_run_verb(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* Keys and decrypted data must not reach a core file, nor another
+	 * process of the same user through /proc or ptrace. */
+	prctl(PR_SET_DUMPABLE, 0);
 	/* No up-front bulk of 20 page-cache slots per connection: a short
 	 * command reads a handful of pages, and every fresh heap page costs a
 	 * page fault (issue 16, BENCHMARKS.md "Listing process floor"). */

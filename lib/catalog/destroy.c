@@ -7,6 +7,7 @@
 #include "catalog/dataset.h"
 #include "catalog/snapshot.h"
 #include "crypt/encroot.h"
+#include "crypt/keyring.h"
 #include "data/snapio.h"
 #include "store/store.h"
 
@@ -23,6 +24,8 @@ typedef struct plan {
 	int64_t *ds; /* datasets to remove, deepest last in name order */
 	size_t nds;
 	char **dsnames;
+	char (*keys)[64]; /* keyring names of the encryption roots removed */
+	size_t nkeys;
 } plan_t;
 
 static void plan_free(plan_t *p)
@@ -34,6 +37,30 @@ static void plan_free(plan_t *p)
 	free(p->v);
 	free(p->ds);
 	free(p->dsnames);
+	free(p->keys);
+}
+
+/* Notes the keyring name of dataset id if it is an encryption root: its
+ * loaded key goes after the commit, as in zfs (nothing else could reach
+ * it once the dataset is gone). */
+static int note_root_key(cairn_store *st, plan_t *p, int64_t id)
+{
+	ds_row_t ds = {0};
+	int r = catalog_ds_by_id(st->cat, id, &ds);
+	if (r == 0 && encroot_is_root(st, &ds) == 1) {
+		if (!p->keys && !(p->keys = calloc(p->nds, sizeof(*p->keys))))
+			r = -ENOMEM;
+		else if (encroot_desc(st, &ds, p->keys[p->nkeys]) == 0)
+			p->nkeys++;
+	}
+	ds_row_clear(&ds);
+	return r < 0 ? r : 0;
+}
+
+static void unload_root_keys(const plan_t *p)
+{
+	for (size_t i = 0; i < p->nkeys; i++)
+		keyring_unload(p->keys[i]);
 }
 
 static int victim_add(plan_t *p, const snap_row_t *s, const char *dsname)
@@ -568,7 +595,7 @@ static int apply(cairn_store *st, plan_t *p, cairn_destroy_opts *o)
 	for (size_t i = p->nds; r == 0 && i-- > 0;) {
 		if (o->item)
 			o->item(p->dsnames[i], "destroy", o->arg);
-		if (!o->dry_run)
+		if (!o->dry_run && (r = note_root_key(st, p, p->ds[i])) == 0)
 			r = drop_dataset(st, p->ds[i]);
 	}
 	return r;
@@ -619,13 +646,15 @@ int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *o)
 		if (r == 0)
 			r = apply(st, &p, o);
 	}
-	plan_free(&p);
 	if (r < 0 && !st->errdetail[0])
 		store_err(st, r, "%s: %s", target, cairn_strerror(r));
 	if (o->dry_run && r == 0)
 		catalog_rollback(st->cat); /* a dry run leaves the catalog as it was */
 	else
 		r = store_txn_end(st, r);
+	if (r == 0)
+		unload_root_keys(&p);
+	plan_free(&p);
 	return r;
 }
 

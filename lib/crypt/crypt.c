@@ -25,6 +25,9 @@
 #define R_MAX 16
 #define P_MAX 16
 #define SCRYPT_MEM_MAX (1ull << 30)
+/* scrypt's time grows with N * r * p: at most 8 times the default's
+ * (2^17 * 8 * 1), so a hostile blob cannot make one attempt take minutes. */
+#define SCRYPT_WORK_MAX (8ull << 20)
 
 int crypt_keyformat_parse(const char *s)
 {
@@ -338,7 +341,8 @@ static int keyblob_parse(const uint8_t *b, size_t len, struct keyblob_hdr *h)
 	if (h->fmt == CRYPT_KEYFORMAT_PASSPHRASE) {
 		if (h->kdf != KDF_SCRYPT || h->logn < LOGN_MIN || h->logn > LOGN_MAX || !h->r ||
 		    h->r > R_MAX || !h->p || h->p > P_MAX ||
-		    128ull * h->r * (1ull << h->logn) > SCRYPT_MEM_MAX)
+		    128ull * h->r * (1ull << h->logn) > SCRYPT_MEM_MAX ||
+		    (1ull << h->logn) * h->r * h->p > SCRYPT_WORK_MAX)
 			return CAIRN_ECORRUPT;
 	} else if (h->fmt == CRYPT_KEYFORMAT_HEX || h->fmt == CRYPT_KEYFORMAT_RAW) {
 		static const uint8_t zero[SALT_LEN];

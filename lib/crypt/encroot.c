@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -50,11 +51,13 @@ static int store_id_get(cairn_store *st, uint64_t *id)
 /* In a write transaction: makes the store id and the key table exist. */
 static int encryption_schema_in_txn(cairn_store *st)
 {
-	char sql[200];
+	char sql[320];
 	snprintf(sql, sizeof(sql),
 		 "INSERT OR IGNORE INTO meta VALUES('store_id', %lld);"
 		 "CREATE TABLE IF NOT EXISTS cryptkey(dataset INTEGER PRIMARY KEY,"
-		 " keyblob BLOB NOT NULL);",
+		 " keyblob BLOB NOT NULL);"
+		 "CREATE TABLE IF NOT EXISTS cryptkey_prev(dataset INTEGER, seq INTEGER,"
+		 " keyblob BLOB NOT NULL, PRIMARY KEY(dataset, seq));",
 		 (long long)random_u64());
 	return sql_exec(st, sql);
 }
@@ -94,16 +97,78 @@ static int keyblob_put_in_txn(cairn_store *st, int64_t id, const uint8_t *blob)
 	return rc == SQLITE_DONE ? 0 : store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
 }
 
-int encroot_forget_in_txn(cairn_store *st, int64_t id)
+/* Runs sql (one statement) with id bound to its first parameter. */
+static int exec_for_root(cairn_store *st, const char *sql, int64_t id)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(st->cat), "DELETE FROM cryptkey WHERE dataset=?", -1, &q,
-			       NULL))
-		return 0; /* no table, nothing to forget */
+	if (sqlite3_prepare_v2(catalog_db(st->cat), sql, -1, &q, NULL))
+		return 0; /* no table (no root ever made, or an older store): nothing to do */
 	sqlite3_bind_int64(q, 1, id);
 	int rc = sqlite3_step(q);
 	sqlite3_finalize(q);
 	return rc == SQLITE_DONE ? 0 : store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+}
+
+static int forget_earlier_in_txn(cairn_store *st, int64_t id)
+{
+	return exec_for_root(st, "DELETE FROM cryptkey_prev WHERE dataset=?", id);
+}
+
+int encroot_forget_in_txn(cairn_store *st, int64_t id)
+{
+	int r = exec_for_root(st, "DELETE FROM cryptkey WHERE dataset=?", id);
+	return r < 0 ? r : forget_earlier_in_txn(st, id);
+}
+
+/* Earlier wrappings a root keeps (a raw receive replaced them). */
+#define EARLIER_KEEP 8
+#define EARLIER_KEEP_SQL "8" /* the same, for SQL */
+
+/* A raw receive replaces root id's wrapping with one nobody here can
+ * open: the one it had is kept (the last EARLIER_KEEP), so a forged or
+ * damaged wrapping in a stream never locks the owner out. */
+static int keep_earlier_in_txn(cairn_store *st, int64_t id, const uint8_t *blob)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "INSERT INTO cryptkey_prev SELECT ?1, coalesce(max(seq), 0) + 1, ?2"
+			       " FROM cryptkey_prev WHERE dataset=?1",
+			       -1, &q, NULL))
+		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	sqlite3_bind_int64(q, 1, id);
+	sqlite3_bind_blob(q, 2, blob, CRYPT_KEYBLOB_LEN, SQLITE_STATIC);
+	int rc = sqlite3_step(q);
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE)
+		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	return exec_for_root(st,
+			     "DELETE FROM cryptkey_prev WHERE dataset=?1 AND seq <= (SELECT max(seq)"
+			     " FROM cryptkey_prev WHERE dataset=?1) - " EARLIER_KEEP_SQL,
+			     id);
+}
+
+/* The earlier wrappings of root id, newest first (at most EARLIER_KEEP);
+ * with blobs NULL, only their number. */
+static int earlier_get(cairn_store *st, int64_t id, uint8_t blobs[][CRYPT_KEYBLOB_LEN], size_t *n)
+{
+	*n = 0;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "SELECT keyblob FROM cryptkey_prev WHERE dataset=? ORDER BY seq DESC",
+			       -1, &q, NULL))
+		return 0; /* an older store: none */
+	sqlite3_bind_int64(q, 1, id);
+	while (*n < EARLIER_KEEP && sqlite3_step(q) == SQLITE_ROW) {
+		const void *b = sqlite3_column_blob(q, 0);
+		if (!b || sqlite3_column_bytes(q, 0) != CRYPT_KEYBLOB_LEN ||
+		    crypt_keyblob_check(b, CRYPT_KEYBLOB_LEN, NULL, NULL) < 0)
+			continue;
+		if (blobs)
+			memcpy(blobs[*n], b, CRYPT_KEYBLOB_LEN);
+		(*n)++;
+	}
+	sqlite3_finalize(q);
+	return 0;
 }
 
 /* ---- roots ---- */
@@ -155,9 +220,16 @@ static int keyfile_read(cairn_store *st, const char *root, const char *loc, uint
 			size_t *len)
 {
 	const char *path = loc + strlen(FILE_PREFIX);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Not blocking on the open (a FIFO nobody writes) and only a file. */
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return store_err(st, -errno, "%s: keylocation %s: %s", root, loc, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) < 0)
+		return store_err(st, -errno, "%s: keylocation %s: %s", root, loc, strerror(errno));
+	if (!S_ISREG(sb.st_mode))
+		return store_err(st, CAIRN_EBADPROP, "%s: keylocation %s: not a regular file", root,
+				 loc);
 	ssize_t n = read_full(fd, buf, KEYFILE_MAX + 1);
 	if (n < 0)
 		return store_err(st, (int)n, "%s: keylocation %s: %s", root, loc, strerror(-n));
@@ -177,20 +249,61 @@ static int secret_from(cairn_store *st, const char *root, int fmt, const uint8_t
 	return r < 0 ? store_err(st, r, "%s: %s", root, why) : 0;
 }
 
-/* Unwraps root's key blob with key material read from loc (a file:// URL)
- * or given in secret. */
-static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
+/* Unwraps one key blob with the user's key material (in its format). */
+static int unwrap_blob(cairn_store *st, const ds_row_t *root, const uint8_t *blob,
 		       const uint8_t *given, size_t glen, crypt_keys_t **out)
+{
+	int fmt = 0;
+	crypt_keyblob_check(blob, CRYPT_KEYBLOB_LEN, &fmt, NULL);
+	uint8_t secret[CRYPT_PASSPHRASE_MAX];
+	size_t slen = 0;
+	int r = secret_from(st, root->name, fmt, given, glen, secret, &slen);
+	if (r == 0) {
+		r = crypt_unwrap(blob, CRYPT_KEYBLOB_LEN, secret, slen, out);
+		if (r < 0 && r != CAIRN_EBADKEY)
+			store_err(st, r, "%s: unwrapping the key: %s", root->name,
+				  cairn_strerror(r));
+	}
+	OPENSSL_cleanse(secret, sizeof(secret));
+	return r;
+}
+
+/* The wrappings a raw receive replaced, newest first; the first the key
+ * material opens wins.  CAIRN_EBADKEY when none does (or none is kept). */
+static int unwrap_earlier(cairn_store *st, const ds_row_t *root, const uint8_t *given,
+			  size_t glen, crypt_keys_t **out)
+{
+	uint8_t(*blobs)[CRYPT_KEYBLOB_LEN] = malloc(EARLIER_KEEP * CRYPT_KEYBLOB_LEN);
+	if (!blobs)
+		return -ENOMEM;
+	size_t n = 0;
+	int r = earlier_get(st, root->id, blobs, &n);
+	if (r == 0)
+		r = n ? CAIRN_EBADKEY
+		      : store_err(st, CAIRN_EBADKEY,
+				  "%s: no earlier wrapping kept (only a raw receive that replaced "
+				  "the wrapping keeps one)",
+				  root->name);
+	for (size_t i = 0; i < n && r == CAIRN_EBADKEY; i++)
+		r = unwrap_blob(st, root, blobs[i], given, glen, out);
+	if (n && r == CAIRN_EBADKEY)
+		store_err(st, r, "%s: incorrect key for all %zu earlier wrappings", root->name, n);
+	free(blobs);
+	return r;
+}
+
+/* Unwraps root's key blob (or with earlier, the wrappings a raw receive
+ * replaced) with key material read from loc (a file:// URL) or given. */
+static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
+		       const uint8_t *given, size_t glen, bool earlier, crypt_keys_t **out)
 {
 	uint8_t blob[CRYPT_KEYBLOB_LEN];
 	int r = keyblob_get(st, root->id, blob);
 	if (r < 0)
 		return store_err(st, r == -ENOENT ? CAIRN_ECORRUPT : r,
 				 "%s: wrapped key missing or damaged in the catalog", root->name);
-	int fmt = 0;
-	crypt_keyblob_check(blob, sizeof(blob), &fmt, NULL);
-	uint8_t raw[KEYFILE_MAX + 1], secret[CRYPT_PASSPHRASE_MAX];
-	size_t rlen = 0, slen = 0;
+	uint8_t raw[KEYFILE_MAX + 1];
+	size_t rlen = 0;
 	if (!given) {
 		if (!loc || strncmp(loc, FILE_PREFIX, strlen(FILE_PREFIX)))
 			return store_err(st, -EINVAL, "%s: no key given and keylocation is %s",
@@ -199,18 +312,18 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
 		given = raw;
 		glen = rlen;
 	}
-	if (r == 0)
-		r = secret_from(st, root->name, fmt, given, glen, secret, &slen);
-	if (r == 0) {
-		r = crypt_unwrap(blob, sizeof(blob), secret, slen, out);
-		if (r == CAIRN_EBADKEY)
-			store_err(st, r, "%s: incorrect key", root->name);
-		else if (r < 0)
-			store_err(st, r, "%s: unwrapping the key: %s", root->name,
-				  cairn_strerror(r));
-	}
+	if (r == 0 && earlier)
+		r = unwrap_earlier(st, root, given, glen, out);
+	else if (r == 0)
+		r = unwrap_blob(st, root, blob, given, glen, out);
+	size_t n = 0;
+	if (!earlier && r == CAIRN_EBADKEY && earlier_get(st, root->id, NULL, &n) == 0)
+		store_err(st, r, "%s: incorrect key%s%s%s", root->name,
+			  n ? " (a raw receive replaced its wrapping and kept the earlier ones: "
+			      "'cairn load-key --previous "
+			    : "",
+			  n ? root->name : "", n ? "' tries them)" : "");
 	OPENSSL_cleanse(raw, sizeof(raw));
-	OPENSSL_cleanse(secret, sizeof(secret));
 	return r;
 }
 
@@ -230,7 +343,7 @@ int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
 		char *loc = NULL;
 		catalog_prop_get(st->cat, root.id, "keylocation", &loc);
 		if (loc && !strncmp(loc, FILE_PREFIX, strlen(FILE_PREFIX)))
-			r = unwrap_root(st, &root, loc, NULL, 0, out);
+			r = unwrap_root(st, &root, loc, NULL, 0, false, out);
 		else
 			r = store_err(st, CAIRN_ENOKEY,
 				      "%s: encryption key not loaded (encryption root %s; run "
@@ -503,9 +616,9 @@ int encroot_desc(cairn_store *st, const ds_row_t *root, char desc[64])
 }
 
 int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const uint8_t *secret,
-		   size_t slen, crypt_keys_t **out)
+		   size_t slen, bool earlier, crypt_keys_t **out)
 {
-	return unwrap_root(st, root, loc, secret, slen, out);
+	return unwrap_root(st, root, loc, secret, slen, earlier, out);
 }
 
 int encroot_is_root(cairn_store *st, const ds_row_t *ds)
@@ -539,6 +652,9 @@ int encroot_rewrap_in_txn(cairn_store *st, const ds_row_t *root, const crypt_key
 		store_err(st, r, "%s: wrapping the key: %s", root->name, cairn_strerror(r));
 	if (r == 0)
 		r = keyblob_put_in_txn(st, root->id, blob);
+	/* The owner chose the one key that opens the root from now on. */
+	if (r == 0)
+		r = forget_earlier_in_txn(st, root->id);
 	if (r == 0 && (r = catalog_prop_set(st->cat, root->id, "keyformat",
 					    crypt_keyformat_name(fmt))) < 0)
 		store_err(st, r, "%s: %s", root->name, catalog_errmsg(st->cat));
@@ -739,20 +855,22 @@ int encroot_recv_root_in_txn(cairn_store *st, int64_t id, const char *name,
 	if (crypt_keyblob_check(w->blob, CRYPT_KEYBLOB_LEN, &fmt, NULL) < 0 ||
 	    crypt_keyformat_parse(w->keyformat) != fmt)
 		return store_err(st, CAIRN_ECORRUPT, "%s: received wrapped key is malformed", name);
-	char *loc = NULL;
-	int r = encroot_prop_normalize(st, "keylocation", w->keylocation, &loc);
-	free(loc);
-	if (r < 0)
-		return r;
-	r = encryption_schema_in_txn(st);
+	uint8_t had[CRYPT_KEYBLOB_LEN];
+	bool existed = keyblob_get(st, id, had) == 0;
+	int r = encryption_schema_in_txn(st);
+	if (r == 0 && existed && memcmp(had, w->blob, CRYPT_KEYBLOB_LEN))
+		r = keep_earlier_in_txn(st, id, had);
 	if (r == 0)
 		r = keyblob_put_in_txn(st, id, w->blob);
-	const char *props[][2] = {{"encryption", ENC_NAME},
-				  {"keyformat", w->keyformat},
-				  {"keylocation", w->keylocation}};
-	for (size_t i = 0; r == 0 && i < 3; i++)
-		if ((r = catalog_prop_set(st->cat, id, props[i][0], props[i][1])) < 0)
-			store_err(st, r, "%s: %s", name, catalog_errmsg(st->cat));
+	if (r == 0 && (r = catalog_prop_set(st->cat, id, "encryption", ENC_NAME)) == 0)
+		r = catalog_prop_set(st->cat, id, "keyformat", w->keyformat);
+	/* keylocation names a place on this host: the sender's means nothing
+	 * here (and a hostile one could point at a FIFO), so a new root asks
+	 * (prompt), as in zfs, and an existing one keeps the owner's. */
+	if (r == 0 && !existed)
+		r = catalog_prop_set(st->cat, id, "keylocation", "prompt");
+	if (r < 0 && r != -EIO)
+		store_err(st, r, "%s: %s", name, catalog_errmsg(st->cat));
 	return r;
 }
 

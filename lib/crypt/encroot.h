@@ -112,7 +112,9 @@ void encroot_wrapped_clear(encroot_wrapped_t *w);
 
 /* Raw receive, inside its write transaction: makes dataset id an
  * encryption root holding the received wrapped key (checked for
- * structure; it stays unavailable until load-key). */
+ * structure; it stays unavailable until load-key).  An existing root's
+ * different wrapping is kept as an earlier one, and its keylocation
+ * stays; a new root's keylocation is prompt. */
 int encroot_recv_root_in_txn(cairn_store *st, int64_t id, const char *name,
 			     const encroot_wrapped_t *w);
 
@@ -131,8 +133,10 @@ bool encroot_prop_is_key(const char *prop);
 
 /* Internals shared with keys.c. */
 int encroot_desc(cairn_store *st, const ds_row_t *root, char desc[64]);
+/* earlier: try the wrappings a raw receive replaced instead of the
+ * current one (load-key --previous). */
 int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const uint8_t *secret,
-		   size_t slen, crypt_keys_t **out);
+		   size_t slen, bool earlier, crypt_keys_t **out);
 int encroot_rewrap_in_txn(cairn_store *st, const ds_row_t *root, const crypt_keys_t *k, int fmt,
 			  const char *loc, const uint8_t *secret, size_t slen);
 /* 1 when ds itself is an encryption root. */

@@ -49,7 +49,7 @@ int cairn_load_key(cairn_store *st, const char *name, const cairn_key_opts *ko)
 		r = key_location(st, &root, ko, &loc);
 	if (r == 0)
 		r = encroot_unwrap(st, &root, loc, ko ? ko->secret : NULL, ko ? ko->secret_len : 0,
-				   &k);
+				   ko && ko->previous, &k);
 	catalog_end_read(st->cat);
 	if (r == 0 && !(ko && ko->noop) && (r = keyring_load(desc, k, ko ? ko->timeout : 0)) < 0)
 		store_err(st, r, "%s: kernel keyring: %s", name, strerror(-r));

@@ -2,7 +2,9 @@
 # A raw incremental stream carries the sender's current wrapping of the
 # key: after change-key on the sender, the receiver (no key ever loaded
 # there) accepts the new passphrase and refuses the old one, and every
-# snapshot still restores.  A change of keyformat/keylocation travels too.
+# snapshot still restores (the old one opens only with load-key
+# --previous: the receiver keeps the wrapping it replaced).  A change of
+# keyformat travels too; keylocation stays the receiver's own (zfs).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
 new_store
@@ -29,6 +31,7 @@ ok cb recv backup <"$TESTDIR/s2"
 [ "$(cb get -H -o value keystatus backup)" = unavailable ] || fail "keystatus after recv"
 printf '%s\n' "$PASS1" | fails_with 1 "backup: incorrect key" cb load-key backup
 [ "$(cb get -H -o value keystatus backup)" = unavailable ] || fail "old passphrase loaded a key"
+printf '%s\n' "$PASS1" | ok cb load-key -n --previous backup
 printf '%s\n' "$PASS2" | ok cb load-key backup
 ok cb restore backup@one "$XDIR/r1"
 same_tree "$XDIR/copy1" "$XDIR/r1"
@@ -36,15 +39,16 @@ ok cb restore backup@two "$XDIR/r2"
 same_tree "$XDIR/copy2" "$XDIR/r2"
 ok cb unload-key backup
 
-# keyformat and keylocation change too: a hex key file
+# keyformat changes too (a hex key file); keylocation names a place on the
+# sender's host and stays the receiver's (prompt, from the first receive)
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TESTDIR/k.hex"
 ok cairn change-key -o keyformat=hex -o keylocation="file://$TESTDIR/k.hex" tank
 ok cairn snapshot tank@three
 cairn send -w -i @two tank@three | cb recv backup || fail "send -w -i two three"
-[ "$(cb get -H -o value keyformat,keylocation backup | tr '\n' ' ')" = \
-	"hex file://$TESTDIR/k.hex " ] || fail "keyformat/keylocation not carried"
+[ "$(cb get -H -o value keyformat,keylocation backup | tr '\n' ' ')" = "hex prompt " ] ||
+	fail "keyformat not carried, or keylocation changed"
 printf '%s\n' "$PASS2" | fails_with 1 "incorrect key\|hex" cb load-key -L prompt backup
-ok cb load-key backup
+ok cb load-key -L "file://$TESTDIR/k.hex" backup
 ok cb restore backup@three "$XDIR/r3"
 same_tree "$SRC" "$XDIR/r3"
 
@@ -60,7 +64,7 @@ cp "$TESTDIR/s4" "$TESTDIR/s4.bad"
 printf '\xff' | dd of="$TESTDIR/s4.bad" bs=1 seek=$((size / 2)) conv=notrunc status=none
 cb recv backup <"$TESTDIR/s4.bad" >/dev/null 2>&1 && fail "tampered stream accepted"
 [ "$(cb get -H -o value keyformat backup)" = hex ] || fail "refused stream changed the key"
-ok cb load-key -n backup
+ok cb load-key -n -L "file://$TESTDIR/k.hex" backup
 ok cb recv backup <"$TESTDIR/s4"
 [ "$(cb get -H -o value keyformat backup)" = passphrase ] || fail "retry did not carry the key"
 "$CAIRN" -s "$B" unload-key -a >/dev/null

@@ -117,6 +117,23 @@ static void test_wrap(void)
 	CHECK_EQ(bad, 0);
 	CHECK_EQ(crypt_unwrap(blob, sizeof(blob) - 1, pass, sizeof(pass) - 1, &u), CAIRN_ECORRUPT);
 
+	/* KDF cost from the blob: memory (128 r N) and work (N r p) bounded,
+	 * so a hostile blob cannot make one attempt take a minute. */
+	struct {
+		uint8_t logn;
+		uint32_t r, p;
+		int want;
+	} cost[] = {{20, 8, 1, 0}, {17, 8, 8, 0}, {19, 16, 16, CAIRN_ECORRUPT},
+		    {17, 8, 9, CAIRN_ECORRUPT}, {20, 16, 1, CAIRN_ECORRUPT}};
+	for (size_t i = 0; i < sizeof(cost) / sizeof(cost[0]); i++) {
+		uint8_t t[CRYPT_KEYBLOB_LEN];
+		memcpy(t, blob, sizeof(t));
+		t[7] = cost[i].logn;
+		memcpy(t + 8, (uint8_t[4]){cost[i].r, 0, 0, 0}, 4);
+		memcpy(t + 12, (uint8_t[4]){cost[i].p, 0, 0, 0}, 4);
+		CHECK_EQ(crypt_keyblob_check(t, sizeof(t), NULL, NULL), cost[i].want);
+	}
+
 	/* hex/raw: the 32 bytes are the wrapping key; a tampered nonce,
 	 * tag or key id fails; all cheap without a KDF, so every bit. */
 	uint8_t rk[32];
