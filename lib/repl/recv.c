@@ -1043,6 +1043,18 @@ static int recv_crypt_apply(rctx_t *c, const rds_t *d, bool created)
 	return r;
 }
 
+/* recv -o keylocation= on the encryption root a raw stream brings. */
+static int recv_keylocation(rctx_t *c, const rds_t *d, const char *value)
+{
+	char *loc = NULL;
+	int r = encroot_prop_normalize(c->st, "keylocation", value, &loc);
+	if (r > 0)
+		r = cairn_dataset_set(c->st, d->local,
+				      &(cairn_prop){.name = "keylocation", .value = loc}, 1);
+	free(loc);
+	return r < 0 ? r : 0;
+}
+
 /* Creates (or checks) the local dataset of a stream dataset and sets its
  * properties: the stream's with -R, and -o on the top dataset only (the
  * children inherit, as in zfs). */
@@ -1056,13 +1068,20 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 		if (r == 0)
 			note(c, "renamed", d->local);
 	}
-	/* -o is a local value; the stream's are received values (below). */
-	size_t np = top ? c->o->nprops : 0;
-	cairn_prop *props = calloc(np + 1, sizeof(*props));
+	/* -o is a local value; the stream's are received values (below).
+	 * keylocation for the root a raw stream brings is set once it is
+	 * one (recv_crypt_apply), as zfs allows. */
+	const char *keyloc = NULL;
+	cairn_prop *props = calloc((top ? c->o->nprops : 0) + 1, sizeof(*props));
 	if (!props)
 		return -ENOMEM;
-	if (np)
-		memcpy(props, c->o->props, np * sizeof(*props));
+	size_t np = 0;
+	for (size_t i = 0; top && i < c->o->nprops; i++) {
+		if (d->key && !strcmp(c->o->props[i].name, "keylocation"))
+			keyloc = c->o->props[i].value;
+		else
+			props[np++] = c->o->props[i];
+	}
 	ds_row_t row = {0};
 	bool created = false;
 	encroot_receiving(true);
@@ -1093,6 +1112,8 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 	free(props);
 	if (r == 0)
 		r = recv_crypt_apply(c, d, created);
+	if (r == 0 && keyloc)
+		r = recv_keylocation(c, d, keyloc);
 	return r;
 }
 

@@ -6,8 +6,8 @@
 #   but the receiver keeps the old one: the owner's key is refused with a
 #   hint and `load-key --previous` opens the root; change-key there then
 #   forgets the earlier wrappings;
-# - a raw-received root's keylocation is prompt, and an incremental leaves
-#   the receiver's own keylocation alone (zfs);
+# - a raw-received root's keylocation is prompt (or recv -o keylocation=),
+#   and an incremental leaves the receiver's own keylocation alone (zfs);
 # - a keylocation that is not a regular file (a FIFO nobody writes) is
 #   refused at once, and verify does not hang on it;
 # - destroying an encryption root unloads its key from the keyring;
@@ -37,6 +37,11 @@ ok cairn snapshot tank@one
 cairn send -w tank@one | cb recv backup || fail "raw full receive"
 [ "$(cb get -H -o value keylocation backup)" = prompt ] || fail "received root's keylocation is not prompt"
 ok cb set keylocation="file://$TESTDIR/p1" backup
+# or the one recv -o gives (zfs allows it for a raw stream's root)
+cairn send -w tank@one | cb recv -o keylocation="file://$TESTDIR/p1" other ||
+	fail "raw receive with -o keylocation"
+[ "$(cb get -H -o value keylocation other)" = "file://$TESTDIR/p1" ] || fail "recv -o keylocation ignored"
+ok cb load-key -n other
 
 # a garbled wrapping in a raw incremental: accepted (nothing here can open
 # it), the old one kept, the receiver's keylocation kept
