@@ -58,6 +58,12 @@ static inline int digest_cmp(const digest_t *a, const digest_t *b)
 	return memcmp(a->b, b->b, DIGEST_LEN);
 }
 
+/* digest_cmp for qsort and bsearch over arrays of digest_t. */
+static inline int digest_cmp_void(const void *a, const void *b)
+{
+	return digest_cmp(a, b);
+}
+
 /* ---- little-endian packing ---- */
 static inline void put_u16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
 static inline void put_u32(uint8_t *p, uint32_t v)

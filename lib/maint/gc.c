@@ -1767,12 +1767,14 @@ static void *sweep_worker(void *arg)
 }
 
 /* The bucket half of the sweep (chunkstore_sweep_remote): objects whose
- * markers the local sweep removed go, with the same threshold. */
-static void sweep_remote(cairn_store *st, sweep_t *sw)
+ * markers the local sweep removed go, with the same threshold, except
+ * those of referenced chunks whose markers are gone. */
+static void sweep_remote(cairn_store *st, sweep_t *sw, digest_t *keep, size_t nkeep)
 {
 	chunkstore_rsweep rs;
-	int r = chunkstore_sweep_remote(st->cs, sw->threshold, &rs);
-	if (r < 0) {
+	qsort(keep, nkeep, sizeof(*keep), digest_cmp_void);
+	int r = chunkstore_sweep_remote(st->cs, sw->threshold, keep, nkeep, &gc_stop, &rs);
+	if (r < 0 && r != -EINTR) {
 		sw->err = r;
 		snprintf(sw->errobj, sizeof(sw->errobj), "bucket");
 	}
@@ -1920,6 +1922,9 @@ typedef struct gcctx {
 	uint64_t refs;
 	int64_t name_owner;
 	char *name_cache;
+	digest_t *missing; /* referenced chunks mark found no file for */
+	size_t nmissing, capmissing;
+	bool unkept_missing; /* one of them could not be remembered */
 } gcctx_t;
 
 static void progress(gcctx_t *c, const char *phase, bool force)
@@ -1938,7 +1943,26 @@ static void progress(gcctx_t *c, const char *phase, bool force)
 static void on_missing(const digest_t *d, int64_t owner, void *arg)
 {
 	gcctx_t *c = arg;
+	/* On a remote store only the marker may be gone: the bucket's
+	 * object brings it back, and the chunk is not missing. */
+	if (chunkstore_backend(c->st->cs) && chunkstore_remark(c->st->cs, d) == 0)
+		return;
 	c->s->missing++;
+	/* Kept from the bucket sweep (a remote store): the object may be
+	 * all that is left of the chunk.  Without room to remember it, no
+	 * object may go (unkept_missing). */
+	if (c->nmissing == c->capmissing) {
+		size_t n = c->capmissing ? c->capmissing * 2 : 64;
+		digest_t *v = realloc(c->missing, n * sizeof(*v));
+		if (v) {
+			c->missing = v;
+			c->capmissing = n;
+		}
+	}
+	if (c->nmissing < c->capmissing)
+		c->missing[c->nmissing++] = *d;
+	else
+		c->unkept_missing = true;
 	if (!c->opts->warn)
 		return;
 	if (!c->name_cache || c->name_owner != owner) {
@@ -2232,8 +2256,8 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 			sweep_run(&sw, threads, opts);
 			swept = !gc_stop;
 			/* Remote chunks: the bucket's sweep, after the markers'. */
-			if (swept && !sw.err && chunkstore_backend(st->cs))
-				sweep_remote(st, &sw);
+			if (swept && !sw.err && chunkstore_backend(st->cs) && !c.unkept_missing)
+				sweep_remote(st, &sw, c.missing, c.nmissing);
 			sweep_ns = mono_ns() - s0;
 		}
 	} else if (r == 0) {
@@ -2320,6 +2344,7 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 
 	free(c.dbuf);
 	free(c.name_cache);
+	free(c.missing);
 	gc_marker_free(c.mk);
 	gc_idxwalk_free(w);
 	pthread_mutex_destroy(&sw.lock);

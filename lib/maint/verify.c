@@ -11,7 +11,9 @@
  *    the blob header, its checksum and the SHA-256 of the plain bytes.
  * 3. A damaged chunk (corrupt, or an I/O error) is renamed <digest>.bad:
  *    the next backup or receive of the same data finds the chunk missing
- *    and writes it anew (chunkstore_put only skips names that exist).
+ *    and writes it anew (chunkstore_put only skips names that exist).  On
+ *    a remote store an I/O error sets nothing aside (it is the bucket's or
+ *    the network's), and an object the bucket lacks loses its marker.
  * 4. Only for the bad chunks: which target snapshots use them (a second
  *    pass over their indexes) and which files (their tree streams).
  * 5. lastverified = the verify's start time on every target snapshot all
@@ -47,6 +49,7 @@ typedef struct vbad {
 	digest_t d;
 	int err;
 	bool renamed;
+	bool unmarked; /* a remote store's marker of a missing object, removed */
 	size_t nusers;
 } vbad_t;
 
@@ -571,7 +574,10 @@ static void report(vctx_t *c)
 		digest_to_hex(&bd->d, hex);
 		free(path);
 		if (asprintf(&path, "%s/.chunks/%.4s/%s%s", c->st->path, hex, hex,
-			     bd->renamed ? ", renamed to .bad" : "") < 0)
+			     bd->renamed    ? ", renamed to .bad"
+			     : bd->unmarked ? ", not in the bucket: marker removed, the next "
+					      "backup of the data stores it again"
+					    : "") < 0)
 			path = NULL;
 		size_t named = 0, more = 0;
 		for (size_t i = 0; i < u.nuses; i++) {
@@ -713,15 +719,21 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 	opts->bad = c.nbad;
 	if (r == 0 && c.nbad) {
 		qsort(c.bad, c.nbad, sizeof(vbad_t), bad_cmp);
+		/* On a remote store an I/O error is the bucket's or the
+		 * network's, not the object's: nothing is set aside for it.
+		 * An object the bucket does not have loses its marker, so the
+		 * next backup stores it again instead of deduplicating. */
+		bool remote = chunkstore_backend(st->cs) != NULL;
 		for (size_t i = 0; i < c.nbad; i++) {
 			vbad_t *b = &c.bad[i];
-			if (b->err != CAIRN_ECORRUPT && b->err != -EIO)
-				continue;
 			char hex[DIGEST_HEX_LEN + 1], from[70], to[74];
 			digest_to_hex(&b->d, hex);
 			snprintf(from, sizeof(from), "%.4s/%s", hex, hex);
 			snprintf(to, sizeof(to), "%.4s/%s.bad", hex, hex);
-			b->renamed = renameat(c.chunkfd, from, c.chunkfd, to) == 0;
+			if (remote && b->err == -ENOENT)
+				b->unmarked = unlinkat(c.chunkfd, from, 0) == 0;
+			else if (b->err == CAIRN_ECORRUPT || (b->err == -EIO && !remote))
+				b->renamed = renameat(c.chunkfd, from, c.chunkfd, to) == 0;
 		}
 		report(&c);
 	}

@@ -22,6 +22,29 @@ int backend_parse_chunk_name(const char *name, digest_t *d)
 	return digest_from_hex(name + 12, d);
 }
 
+/* A prefix of S3's safe characters whose components are neither empty
+ * nor "." nor "..": an HTTP client would resolve those (the objects would
+ * land elsewhere than the listing looks, or outside the bucket). */
+static bool prefix_ok(const char *p, size_t len)
+{
+	static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				   "0123456789!-_.*'()/";
+	size_t start = 0;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && p[i] != '/') {
+			if (!strchr(safe, p[i]))
+				return false;
+			continue;
+		}
+		size_t n = i - start;
+		if (len && (n == 0 || (n == 1 && p[start] == '.') ||
+			    (n == 2 && p[start] == '.' && p[start + 1] == '.')))
+			return false;
+		start = i + 1;
+	}
+	return true;
+}
+
 static void errput(char *errbuf, size_t errlen, const char *msg)
 {
 	if (errbuf && errlen)
@@ -70,8 +93,10 @@ int backend_open(const backend_config *cfg, bool create, backend_t **out, char *
 	size_t plen = strlen(p);
 	while (plen && p[plen - 1] == '/')
 		plen--;
-	if (plen > 400 || strstr(p, "//")) {
-		errput(errbuf, errlen, "bad prefix (empty component or over 400 bytes)");
+	if (plen > 400 || !prefix_ok(p, plen)) {
+		errput(errbuf, errlen,
+		       "bad prefix (over 400 bytes, an empty, '.' or '..' component, or a "
+		       "character other than A-Z a-z 0-9 ! - _ . * ' ( ) /)");
 		return -EINVAL;
 	}
 	snprintf(prefix, sizeof(prefix), "%.*s%s", (int)plen, p, plen ? "/" : "");

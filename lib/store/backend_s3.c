@@ -166,8 +166,11 @@ static int s3be_list_page(backend_t *be, char **cursor, backend_obj **objs, size
 	}
 	size_t plen = strlen(b->prefix), k = 0;
 	for (size_t i = 0; i < no; i++) {
-		if (backend_parse_chunk_name(o[i].key + plen, &v[k].d) < 0)
-			continue; /* not ours (a stray upload): never touched */
+		/* Not ours (a stray upload, or a key a broken or hostile server
+		 * lists outside the prefix asked for): never touched. */
+		if (strncmp(o[i].key, b->prefix, plen) ||
+		    backend_parse_chunk_name(o[i].key + plen, &v[k].d) < 0)
+			continue;
 		v[k].mtime_ns = (int64_t)o[i].mtime * 1000000000;
 		v[k].size = o[i].size;
 		k++;

@@ -326,15 +326,17 @@ int cairn_store_import(const char *path, const cairn_init_opts *o)
 		snprintf(init_err, sizeof(init_err), "no bucket to import from");
 		return -EINVAL;
 	}
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+	bool made = mkdir(path, 0700) == 0;
+	if (!made && errno != EEXIST)
 		return -errno;
+	/* What an interrupted import left goes, so the import can run again;
+	 * a finished store or anything else stays. */
+	int e = made ? 1 : store_is_made(path) ? 0 : store_setup_clear(path);
+	if (e <= 0)
+		return e < 0 ? e : -EEXIST;
 	int dfd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	if (faccessat(dfd, "catalog.db", F_OK, 0) == 0 || faccessat(dfd, "cairn-store", F_OK, 0) == 0) {
-		close(dfd);
-		return -EEXIST;
-	}
 	bconf_t c;
 	fill_conf(&c, o);
 	backend_t *be = NULL;
@@ -397,5 +399,8 @@ int cairn_store_import(const char *path, const cairn_init_opts *o)
 			r = -errno;
 	}
 	close(dfd);
+	/* A failed import takes back what it made. */
+	if (r < 0 && store_setup_clear(path) == 1 && made)
+		rmdir(path);
 	return r;
 }

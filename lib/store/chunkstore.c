@@ -1219,7 +1219,8 @@ static int read_blob(chunkstore_t *cs, const digest_t *d, buf_t *out, bool *cach
 
 /* A cached copy that does not decode (out set) or check (out NULL: the
  * raw blob is wanted) is dropped and read again from the bucket: the cache
- * is never the only copy, so never trusted. */
+ * is never the only copy, so never trusted.  So is a fresh object that
+ * does not decode, once. */
 static int read_blob_checked(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d,
 			     buf_t *raw, buf_t *out)
 {
@@ -1229,7 +1230,9 @@ static int read_blob_checked(chunkstore_t *cs, const crypt_keys_t *k, const dige
 		r = blob_decode_key(k, raw->data, raw->len, d, out);
 	else if (!r && cached)
 		r = blob_check(raw->data, raw->len, NULL);
-	if (r == CAIRN_ECORRUPT && cached) {
+	/* A copy from the cache, or a body damaged on its way from the
+	 * bucket: one fresh read before calling the chunk damaged. */
+	if (r == CAIRN_ECORRUPT && (cached || cs->be)) {
 		chunkcache_drop(cs->cache, d);
 		r = read_blob(cs, d, raw, &cached);
 		if (!r && out)
@@ -1510,7 +1513,8 @@ static int delete_candidates(chunkstore_t *cs, digest_t *cand, uint64_t *sizes, 
 
 #define SWEEP_BATCH 1000
 
-int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_rsweep *out)
+int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, const digest_t *keep,
+			    size_t nkeep, const volatile sig_atomic_t *stop, chunkstore_rsweep *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!cs->be)
@@ -1538,6 +1542,10 @@ int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_r
 				/* Local sweep already removed stale markers: a marker
 				 * that is still here is referenced or pending. */
 				out->kept_marker++;
+			} else if (nkeep && bsearch(&o[i].d, keep, nkeep, sizeof(*keep), digest_cmp_void)) {
+				/* Referenced, its marker lost (verify set it aside,
+				 * a crash, a hand): the object is what is left. */
+				out->kept_referenced++;
 			} else {
 				cand[n] = o[i].d;
 				sizes[n++] = o[i].size;
@@ -1548,6 +1556,8 @@ int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_r
 			}
 		}
 		free(o);
+		if (r == 0 && stop && *stop)
+			r = -EINTR;
 	} while (r == 0 && cursor);
 	if (r == 0 && n)
 		r = delete_candidates(cs, cand, sizes, n, out);
@@ -1563,6 +1573,27 @@ int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_r
 	return r;
 }
 
+/* A marker for an object of `size` bytes the bucket holds: an empty file
+ * of that apparent size (no blocks: blob_is_marker), fresh atime. */
+static int marker_make(chunkstore_t *cs, const digest_t *d, uint64_t size)
+{
+	struct cpath p;
+	cpath_init(cs, d, &p);
+	int r = 0;
+	int fd = openat(p.at, p.name, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == ENOENT) {
+		r = subdir_make(cs, subdir_index(d));
+		cpath_init(cs, d, &p);
+		if (!r)
+			fd = openat(p.at, p.name, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+	}
+	if (fd < 0 || ftruncate(fd, size > UINT32_MAX ? 0 : size) < 0)
+		r = r ? r : -errno;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
 int chunkstore_import_markers(chunkstore_t *cs, uint64_t *count)
 {
 	*count = 0;
@@ -1574,27 +1605,29 @@ int chunkstore_import_markers(chunkstore_t *cs, uint64_t *count)
 		backend_obj *o = NULL;
 		size_t no = 0;
 		r = backend_list_page(cs->be, &cursor, &o, &no);
-		for (size_t i = 0; i < no && r == 0; i++) {
-			struct cpath p;
-			cpath_init(cs, &o[i].d, &p);
-			int fd = openat(p.at, p.name, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
-			if (fd < 0 && errno == ENOENT) {
-				r = subdir_make(cs, subdir_index(&o[i].d));
-				cpath_init(cs, &o[i].d, &p);
-				if (!r)
-					fd = openat(p.at, p.name, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
-						    0600);
-			}
-			if (fd < 0 || ftruncate(fd, o[i].size > UINT32_MAX ? 0 : o[i].size) < 0)
-				r = r ? r : -errno;
-			if (fd >= 0)
-				close(fd);
-			if (!r)
+		for (size_t i = 0; i < no && r == 0; i++)
+			if ((r = marker_make(cs, &o[i].d, o[i].size)) == 0)
 				(*count)++;
-		}
 		free(o);
 	} while (r == 0 && cursor);
 	free(cursor);
+	return r;
+}
+
+int chunkstore_remark(chunkstore_t *cs, const digest_t *d)
+{
+	if (!cs->be)
+		return -ENOENT;
+	/* The bucket's own copy, not the cache's: the marker vouches for it. */
+	buf_t raw = {0};
+	int r = backend_get(cs->be, d, &raw);
+	if (r < 0 && r != -ENOENT)
+		remote_failed(cs);
+	if (r == 0)
+		r = blob_check(raw.data, raw.len, NULL);
+	if (r == 0)
+		r = marker_make(cs, d, raw.len);
+	buf_free(&raw);
 	return r;
 }
 

@@ -14,6 +14,8 @@
 #ifndef CAIRN_CHUNKSTORE_H
 #define CAIRN_CHUNKSTORE_H
 
+#include <signal.h>
+
 #include "crypt/crypt.h"
 #include "util.h"
 
@@ -167,17 +169,22 @@ void chunkstore_set_cache(chunkstore_t *cs, struct chunkcache *cache);
 void chunkstore_cache_bypass(chunkstore_t *cs, bool bypass);
 
 typedef struct chunkstore_rsweep {
-	uint64_t listed, kept_recent, kept_marker, kept_intent, removed, removed_bytes;
+	uint64_t listed, kept_recent, kept_marker, kept_intent, kept_referenced, removed,
+		removed_bytes;
 	uint64_t list_requests, delete_requests;
 } chunkstore_rsweep;
 
 /* The remote half of GC's sweep; call it after the local sweep removed the
  * markers of unreferenced chunks.  Pages through the bucket's listing and
  * deletes (1000 a request) every object last modified before threshold_ns
- * that has no marker and no writer's temporary file, re-checking under an
- * exclusive intent lock right before each delete request.  0 or an error
- * (backend detail in backend_errmsg). */
-int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_rsweep *out);
+ * that has no marker, no writer's temporary file and is not in keep (the
+ * nkeep digests, sorted: referenced chunks whose marker mark found gone),
+ * re-checking under an exclusive intent lock right before each delete
+ * request.  *stop (may be NULL) set by another thread or a signal
+ * handler ends it between pages with -EINTR.  0 or an error (backend
+ * detail in backend_errmsg). */
+int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, const digest_t *keep,
+			    size_t nkeep, const volatile sig_atomic_t *stop, chunkstore_rsweep *out);
 
 /* If a backend call failed since the last call, copies the backend's
  * message (object, server answer, retries) into buf and returns true.
@@ -185,6 +192,12 @@ int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, chunkstore_r
  * the one given, even if other threads failed since; otherwise the
  * store's last (a worker's failure, reported by the thread it works for). */
 bool chunkstore_remote_error(chunkstore_t *cs, char *buf, size_t len);
+
+/* A remote store's referenced chunk whose marker is gone (verify set it
+ * aside, a crash, a hand): if the bucket holds a sound object, its marker
+ * is made again (fresh, so GC keeps it).  0, -ENOENT (no such object),
+ * CAIRN_ECORRUPT, or a backend error; -ENOENT on a local store. */
+int chunkstore_remark(chunkstore_t *cs, const digest_t *d);
 
 /* Rebuilds the markers from the bucket listing (import): one marker per
  * object.  *count gets how many.  0 or an error. */

@@ -476,8 +476,11 @@ static void settle(s3_t *s, struct req *q)
 		 * being out of reach, which no reader may take for absence.
 		 * A HEAD's 404 has no body to say which: HEAD only decides
 		 * whether to upload, and the upload then fails on a missing
-		 * bucket. */
-		bool no_key = q->status == 404 && (!code[0] || !strcmp(code, "NoSuchKey"));
+		 * bucket.  A GET's 404 without an S3 error code (a web server
+		 * at a wrong endpoint) is not a missing key either. */
+		bool head = !strcmp(q->method, "HEAD");
+		bool no_key = q->status == 404 &&
+			      (!strcmp(code, "NoSuchKey") || (!code[0] && head));
 		r = no_key ? -ENOENT : q->status == 403 ? -EACCES : -EIO;
 		if (!no_key)
 			set_err(s, "%s %s: HTTP %ld%s%s%s%s", q->method, q->url, q->status,
@@ -860,6 +863,9 @@ static int parse_list(s3_t *s, const buf_t *body, char **token, s3_object **objs
 	s3_object *v = NULL;
 	bool truncated = false;
 	int r = 0;
+	char *sent = *token ? strdup(*token) : NULL;
+	if (*token && !sent)
+		r = -ENOMEM;
 	for (xmlNodePtr c = root ? root->children : NULL; c && !r; c = c->next) {
 		if (c->type != XML_ELEMENT_NODE)
 			continue;
@@ -902,7 +908,12 @@ static int parse_list(s3_t *s, const buf_t *body, char **token, s3_object **objs
 	} else if (!*token && !r) {
 		set_err(s, "ListObjectsV2: truncated page without a continuation token");
 		r = -EIO;
+	} else if (sent && !strcmp(sent, *token) && !r) {
+		/* The same page again and again: a broken server, not a listing. */
+		set_err(s, "ListObjectsV2: the continuation token did not advance");
+		r = -EIO;
 	}
+	free(sent);
 	if (r < 0) {
 		s3_objects_free(v, n);
 		return r;

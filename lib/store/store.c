@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <dirent.h>
+#include <ftw.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -297,6 +299,13 @@ int store_check_atime(int dirfd, char *why, size_t whylen)
 	return r;
 }
 
+bool store_is_made(const char *path)
+{
+	char m[4096];
+	snprintf(m, sizeof(m), "%s/" STORE_MARKER, path);
+	return access(m, F_OK) == 0;
+}
+
 static int dir_is_empty(const char *path)
 {
 	DIR *d = opendir(path);
@@ -313,6 +322,56 @@ static int dir_is_empty(const char *path)
 	return empty;
 }
 
+/* What init and import make before the marker, which comes last. */
+static bool setup_name(const char *n)
+{
+	static const char *const names[] = {".chunks",	      ".chunks.lock",	    "backend.conf",
+					    "catalog.db",     "catalog.db-wal",	    "catalog.db-shm",
+					    "catalog.db-journal", "catalog.db.import"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(n, names[i]))
+			return true;
+	return !strncmp(n, ".atime-probe.", 13);
+}
+
+static int unlink_entry(const char *p, const struct stat *sb, int type, struct FTW *f)
+{
+	return remove(p) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int store_setup_clear(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	int ours = 1;
+	while (ours && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			ours = setup_name(de->d_name);
+	closedir(d);
+	char sub[4096];
+	for (d = ours ? opendir(path) : NULL; d && (de = readdir(d));) {
+		if (!setup_name(de->d_name))
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+		if (nftw(sub, unlink_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+			ours = -errno;
+	}
+	if (d)
+		closedir(d);
+	return ours;
+}
+
+/* A failed init takes back what it made: the directory is as it was
+ * (made: removed), and the same command can run again. */
+static int init_undo(const char *path, bool made, int r)
+{
+	if (store_setup_clear(path) == 1 && made)
+		rmdir(path);
+	return r;
+}
+
 int cairn_store_init(const char *path, const cairn_init_opts *opts)
 {
 	cairn_init_opts def = {0};
@@ -323,10 +382,17 @@ int cairn_store_init(const char *path, const cairn_init_opts *opts)
 	uint32_t chunk = opts->chunk_size ? opts->chunk_size : 1 << 20;
 	if (chunk < (64u << 10) || chunk > (8u << 20) || (chunk & (chunk - 1)))
 		return CAIRN_EBADPROP;
-	if (mkdir(path, 0700) < 0) {
+	bool made = mkdir(path, 0700) == 0;
+	if (!made) {
 		if (errno != EEXIST)
 			return -errno;
 		int e = dir_is_empty(path);
+		if (e < 0)
+			return e;
+		/* Only what an interrupted init or import left (no marker)
+		 * is cleared; anything else is someone's. */
+		if (!e && !store_is_made(path))
+			e = store_setup_clear(path);
 		if (e < 0)
 			return e;
 		if (!e)
@@ -335,7 +401,7 @@ int cairn_store_init(const char *path, const cairn_init_opts *opts)
 	}
 	int dfd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (dfd < 0)
-		return -errno;
+		return init_undo(path, made, -errno);
 	char why[256];
 	int r = opts->skip_atime_check ? 0 : store_check_atime(dfd, why, sizeof(why));
 	if (r == 0 && opts->chunks)
@@ -375,7 +441,7 @@ int cairn_store_init(const char *path, const cairn_init_opts *opts)
 			r = -errno;
 	}
 	close(dfd);
-	return r;
+	return r < 0 ? init_undo(path, made, r) : r;
 }
 
 int cairn_store_open(const char *path, cairn_store **out)

@@ -30,6 +30,12 @@ int store_remote_init(int dfd, const cairn_init_opts *o);
 int store_remote_attach(cairn_store *st);
 int store_remote_publish(cairn_store *st, bool force);
 int cairn_store_import(const char *path, const cairn_init_opts *o);
+/* A directory without a store marker that holds only what init or import
+ * make: emptied (1), so the same command can run again.  0 when it holds
+ * anything else (left alone), <0 on error. */
+int store_setup_clear(const char *path);
+/* True when path holds a finished store (its marker, written last). */
+bool store_is_made(const char *path);
 
 /* Records the failing object and reason for cairn_store_errdetail() and
  * returns err, so callers can `return store_err(st, r, "...", ...)`. */

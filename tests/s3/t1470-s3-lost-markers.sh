@@ -1,0 +1,85 @@
+#!/bin/bash
+# An S3 store whose local markers and bucket disagree (findings of the
+# 2026-12-03 review):
+#  1. Markers of referenced chunks gone (verify set them aside, a crash,
+#     a hand): gc makes them again from the bucket's objects and keeps
+#     those objects, so the snapshot still restores; unreferenced objects
+#     still go.
+#  2. An object gone from the bucket: verify names it, removes its marker,
+#     and the next backup of the same data uploads it again (instead of
+#     deduplicating against a marker of nothing); then all verifies.
+#  3. An import that stopped half-way is redone by the same command, and
+#     a failed init or import leaves no directory behind.
+#  4. A chunk prefix with a "." or ".." component, or a character an HTTP
+#     client would rewrite, is refused at init.
+. "$CAIRN_SRC/tests/cli/lib.sh"
+. "$CAIRN_SRC/tests/s3/lib-s3.sh"
+s3_new_store
+SRC=$TESTDIR/src
+corpus "$SRC"
+ok cairn create -o source="$SRC" -o chunksize=64K tank
+ok cairn snapshot tank@1 >/dev/null
+ok cairn config gc_atime_cutoff=0
+
+# 1. two referenced markers lost; a garbage object beside them
+n=$(objects)
+lost=$(find "$CAIRN_STORE/.chunks" -type f -regextype egrep -regex '.*/[0-9a-f]{64}' | head -n 2)
+[ "$(echo "$lost" | wc -l)" = 2 ] || fail "fewer than two markers"
+rm -f $lost
+mkdir -p "$TESTDIR/src2"
+head -c 200000 /dev/urandom >"$TESTDIR/src2/garbage"
+ok cairn create -o source="$TESTDIR/src2" other
+ok cairn snapshot other@1 >/dev/null
+ok cairn destroy -r other
+out=$(cairn gc -v 2>&1) || fail "gc: $out"
+[ "$(stat_of sweep_removed)" -ge 1 ] || fail "gc removed no garbage object ($(stat_of sweep_removed))"
+[ "$(objects)" = "$n" ] || fail "gc left $(objects) objects, want the $n tank@1 needs"
+for m in $lost; do [ -f "$m" ] || fail "gc did not make the marker $m again"; done
+ok cairn restore tank@1 "$TESTDIR/r1" >/dev/null
+same_tree "$SRC" "$TESTDIR/r1"
+
+# 1b. a lost marker whose object does not check either (damaged in the
+# bucket): gc cannot make the marker, reports the chunk, and still keeps
+# the object (it is referenced; only a backup of the data replaces it)
+one=$(echo "$lost" | head -n 1)
+hex1=$(basename "$one")
+"$S3TOOL" get "$BUCKET" "$PFX/chunks/${hex1:0:4}/$hex1" >"$TESTDIR/obj" || fail "get object"
+printf 'garbage' | dd of="$TESTDIR/obj" bs=1 seek=40 conv=notrunc status=none
+ok "$S3TOOL" put "$BUCKET" "$PFX/chunks/${hex1:0:4}/$hex1" "$TESTDIR/obj"
+rm -f "$one"
+fails_with 1 "$hex1.*missing" cairn gc
+"$S3TOOL" ls "$BUCKET" "$PFX/chunks/" | grep -q "$hex1" || fail "gc deleted a referenced object whose marker was lost"
+ok cairn snapshot tank@1b >/dev/null
+ok cairn destroy tank@1b
+
+# 2. an object removed from the bucket behind the store's back
+victim=$("$S3TOOL" ls "$BUCKET" "$PFX/chunks/" | head -n 1)
+hex=${victim##*/}
+ok "$S3TOOL" rm "$BUCKET" "$victim"
+out=$(cairn verify 2>&1)
+[ $? -ne 0 ] || fail "verify passed over a missing object"
+echo "$out" | grep -q "$hex.*not in the bucket: marker removed" || fail "verify did not name the missing object: $out"
+[ -e "$CAIRN_STORE/.chunks/${hex:0:4}/$hex" ] && fail "verify kept the marker of a missing object"
+ok cairn snapshot tank@3 >/dev/null
+"$S3TOOL" ls "$BUCKET" "$PFX/chunks/" | grep -q "$hex" || fail "the next backup did not upload the object again"
+ok cairn verify >/dev/null
+ok cairn restore tank@3 "$TESTDIR/r3" >/dev/null
+same_tree "$SRC" "$TESTDIR/r3"
+
+# 3. an import that stopped half-way (its files, no store marker) is
+# redone by the same command; a failed init or import leaves nothing
+mkdir -p "$TESTDIR/imp/.chunks/0000"
+: >"$TESTDIR/imp/catalog.db"
+: >"$TESTDIR/imp/backend.conf"
+ok "$CAIRN" -s "$TESTDIR/imp" init --import "s3://$BUCKET/$PFX"
+ok "$CAIRN" -s "$TESTDIR/imp" restore tank@3 "$TESTDIR/r4" >/dev/null
+same_tree "$SRC" "$TESTDIR/r4"
+fails_with 1 "holds no store" "$CAIRN" -s "$TESTDIR/none" init --import "s3://$BUCKET/$PFX-none"
+[ -e "$TESTDIR/none" ] && fail "a failed import left $TESTDIR/none"
+
+# 4. prefixes an HTTP client would resolve or rewrite
+for p in "x/../other" "./x" "x/." "a b" "x%2fy"; do
+	fails_with 1 "bad prefix" "$CAIRN" -s "$TESTDIR/bad" init --chunks "s3://$BUCKET/$p"
+	[ -e "$TESTDIR/bad" ] && fail "a refused init left $TESTDIR/bad"
+done
+done_test
