@@ -1532,7 +1532,7 @@ typedef struct sweep {
 	unsigned delay_us;
 	sweepstats_t tot;
 	int err;
-	char errobj[128];
+	char errobj[1100]; /* a directory, or why the bucket was left alone */
 } sweep_t;
 
 static int64_t ts_ns(const struct timespec *t)
@@ -1773,7 +1773,13 @@ static void sweep_remote(cairn_store *st, sweep_t *sw, digest_t *keep, size_t nk
 {
 	chunkstore_rsweep rs;
 	qsort(keep, nkeep, sizeof(*keep), digest_cmp_void);
-	int r = chunkstore_sweep_remote(st->cs, sw->threshold, keep, nkeep, &gc_stop, &rs);
+	int r = store_remote_check_owner(st);
+	if (r < 0) {
+		sw->err = r;
+		snprintf(sw->errobj, sizeof(sw->errobj), "%s", st->errdetail);
+		return;
+	}
+	r = chunkstore_sweep_remote(st->cs, sw->threshold, keep, nkeep, &gc_stop, &rs);
 	if (r < 0 && r != -EINTR) {
 		sw->err = r;
 		snprintf(sw->errobj, sizeof(sw->errobj), "bucket");

@@ -9,6 +9,7 @@
  *   addressing = path | virtual
  *   tls_verify = yes | no
  *   credentials_file = /path             (AWS style: aws_access_key_id = ...)
+ *   store_id = 16 hex digits              (the claim on the prefix, below)
  * Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, else the
  * credentials file.
  */
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +31,7 @@
 #define CONF_NAME "backend.conf"
 #define STALE_NAME "catalog.remote-stale"
 #define CATALOG_OBJECT "catalog.db"
+#define CLAIM_OBJECT "store-id"
 
 static __thread char init_err[1024];
 
@@ -39,7 +42,7 @@ const char *cairn_store_init_errdetail(void)
 
 typedef struct bconf {
 	char chunks[512], endpoint[256], region[64], addressing[16], tls_verify[8];
-	char credentials_file[512];
+	char credentials_file[512], store_id[24];
 	char access_key[256], secret_key[256];
 } bconf_t;
 
@@ -97,7 +100,8 @@ static int conf_set(void *arg, const char *k, const char *v)
 		 {"region", c->region, sizeof(c->region)},
 		 {"addressing", c->addressing, sizeof(c->addressing)},
 		 {"tls_verify", c->tls_verify, sizeof(c->tls_verify)},
-		 {"credentials_file", c->credentials_file, sizeof(c->credentials_file)}};
+		 {"credentials_file", c->credentials_file, sizeof(c->credentials_file)},
+		 {"store_id", c->store_id, sizeof(c->store_id)}};
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
 		if (!strcmp(k, t[i].key)) {
 			if (strlen(v) >= t[i].len)
@@ -176,13 +180,14 @@ static int write_conf(int dfd, const bconf_t *c)
 	char text[2048];
 	int n = snprintf(text, sizeof(text),
 			 "# cairn: where this store's chunks live (docs/BACKENDS.md)\n"
-			 "chunks = %s\n%s%s%s%s%s%s%s%s%s%s%s%s",
+			 "chunks = %s\n%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
 			 c->chunks, *c->endpoint ? "endpoint = " : "", c->endpoint,
 			 *c->endpoint ? "\n" : "", *c->region ? "region = " : "", c->region,
 			 *c->region ? "\n" : "", *c->addressing ? "addressing = " : "",
 			 c->addressing, *c->addressing ? "\n" : "",
 			 *c->credentials_file ? "credentials_file = " : "", c->credentials_file,
-			 *c->credentials_file ? "\n" : "");
+			 *c->credentials_file ? "\n" : "", *c->store_id ? "store_id = " : "",
+			 c->store_id, *c->store_id ? "\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return -EINVAL;
 	int fd = openat(dfd, CONF_NAME ".tmp", O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
@@ -210,6 +215,47 @@ static void fill_conf(bconf_t *c, const cairn_init_opts *o)
 		 o->credentials_file ? o->credentials_file : "");
 }
 
+/* ---- the claim on a prefix ----
+ *
+ * Two stores sharing a prefix would each take the other's objects for
+ * garbage.  init claims the prefix: a random id in meta/store-id, kept in
+ * backend.conf; the bucket sweep deletes nothing unless the two agree. */
+
+/* The prefix's claim: 0 (id set), -ENOENT (none), or a backend error. */
+static int claim_get(backend_t *be, char id[24])
+{
+	buf_t b = {0};
+	int r = backend_get_meta(be, CLAIM_OBJECT, &b);
+	if (r == 0)
+		snprintf(id, 24, "%.*s", (int)MIN(b.len, (size_t)23), (const char *)b.data);
+	buf_free(&b);
+	return r;
+}
+
+/* Claims the prefix for a new id (into c->store_id): written, then read
+ * back, so of two stores claiming at once the one that finds the other's
+ * id fails. */
+static int claim_put(backend_t *be, bconf_t *c, char *why, size_t whylen)
+{
+	snprintf(c->store_id, sizeof(c->store_id), "%016llx", (unsigned long long)random_u64());
+	int fd = memfd_create("cairn-claim", MFD_CLOEXEC);
+	int r = fd < 0 ? -errno : write_full(fd, c->store_id, strlen(c->store_id));
+	if (!r)
+		r = backend_put_meta(be, CLAIM_OBJECT, fd, strlen(c->store_id));
+	if (fd >= 0)
+		close(fd);
+	char back[24] = "";
+	if (!r)
+		r = claim_get(be, back);
+	if (r < 0) {
+		snprintf(why, whylen, "claiming %.400s: %s", c->chunks, backend_errmsg(be));
+	} else if (strcmp(back, c->store_id)) {
+		snprintf(why, whylen, "%.400s: another store claimed it meanwhile", c->chunks);
+		r = -EEXIST;
+	}
+	return r;
+}
+
 int store_remote_init(int dfd, const cairn_init_opts *o)
 {
 	bconf_t c;
@@ -222,6 +268,9 @@ int store_remote_init(int dfd, const cairn_init_opts *o)
 		buf_t b = {0};
 		int g = backend_get_meta(be, CATALOG_OBJECT, &b);
 		buf_free(&b);
+		char other[24];
+		if (g == -ENOENT)
+			g = claim_get(be, other) == 0 ? 0 : -ENOENT;
 		if (g == 0) {
 			snprintf(init_err, sizeof(init_err),
 				 "%.400s already holds a store (use --import to rebuild it)", c.chunks);
@@ -231,6 +280,8 @@ int store_remote_init(int dfd, const cairn_init_opts *o)
 			r = g;
 		}
 	}
+	if (r == 0)
+		r = claim_put(be, &c, init_err, sizeof(init_err));
 	backend_close(be);
 	if (r == 0)
 		r = write_conf(dfd, &c);
@@ -270,6 +321,35 @@ int store_remote_attach(cairn_store *st)
 	if (faccessat(st->dirfd, STALE_NAME, F_OK, 0) == 0)
 		store_remote_publish(st, true);
 	return 0;
+}
+
+int store_remote_check_owner(cairn_store *st)
+{
+	backend_t *be = st->cs ? chunkstore_backend(st->cs) : NULL;
+	if (!be)
+		return 0;
+	bconf_t c = {0};
+	char path[4096], why[512] = "", theirs[24] = "";
+	snprintf(path, sizeof(path), "%s/" CONF_NAME, st->path);
+	int r = read_kv(path, conf_set, &c, why, sizeof(why));
+	if (r < 0)
+		return store_err(st, r, "chunk backend: %s", why);
+	int g = claim_get(be, theirs);
+	if (g == 0 && *c.store_id && !strcmp(theirs, c.store_id))
+		return 0;
+	if (g == 0)
+		return store_err(st, -EPERM,
+				 "%s: claimed by another store (store-id %s, this store's %s): "
+				 "nothing deleted from it",
+				 c.chunks, theirs, *c.store_id ? c.store_id : "none");
+	if (g != -ENOENT)
+		return store_err(st, g, "%s: reading its claim: %s", c.chunks, backend_errmsg(be));
+	/* No claim (a store made before claims, or one removed by hand):
+	 * this store claims the prefix now, and keeps the id. */
+	r = claim_put(be, &c, why, sizeof(why));
+	if (r == 0)
+		r = write_conf(st->dirfd, &c);
+	return r < 0 ? store_err(st, r, "chunk backend: %s", *why ? why : strerror(-r)) : 0;
 }
 
 /* Uploads a consistent copy of the catalog (VACUUM INTO a temporary file)
@@ -350,6 +430,10 @@ int cairn_store_import(const char *path, const cairn_init_opts *o)
 		else if (r < 0)
 			snprintf(init_err, sizeof(init_err), "%s", backend_errmsg(be));
 	}
+	/* The imported store is the one that claimed the prefix (none: an
+	 * older store; its first gc claims it). */
+	if (!r && claim_get(be, c.store_id) < 0)
+		c.store_id[0] = 0;
 	backend_close(be);
 	/* The catalog first (under a temporary name), then the settings. */
 	if (!r) {

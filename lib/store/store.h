@@ -29,6 +29,10 @@ struct cairn_store {
 int store_remote_init(int dfd, const cairn_init_opts *o);
 int store_remote_attach(cairn_store *st);
 int store_remote_publish(cairn_store *st, bool force);
+/* Before deleting from the bucket: 0 when the prefix's claim (meta/
+ * store-id) is this store's (a prefix without one is claimed now);
+ * -EPERM naming both ids when another store claimed it. */
+int store_remote_check_owner(cairn_store *st);
 int cairn_store_import(const char *path, const cairn_init_opts *o);
 /* A directory without a store marker that holds only what init or import
  * make: emptied (1), so the same command can run again.  0 when it holds

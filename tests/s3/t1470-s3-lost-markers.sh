@@ -10,7 +10,9 @@
 #     deduplicating against a marker of nothing); then all verifies.
 #  3. An import that stopped half-way is redone by the same command, and
 #     a failed init or import leaves no directory behind.
-#  4. A chunk prefix with a "." or ".." component, or a character an HTTP
+#  4. The prefix's claim: init refuses a prefix another store claimed,
+#     and gc deletes nothing from a prefix whose claim is not its own.
+#  5. A chunk prefix with a "." or ".." component, or a character an HTTP
 #     client would rewrite, is refused at init.
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
@@ -77,7 +79,28 @@ same_tree "$SRC" "$TESTDIR/r4"
 fails_with 1 "holds no store" "$CAIRN" -s "$TESTDIR/none" init --import "s3://$BUCKET/$PFX-none"
 [ -e "$TESTDIR/none" ] && fail "a failed import left $TESTDIR/none"
 
-# 4. prefixes an HTTP client would resolve or rewrite
+# 4. the prefix's claim (meta/store-id): a second store cannot be made
+# on it, and a store whose claim another took deletes nothing from the
+# bucket; a store from before claims claims the prefix at its first gc
+s3_new_store "$TESTDIR/first" "$PFX-claimed" # no command yet: no catalog in the bucket
+fails_with 1 "already holds a store" "$CAIRN" -s "$TESTDIR/twin" init --chunks "s3://$BUCKET/$PFX-claimed"
+[ -e "$TESTDIR/twin" ] && fail "a refused init left $TESTDIR/twin"
+[ -n "$(sed -n 's/^store_id = //p' "$CAIRN_STORE/backend.conf")" ] || fail "init recorded no store_id"
+printf 'ffffffffffffffff' >"$TESTDIR/claim"
+ok "$S3TOOL" put "$BUCKET" "$PFX/meta/store-id" "$TESTDIR/claim"
+ok cairn create -o source="$TESTDIR/src2" other2
+ok cairn snapshot other2@1 >/dev/null
+ok cairn destroy -r other2
+n=$(objects)
+fails_with 1 "claimed by another store.*nothing deleted" cairn gc
+[ "$(objects)" = "$n" ] || fail "gc deleted from a prefix another store claimed"
+ok "$S3TOOL" rm "$BUCKET" "$PFX/meta/store-id"
+sed -i '/^store_id = /d' "$CAIRN_STORE/backend.conf"
+ok cairn gc >/dev/null
+[ -n "$(sed -n 's/^store_id = //p' "$CAIRN_STORE/backend.conf")" ] || fail "gc did not claim an unclaimed prefix"
+[ "$(objects)" -lt "$n" ] || fail "gc removed no garbage once the prefix was claimed"
+
+# 5. prefixes an HTTP client would resolve or rewrite
 for p in "x/../other" "./x" "x/." "a b" "x%2fy"; do
 	fails_with 1 "bad prefix" "$CAIRN" -s "$TESTDIR/bad" init --chunks "s3://$BUCKET/$p"
 	[ -e "$TESTDIR/bad" ] && fail "a refused init left $TESTDIR/bad"
