@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@
 #define STALE_NAME "catalog.remote-stale"
 #define CATALOG_OBJECT "catalog.db"
 #define CLAIM_OBJECT "store-id"
+#define UPLOAD_LOCK "catalog.upload.lock"
 
 static __thread char init_err[1024];
 
@@ -368,15 +370,34 @@ int store_remote_publish(cairn_store *st, bool force)
 	 * copy waits: the store's close publishes it. */
 	if (!sqlite3_get_autocommit(db))
 		return 0;
+	/* One upload at a time per store: each copies the catalog as it is
+	 * when its turn comes, so the copy that lands last is the newest
+	 * (two commands' copies could otherwise land in either order). */
+	int lk = openat(st->dirfd, UPLOAD_LOCK, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+	if (lk < 0)
+		return store_err(st, -errno, UPLOAD_LOCK ": %s", strerror(errno));
+	int r;
+	while ((r = flock(lk, LOCK_EX)) < 0 && errno == EINTR)
+		;
+	if (r < 0) {
+		r = store_err(st, -errno, UPLOAD_LOCK ": %s", strerror(errno));
+		close(lk);
+		return r;
+	}
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s/catalog.upload.%d", st->path, (int)getpid());
 	unlink(tmp);
 	char *sql = sqlite3_mprintf("VACUUM INTO %Q", tmp);
-	int r = sql ? 0 : -ENOMEM;
+	r = sql ? 0 : -ENOMEM;
 	if (!r && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
 		r = store_err(st, -EIO, "catalog copy for the bucket: %s", sqlite3_errmsg(db));
 	sqlite3_free(sql);
 	int fd = r ? -1 : open(tmp, O_RDONLY | O_CLOEXEC);
+	/* Tests only: a pause between the copy and its upload, so two
+	 * commands' uploads can be made to race (t1470). */
+	const char *delay = getenv("CAIRN_TEST_PUBLISH_DELAY_MS");
+	if (delay)
+		usleep((useconds_t)(strtoul(delay, NULL, 10) % 60000) * 1000);
 	struct stat sb;
 	if (!r && (fd < 0 || fstat(fd, &sb) < 0))
 		r = store_err(st, -errno, "%s: %s", tmp, strerror(errno));
@@ -388,6 +409,7 @@ int store_remote_publish(cairn_store *st, bool force)
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp);
+	close(lk); /* the lock goes with it */
 	if (!r) {
 		st->published_changes = changes;
 		unlinkat(st->dirfd, STALE_NAME, 0);

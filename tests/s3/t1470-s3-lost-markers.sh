@@ -12,7 +12,9 @@
 #     a failed init or import leaves no directory behind.
 #  4. The prefix's claim: init refuses a prefix another store claimed,
 #     and gc deletes nothing from a prefix whose claim is not its own.
-#  5. A chunk prefix with a "." or ".." component, or a character an HTTP
+#  5. Two commands' catalog uploads land in the order of their copies, so
+#     the bucket never ends with an older catalog than the store's.
+#  6. A chunk prefix with a "." or ".." component, or a character an HTTP
 #     client would rewrite, is refused at init.
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
@@ -100,7 +102,19 @@ ok cairn gc >/dev/null
 [ -n "$(sed -n 's/^store_id = //p' "$CAIRN_STORE/backend.conf")" ] || fail "gc did not claim an unclaimed prefix"
 [ "$(objects)" -lt "$n" ] || fail "gc removed no garbage once the prefix was claimed"
 
-# 5. prefixes an HTTP client would resolve or rewrite
+# 5. two commands' catalog copies: the one that lands last in the bucket
+# is the newest (A's copy is held back; B commits meanwhile)
+CAIRN_TEST_PUBLISH_DELAY_MS=3000 "$CAIRN" set user:a=1 tank &
+apid=$!
+sleep 1
+ok cairn set user:b=2 tank
+wait $apid || fail "the held-back command failed"
+rm -rf "$TESTDIR/imp2"
+ok "$CAIRN" -s "$TESTDIR/imp2" init --import "s3://$BUCKET/$PFX" >/dev/null
+got=$("$CAIRN" -s "$TESTDIR/imp2" get -H -o property,value all tank | grep '^user:' | tr '\t\n' '= ')
+[ "$got" = "user:a=1 user:b=2 " ] || fail "the bucket's catalog lacks a finished command's commit: $got"
+
+# 6. prefixes an HTTP client would resolve or rewrite
 for p in "x/../other" "./x" "x/." "a b" "x%2fy"; do
 	fails_with 1 "bad prefix" "$CAIRN" -s "$TESTDIR/bad" init --chunks "s3://$BUCKET/$p"
 	[ -e "$TESTDIR/bad" ] && fail "a refused init left $TESTDIR/bad"
