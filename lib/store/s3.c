@@ -506,6 +506,24 @@ static void settle(s3_t *s, struct req *q)
 
 /* Runs every request to completion (success, permanent error or spent
  * retry budget).  Returns 0 or -ENOMEM; per-request results are in q[i]. */
+/* Leaving run() early: no handle may stay attached to the multi handle
+ * pointing at the caller's requests, which are freed on return (the next
+ * call would otherwise drive them into freed memory). */
+static int detach_all(s3_t *s, int r)
+{
+	for (int j = 0; j < s->parallel; j++) {
+		char *owner = NULL;
+		if (!s->easy[j])
+			continue;
+		curl_easy_getinfo(s->easy[j], CURLINFO_PRIVATE, &owner);
+		if (owner) {
+			curl_multi_remove_handle(s->multi, s->easy[j]);
+			curl_easy_setopt(s->easy[j], CURLOPT_PRIVATE, NULL);
+		}
+	}
+	return r;
+}
+
 static int run(s3_t *s, struct req *q, size_t n)
 {
 	int64_t deadline = mono_ns() + (int64_t)s->retry_seconds * 1000000000;
@@ -543,10 +561,10 @@ static int run(s3_t *s, struct req *q, size_t n)
 				}
 			}
 			if (!e)
-				return -ENOMEM;
+				return detach_all(s, -ENOMEM);
 			easy_setup(s, e, r);
 			if (curl_multi_add_handle(s->multi, e) != CURLM_OK)
-				return -ENOMEM;
+				return detach_all(s, -ENOMEM);
 			r->active = true;
 			active++;
 			next = i + 1;
