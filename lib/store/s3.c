@@ -504,8 +504,6 @@ static void settle(s3_t *s, struct req *q)
 	q->result = r;
 }
 
-/* Runs every request to completion (success, permanent error or spent
- * retry budget).  Returns 0 or -ENOMEM; per-request results are in q[i]. */
 /* Leaving run() early: no handle may stay attached to the multi handle
  * pointing at the caller's requests, which are freed on return (the next
  * call would otherwise drive them into freed memory). */
@@ -524,6 +522,8 @@ static int detach_all(s3_t *s, int r)
 	return r;
 }
 
+/* Runs every request to completion (success, permanent error or spent
+ * retry budget).  Returns 0 or -ENOMEM; per-request results are in q[i]. */
 static int run(s3_t *s, struct req *q, size_t n)
 {
 	int64_t deadline = mono_ns() + (int64_t)s->retry_seconds * 1000000000;

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""faultproxy.py - an HTTP proxy in front of the test radosgw that breaks
+answers on purpose, for tests/s3/t1480-s3-hostile-server.sh.
+
+usage: faultproxy.py PORTFILE UPSTREAM_PORT MODEFILE
+Listens on a free port of 127.0.0.1 (written to PORTFILE) and forwards
+every request to 127.0.0.1:UPSTREAM_PORT unchanged (the Host header too,
+so SigV4 signatures still match).  MODEFILE holds the fault, read on every
+request:
+  pass          forward as is
+  garble-get    GET of a chunk object: the body with one byte flipped
+  nosuchbucket  GET of a chunk object: 404 NoSuchBucket (not retried)
+  html404       GET of a chunk object: a plain HTML 404 (no S3 error code)
+  list-loop     ListObjectsV2: always truncated, always the same token
+"""
+import http.client
+import os
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PORTFILE, UPSTREAM, MODEFILE = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+
+def fault():
+    try:
+        with open(MODEFILE) as f:
+            return f.read().strip()
+    except OSError:
+        return "pass"
+
+
+class Proxy(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status, body, headers=()):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def forward(self):
+        mode = fault()
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        chunk_get = self.command == "GET" and "/chunks/" in self.path and "?" not in self.path
+        listing = self.command == "GET" and "list-type=2" in self.path
+        if chunk_get and mode == "nosuchbucket":
+            return self.answer(404, b"<Error><Code>NoSuchBucket</Code></Error>",
+                               [("Content-Type", "application/xml")])
+        if chunk_get and mode == "html404":
+            return self.answer(404, b"<html><body>Not Found</body></html>",
+                               [("Content-Type", "text/html")])
+        up = http.client.HTTPConnection("127.0.0.1", UPSTREAM, timeout=60)
+        up.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
+        r = up.getresponse()
+        data = r.read()
+        if chunk_get and r.status == 200 and mode == "garble-get" and data:
+            data = bytearray(data)
+            data[len(data) // 2] ^= 0xFF
+            data = bytes(data)
+        if listing and r.status == 200 and mode == "list-loop":
+            data = data.replace(b"<IsTruncated>false</IsTruncated>",
+                                b"<IsTruncated>true</IsTruncated>"
+                                b"<NextContinuationToken>again</NextContinuationToken>")
+        skip = ("content-length", "transfer-encoding", "connection")
+        headers = [(k, v) for k, v in r.getheaders() if k.lower() not in skip]
+        if self.command == "HEAD":
+            self.send_response(r.status)
+            for k, v in headers:
+                self.send_header(k, v)
+            if r.getheader("Content-Length"):
+                self.send_header("Content-Length", r.getheader("Content-Length"))
+            self.end_headers()
+            return
+        self.answer(r.status, data, headers)
+
+    do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = forward
+
+
+ThreadingHTTPServer.daemon_threads = True
+server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+with open(PORTFILE + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(PORTFILE + ".tmp", PORTFILE)
+server.serve_forever()
