@@ -84,17 +84,22 @@ static int keyblob_get(cairn_store *st, int64_t id, uint8_t blob[CRYPT_KEYBLOB_L
 	return r;
 }
 
-static int keyblob_put_in_txn(cairn_store *st, int64_t id, const uint8_t *blob)
+/* Runs sql (one statement) with ?1 = root id and ?2 = a key blob. */
+static int exec_blob(cairn_store *st, const char *sql, int64_t id, const uint8_t *blob)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(st->cat), "INSERT OR REPLACE INTO cryptkey VALUES(?, ?)",
-			       -1, &q, NULL))
+	if (sqlite3_prepare_v2(catalog_db(st->cat), sql, -1, &q, NULL))
 		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
 	sqlite3_bind_int64(q, 1, id);
 	sqlite3_bind_blob(q, 2, blob, CRYPT_KEYBLOB_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(q);
 	sqlite3_finalize(q);
 	return rc == SQLITE_DONE ? 0 : store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+}
+
+static int keyblob_put_in_txn(cairn_store *st, int64_t id, const uint8_t *blob)
+{
+	return exec_blob(st, "INSERT OR REPLACE INTO cryptkey VALUES(?1, ?2)", id, blob);
 }
 
 /* Runs sql (one statement) with id bound to its first parameter. */
@@ -129,18 +134,12 @@ int encroot_forget_in_txn(cairn_store *st, int64_t id)
  * damaged wrapping in a stream never locks the owner out. */
 static int keep_earlier_in_txn(cairn_store *st, int64_t id, const uint8_t *blob)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(st->cat),
-			       "INSERT INTO cryptkey_prev SELECT ?1, coalesce(max(seq), 0) + 1, ?2"
-			       " FROM cryptkey_prev WHERE dataset=?1",
-			       -1, &q, NULL))
-		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
-	sqlite3_bind_int64(q, 1, id);
-	sqlite3_bind_blob(q, 2, blob, CRYPT_KEYBLOB_LEN, SQLITE_STATIC);
-	int rc = sqlite3_step(q);
-	sqlite3_finalize(q);
-	if (rc != SQLITE_DONE)
-		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	int r = exec_blob(st,
+			  "INSERT INTO cryptkey_prev SELECT ?1, coalesce(max(seq), 0) + 1, ?2"
+			  " FROM cryptkey_prev WHERE dataset=?1",
+			  id, blob);
+	if (r < 0)
+		return r;
 	return exec_for_root(st,
 			     "DELETE FROM cryptkey_prev WHERE dataset=?1 AND seq <= (SELECT max(seq)"
 			     " FROM cryptkey_prev WHERE dataset=?1) - " EARLIER_KEEP_SQL,
