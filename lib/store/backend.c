@@ -1,5 +1,6 @@
 /* backend.c - chunk backends: URL parsing, object names, dispatch. */
 #include "store/backend.h"
+#include "store/s3.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -190,4 +191,9 @@ int backend_put_meta(backend_t *be, const char *name, int fd, size_t len)
 int backend_get_meta(backend_t *be, const char *name, buf_t *out)
 {
 	return meta_name_ok(name) ? be->ops->get_meta(be, name, out) : -EINVAL;
+}
+
+void backend_set_stop(const volatile sig_atomic_t *flag)
+{
+	s3_set_stop(flag); /* the only backend that waits */
 }

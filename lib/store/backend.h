@@ -19,6 +19,7 @@
 #ifndef CAIRN_BACKEND_H
 #define CAIRN_BACKEND_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -95,6 +96,10 @@ int backend_delete_many(backend_t *be, size_t n, const digest_t *d);
  * *objs: new array, free(); objects whose names are not chunk names are
  * skipped. */
 int backend_list_page(backend_t *be, char **cursor, backend_obj **objs, size_t *n);
+
+/* While flag (NULL: none) is set, requests that wait or retry end with
+ * -EINTR (a signal stopping the command; one flag for the process). */
+void backend_set_stop(const volatile sig_atomic_t *flag);
 
 /* Store metadata objects (name: [a-z0-9._-]+): whole-object put and get. */
 int backend_put_meta(backend_t *be, const char *name, int fd, size_t len);

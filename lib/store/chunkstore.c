@@ -1519,6 +1519,7 @@ int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, const digest
 	memset(out, 0, sizeof(*out));
 	if (!cs->be)
 		return 0;
+	backend_set_stop(stop);
 	backend_stats s0, s1;
 	backend_get_stats(cs->be, &s0);
 	digest_t *cand = malloc(SWEEP_BATCH * sizeof(*cand));
@@ -1565,6 +1566,7 @@ int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, const digest
 	free(cand);
 	free(sizes);
 	backend_get_stats(cs->be, &s1);
+	backend_set_stop(NULL);
 	out->list_requests = s1.list - s0.list;
 	out->delete_requests = s1.delete_req - s0.delete_req;
 	cs->last_sweep = *out;

@@ -504,6 +504,13 @@ static void settle(s3_t *s, struct req *q)
 	q->result = r;
 }
 
+static const volatile sig_atomic_t *stop_flag;
+
+void s3_set_stop(const volatile sig_atomic_t *flag)
+{
+	stop_flag = flag;
+}
+
 /* Leaving run() early: no handle may stay attached to the multi handle
  * pointing at the caller's requests, which are freed on return (the next
  * call would otherwise drive them into freed memory). */
@@ -537,6 +544,15 @@ static int run(s3_t *s, struct req *q, size_t n)
 	size_t next = 0, left = n;
 	int active = 0;
 	while (left) {
+		if (stop_flag && *stop_flag) {
+			for (size_t i = 0; i < n; i++)
+				if (!q[i].done) {
+					q[i].done = true;
+					q[i].result = -EINTR;
+				}
+			set_err(s, "interrupted");
+			return detach_all(s, 0);
+		}
 		int64_t now = mono_ns(), soonest = INT64_MAX;
 		/* Start what may start: new requests first, then due retries. */
 		for (size_t k = 0; k < n && active < s->parallel; k++) {

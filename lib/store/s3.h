@@ -15,6 +15,7 @@
 #ifndef CAIRN_S3_H
 #define CAIRN_S3_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -91,5 +92,10 @@ int s3_delete_many(s3_t *s, size_t n, char *const *keys);
  * array of *nobjs entries; free with s3_objects_free. */
 int s3_list_page(s3_t *s, const char *prefix, char **token, s3_object **objs, size_t *nobjs);
 void s3_objects_free(s3_object *objs, size_t n);
+
+/* A flag (one for the process, NULL: none) that, once set (by a signal
+ * handler), makes every request still waiting or retrying end with
+ * -EINTR instead of spending its retry budget. */
+void s3_set_stop(const volatile sig_atomic_t *flag);
 
 #endif

@@ -12,6 +12,8 @@ request:
   nosuchbucket  GET of a chunk object: 404 NoSuchBucket (not retried)
   html404       GET of a chunk object: a plain HTML 404 (no S3 error code)
   list-loop     ListObjectsV2: always truncated, always the same token
+  list-500      ListObjectsV2: HTTP 500 (retried until the budget is spent)
+Each request answered with a fault adds a line to MODEFILE.hits.
 """
 import http.client
 import os
@@ -50,6 +52,11 @@ class Proxy(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else None
         chunk_get = self.command == "GET" and "/chunks/" in self.path and "?" not in self.path
         listing = self.command == "GET" and "list-type=2" in self.path
+        if mode != "pass" and (chunk_get or listing):
+            with open(MODEFILE + ".hits", "a") as f:
+                f.write("%s %s %s\n" % (mode, self.command, self.path))
+        if listing and mode == "list-500":
+            return self.answer(500, b"<Error><Code>InternalError</Code></Error>")
         if chunk_get and mode == "nosuchbucket":
             return self.answer(404, b"<Error><Code>NoSuchBucket</Code></Error>",
                                [("Content-Type", "application/xml")])

@@ -12,6 +12,8 @@
 #     error naming HTTP 404, never "missing from the chunk store".
 #  4. A listing whose continuation token never advances: gc stops with an
 #     error instead of listing forever, and deletes nothing.
+#  5. A signal while the bucket sweep retries a failing listing ends gc at
+#     once ("interrupted"), not when the retry budget is spent.
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
 upstream=${CAIRN_S3_ENDPOINT##*:}
@@ -67,6 +69,25 @@ rc=$?
 [ $rc -ne 0 ] || fail "gc over a looping listing succeeded"
 grep -q "continuation token did not advance" "$TESTDIR/gc.err" || fail "gc did not name the listing: $(cat "$TESTDIR/gc.err")"
 echo pass >"$MODE"
+[ "$(objects)" = "$n" ] || fail "objects lost: $(objects) of $n"
+
+# 5. SIGINT while a listing is retried (budget 120 s)
+ok cairn config s3_retry_seconds=120
+rm -f "$MODE.hits"
+echo list-500 >"$MODE"
+"$CAIRN" gc >/dev/null 2>"$TESTDIR/gc5.err" &
+gcpid=$!
+for _ in $(seq 300); do grep -q "^list-500" "$MODE.hits" 2>/dev/null && break; sleep 0.1; done
+grep -q "^list-500" "$MODE.hits" || fail "gc never reached the bucket listing"
+t0=$(date +%s)
+kill -INT $gcpid
+wait $gcpid
+rc=$?
+took=$(($(date +%s) - t0))
+echo pass >"$MODE"
+[ $rc -ne 0 ] || fail "an interrupted gc succeeded"
+[ $took -le 10 ] || fail "gc took $took s to stop after SIGINT"
+grep -q "interrupted" "$TESTDIR/gc5.err" || fail "gc did not say it was interrupted: $(cat "$TESTDIR/gc5.err")"
 [ "$(objects)" = "$n" ] || fail "objects lost: $(objects) of $n"
 ok cairn verify >/dev/null
 done_test
