@@ -428,17 +428,13 @@ int cairn_store_import(const char *path, const cairn_init_opts *o)
 		snprintf(init_err, sizeof(init_err), "no bucket to import from");
 		return -EINVAL;
 	}
-	bool made = mkdir(path, 0700) == 0;
-	if (!made && errno != EEXIST)
-		return -errno;
-	/* What an interrupted import left goes, so the import can run again;
-	 * a finished store or anything else stays. */
-	int e = made ? 1 : store_is_made(path) ? 0 : store_setup_clear(path);
-	if (e <= 0)
-		return e < 0 ? e : -EEXIST;
+	bool made;
+	int e = store_setup_begin(path, &made);
+	if (e < 0)
+		return e;
 	int dfd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (dfd < 0)
-		return -errno;
+		return store_setup_finish(path, -1, made, -errno);
 	bconf_t c;
 	fill_conf(&c, o);
 	backend_t *be = NULL;
@@ -495,18 +491,7 @@ int cairn_store_import(const char *path, const cairn_init_opts *o)
 		snprintf(init_err, sizeof(init_err), "listing the bucket: %s",
 			 backend_errmsg(chunkstore_backend(cs)));
 	chunkstore_close(cs);
-	if (!r) {
-		int fd = openat(dfd, "cairn-store", O_CREAT | O_WRONLY | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 || write_full(fd, "cairn store format 1\n", 21) < 0 || fsync(fd) < 0)
-			r = -errno;
-		if (fd >= 0)
-			close(fd);
-		if (!r && fsync(dfd) < 0)
-			r = -errno;
-	}
+	r = store_setup_finish(path, dfd, made, r);
 	close(dfd);
-	/* A failed import takes back what it made. */
-	if (r < 0 && store_setup_clear(path) == 1 && made)
-		rmdir(path);
 	return r;
 }

@@ -322,12 +322,17 @@ static int dir_is_empty(const char *path)
 	return empty;
 }
 
-/* What init and import make before the marker, which comes last. */
+/* init and import write SETUP_MARK before anything else and remove it
+ * after the store marker: a directory holding it and no store marker is
+ * an unfinished set-up, and only then are its files (and nothing but the
+ * names set-up makes) taken away. */
+#define SETUP_MARK "cairn-store.partial"
+
 static bool setup_name(const char *n)
 {
-	static const char *const names[] = {".chunks",	      ".chunks.lock",	    "backend.conf",
-					    "catalog.db",     "catalog.db-wal",	    "catalog.db-shm",
-					    "catalog.db-journal", "catalog.db.import"};
+	static const char *const names[] = {SETUP_MARK,		".chunks",	   ".chunks.lock",
+					    "backend.conf",	"catalog.db",	   "catalog.db-wal",
+					    "catalog.db-shm",	"catalog.db-journal", "catalog.db.import"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(n, names[i]))
 			return true;
@@ -341,6 +346,11 @@ static int unlink_entry(const char *p, const struct stat *sb, int type, struct F
 
 int store_setup_clear(const char *path)
 {
+	char sub[4096];
+	snprintf(sub, sizeof(sub), "%s/" SETUP_MARK, path);
+	struct stat sb;
+	if (store_is_made(path) || lstat(sub, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return 0;
 	DIR *d = opendir(path);
 	if (!d)
 		return -errno;
@@ -350,9 +360,8 @@ int store_setup_clear(const char *path)
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			ours = setup_name(de->d_name);
 	closedir(d);
-	char sub[4096];
 	for (d = ours ? opendir(path) : NULL; d && (de = readdir(d));) {
-		if (!setup_name(de->d_name))
+		if (!setup_name(de->d_name) || !strcmp(de->d_name, SETUP_MARK))
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
 		if (nftw(sub, unlink_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
@@ -360,13 +369,60 @@ int store_setup_clear(const char *path)
 	}
 	if (d)
 		closedir(d);
+	/* The set-up mark goes last: a clear cut short is cleared again. */
+	snprintf(sub, sizeof(sub), "%s/" SETUP_MARK, path);
+	if (ours == 1 && unlink(sub) < 0)
+		ours = -errno;
 	return ours;
 }
 
-/* A failed init takes back what it made: the directory is as it was
- * (made: removed), and the same command can run again. */
-static int init_undo(const char *path, bool made, int r)
+int store_setup_begin(const char *path, bool *made)
 {
+	*made = mkdir(path, 0700) == 0;
+	if (!*made) {
+		if (errno != EEXIST)
+			return -errno;
+		int e = dir_is_empty(path);
+		if (e == 0)
+			e = store_setup_clear(path);
+		if (e < 0)
+			return e;
+		if (e == 0)
+			return -EEXIST;
+		chmod(path, 0700);
+	}
+	char m[4096];
+	snprintf(m, sizeof(m), "%s/" SETUP_MARK, path);
+	int fd = open(m, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0 || fsync(fd) < 0) {
+		int e = -errno;
+		if (fd >= 0)
+			close(fd);
+		if (*made)
+			rmdir(path);
+		return e;
+	}
+	close(fd);
+	return 0;
+}
+
+int store_setup_finish(const char *path, int dfd, bool made, int r)
+{
+	if (r == 0) {
+		/* The marker is written last: a store is complete once it exists. */
+		int fd = openat(dfd, STORE_MARKER, O_CREAT | O_WRONLY | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 || write_full(fd, "cairn store format 1\n", 21) < 0 || fsync(fd) < 0)
+			r = -errno;
+		if (fd >= 0)
+			close(fd);
+		if (r == 0 && (unlinkat(dfd, SETUP_MARK, 0) < 0 || fsync(dfd) < 0))
+			r = -errno;
+		if (r == 0)
+			return 0;
+		unlinkat(dfd, STORE_MARKER, 0);
+	}
+	/* A failed set-up takes back what it made: the directory is as it
+	 * was (made: removed), and the same command can run again. */
 	if (store_setup_clear(path) == 1 && made)
 		rmdir(path);
 	return r;
@@ -382,28 +438,15 @@ int cairn_store_init(const char *path, const cairn_init_opts *opts)
 	uint32_t chunk = opts->chunk_size ? opts->chunk_size : 1 << 20;
 	if (chunk < (64u << 10) || chunk > (8u << 20) || (chunk & (chunk - 1)))
 		return CAIRN_EBADPROP;
-	bool made = mkdir(path, 0700) == 0;
-	if (!made) {
-		if (errno != EEXIST)
-			return -errno;
-		int e = dir_is_empty(path);
-		if (e < 0)
-			return e;
-		/* Only what an interrupted init or import left (no marker)
-		 * is cleared; anything else is someone's. */
-		if (!e && !store_is_made(path))
-			e = store_setup_clear(path);
-		if (e < 0)
-			return e;
-		if (!e)
-			return -EEXIST;
-		chmod(path, 0700);
-	}
+	bool made;
+	int r = store_setup_begin(path, &made);
+	if (r < 0)
+		return r;
 	int dfd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (dfd < 0)
-		return init_undo(path, made, -errno);
+		return store_setup_finish(path, -1, made, -errno);
 	char why[256];
-	int r = opts->skip_atime_check ? 0 : store_check_atime(dfd, why, sizeof(why));
+	r = opts->skip_atime_check ? 0 : store_check_atime(dfd, why, sizeof(why));
 	if (r == 0 && opts->chunks)
 		r = store_remote_init(dfd, opts);
 	char sub[4096];
@@ -430,18 +473,9 @@ int cairn_store_init(const char *path, const cairn_init_opts *opts)
 			catalog_close(c);
 		}
 	}
-	if (r == 0) {
-		/* The marker is written last: a store is complete once it exists. */
-		int fd = openat(dfd, STORE_MARKER, O_CREAT | O_WRONLY | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 || write_full(fd, "cairn store format 1\n", 21) < 0 || fsync(fd) < 0)
-			r = -errno;
-		if (fd >= 0)
-			close(fd);
-		if (r == 0 && fsync(dfd) < 0)
-			r = -errno;
-	}
+	r = store_setup_finish(path, dfd, made, r);
 	close(dfd);
-	return r < 0 ? init_undo(path, made, r) : r;
+	return r;
 }
 
 int cairn_store_open(const char *path, cairn_store **out)

@@ -34,9 +34,16 @@ int store_remote_publish(cairn_store *st, bool force);
  * -EPERM naming both ids when another store claimed it. */
 int store_remote_check_owner(cairn_store *st);
 int cairn_store_import(const char *path, const cairn_init_opts *o);
-/* A directory without a store marker that holds only what init or import
- * make: emptied (1), so the same command can run again.  0 when it holds
- * anything else (left alone), <0 on error. */
+/* Setting up a store (init, import).  begin: makes path (*made) or takes
+ * an empty directory, or one an unfinished set-up left (cleared), and
+ * marks it unfinished; -EEXIST otherwise.  finish (with the result r so
+ * far): on success writes the store marker and drops the unfinished
+ * mark; on failure takes back what the set-up made.  Returns r. */
+int store_setup_begin(const char *path, bool *made);
+int store_setup_finish(const char *path, int dfd, bool made, int r);
+/* An unfinished set-up's directory (its mark, no store marker, nothing
+ * but names set-up makes): emptied (1).  0 when it is anything else (left
+ * alone), <0 on error. */
 int store_setup_clear(const char *path);
 /* True when path holds a finished store (its marker, written last). */
 bool store_is_made(const char *path);

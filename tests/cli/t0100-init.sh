@@ -31,6 +31,30 @@ cairn config | grep -q gc_atime_cutoff || fail "config listing"
 
 # a filesystem without working atimes is refused
 fails_with 1 "access times" env CAIRN_TEST_NO_ATIME=1 "$CAIRN" -s "$TESTDIR/noatime" init
-[ -e "$TESTDIR/noatime/cairn-store" ] && fail "refused store was created"
+[ -e "$TESTDIR/noatime" ] && fail "a refused init left its directory"
+
+# an init cut short (its set-up mark, no store marker) is redone by the
+# same command; a directory without that mark is never touched: a user's
+# file that only shares a name, or a store whose marker was lost
+mkdir -p "$TESTDIR/half/.chunks/00ab"
+: >"$TESTDIR/half/cairn-store.partial"
+: >"$TESTDIR/half/catalog.db"
+: >"$TESTDIR/half/.chunks/00ab/x"
+ok "$CAIRN" -s "$TESTDIR/half" init >/dev/null
+[ -e "$TESTDIR/half/cairn-store.partial" ] && fail "a finished init left its set-up mark"
+ok "$CAIRN" -s "$TESTDIR/half" list >/dev/null
+mkdir "$TESTDIR/user"
+echo "my photo catalog" >"$TESTDIR/user/catalog.db"
+fails_with 1 "not empty" "$CAIRN" -s "$TESTDIR/user" init
+grep -q "my photo catalog" "$TESTDIR/user/catalog.db" || fail "init replaced a user's file"
+mkdir -p "$TESTDIR/src"
+echo data >"$TESTDIR/src/f"
+ok cairn create -o source="$TESTDIR/src" lost
+ok cairn snapshot lost@1
+rm -rf "$CAIRN_STORE/cairn-store" "$CAIRN_STORE/writers"
+fails_with 1 "not empty" cairn init
+echo ok >"$CAIRN_STORE/cairn-store"
+ok cairn restore lost@1 "$TESTDIR/r"
+cmp -s "$TESTDIR/src/f" "$TESTDIR/r/f" || fail "a store without its marker lost data to init"
 fails_with 2 "unknown verb" "$CAIRN" frobnicate
 done_test

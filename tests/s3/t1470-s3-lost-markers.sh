@@ -75,6 +75,7 @@ same_tree "$SRC" "$TESTDIR/r3"
 mkdir -p "$TESTDIR/imp/.chunks/0000"
 : >"$TESTDIR/imp/catalog.db"
 : >"$TESTDIR/imp/backend.conf"
+: >"$TESTDIR/imp/cairn-store.partial"
 ok "$CAIRN" -s "$TESTDIR/imp" init --import "s3://$BUCKET/$PFX"
 ok "$CAIRN" -s "$TESTDIR/imp" restore tank@3 "$TESTDIR/r4" >/dev/null
 same_tree "$SRC" "$TESTDIR/r4"
