@@ -1620,16 +1620,28 @@ int chunkstore_remark(chunkstore_t *cs, const digest_t *d)
 {
 	if (!cs->be)
 		return -ENOENT;
-	/* The bucket's own copy, not the cache's: the marker vouches for it. */
-	buf_t raw = {0};
+	/* verify judged the object (<hex>.bad): only a backup of the data,
+	 * which uploads it again, undoes that. */
+	struct cpath p;
+	cpath_init(cs, d, &p);
+	char bad[sizeof(p.buf) + 8];
+	snprintf(bad, sizeof(bad), "%s.bad", p.name);
+	if (faccessat(p.at, bad, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return -EEXIST;
+	/* The bucket's own copy, not the cache's, and it must be d's: the
+	 * marker vouches for it.  A sealed blob's id needs its key: left. */
+	buf_t raw = {0}, plain = {0};
 	int r = backend_get(cs->be, d, &raw);
 	if (r < 0 && r != -ENOENT)
 		remote_failed(cs);
+	if (r == 0 && blob_is_encrypted(raw.data, raw.len))
+		r = -ENOKEY;
 	if (r == 0)
-		r = blob_check(raw.data, raw.len, NULL);
+		r = blob_decode_key(NULL, raw.data, raw.len, d, &plain);
 	if (r == 0)
 		r = marker_make(cs, d, raw.len);
 	buf_free(&raw);
+	buf_free(&plain);
 	return r;
 }
 

@@ -193,10 +193,12 @@ int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, const digest
  * store's last (a worker's failure, reported by the thread it works for). */
 bool chunkstore_remote_error(chunkstore_t *cs, char *buf, size_t len);
 
-/* A remote store's referenced chunk whose marker is gone (verify set it
- * aside, a crash, a hand): if the bucket holds a sound object, its marker
- * is made again (fresh, so GC keeps it).  0, -ENOENT (no such object),
- * CAIRN_ECORRUPT, or a backend error; -ENOENT on a local store. */
+/* A remote store's referenced chunk whose marker is gone (a crash, a
+ * hand): if the bucket holds d's object (plain, decoding to d), its marker
+ * is made again (fresh, so GC keeps it).  0; -ENOENT (no such object, or
+ * a local store); -EEXIST (verify set it aside as <hex>.bad); -ENOKEY (a
+ * sealed blob: its id cannot be checked here); CAIRN_ECORRUPT; or a
+ * backend error. */
 int chunkstore_remark(chunkstore_t *cs, const digest_t *d);
 
 /* Rebuilds the markers from the bucket listing (import): one marker per

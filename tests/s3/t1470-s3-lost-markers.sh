@@ -42,13 +42,14 @@ for m in $lost; do [ -f "$m" ] || fail "gc did not make the marker $m again"; do
 ok cairn restore tank@1 "$TESTDIR/r1" >/dev/null
 same_tree "$SRC" "$TESTDIR/r1"
 
-# 1b. a lost marker whose object does not check either (damaged in the
-# bucket): gc cannot make the marker, reports the chunk, and still keeps
-# the object (it is referenced; only a backup of the data replaces it)
+# 1b. a lost marker whose object is not the chunk's (another chunk's
+# well-formed blob copied over it): gc cannot make the marker, reports the
+# chunk, and still keeps the object (it is referenced; only a backup of
+# the data replaces it)
 one=$(echo "$lost" | head -n 1)
 hex1=$(basename "$one")
-"$S3TOOL" get "$BUCKET" "$PFX/chunks/${hex1:0:4}/$hex1" >"$TESTDIR/obj" || fail "get object"
-printf 'garbage' | dd of="$TESTDIR/obj" bs=1 seek=40 conv=notrunc status=none
+other=$("$S3TOOL" ls "$BUCKET" "$PFX/chunks/" | grep -v "$hex1" | head -n 1)
+"$S3TOOL" get "$BUCKET" "$other" >"$TESTDIR/obj" || fail "get object"
 ok "$S3TOOL" put "$BUCKET" "$PFX/chunks/${hex1:0:4}/$hex1" "$TESTDIR/obj"
 rm -f "$one"
 fails_with 1 "$hex1.*missing" cairn gc
