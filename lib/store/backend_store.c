@@ -182,11 +182,12 @@ static int write_conf(int dfd, const bconf_t *c)
 	char text[2048];
 	int n = snprintf(text, sizeof(text),
 			 "# cairn: where this store's chunks live (docs/BACKENDS.md)\n"
-			 "chunks = %s\n%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
+			 "chunks = %s\n%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
 			 c->chunks, *c->endpoint ? "endpoint = " : "", c->endpoint,
 			 *c->endpoint ? "\n" : "", *c->region ? "region = " : "", c->region,
 			 *c->region ? "\n" : "", *c->addressing ? "addressing = " : "",
-			 c->addressing, *c->addressing ? "\n" : "",
+			 c->addressing, *c->addressing ? "\n" : "", *c->tls_verify ? "tls_verify = " : "",
+			 c->tls_verify, *c->tls_verify ? "\n" : "",
 			 *c->credentials_file ? "credentials_file = " : "", c->credentials_file,
 			 *c->credentials_file ? "\n" : "", *c->store_id ? "store_id = " : "",
 			 c->store_id, *c->store_id ? "\n" : "");

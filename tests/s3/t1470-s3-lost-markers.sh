@@ -100,8 +100,12 @@ fails_with 1 "claimed by another store.*nothing deleted" cairn gc
 [ "$(objects)" = "$n" ] || fail "gc deleted from a prefix another store claimed"
 ok "$S3TOOL" rm "$BUCKET" "$PFX/meta/store-id"
 sed -i '/^store_id = /d' "$CAIRN_STORE/backend.conf"
+echo "tls_verify = yes" >>"$CAIRN_STORE/backend.conf"
+grep -v '^#' "$CAIRN_STORE/backend.conf" | sort >"$TESTDIR/conf.before"
 ok cairn gc >/dev/null
 [ -n "$(sed -n 's/^store_id = //p' "$CAIRN_STORE/backend.conf")" ] || fail "gc did not claim an unclaimed prefix"
+grep -v '^#' "$CAIRN_STORE/backend.conf" | grep -v '^store_id' | sort | diff - "$TESTDIR/conf.before" >/dev/null ||
+	fail "claiming the prefix changed other settings: $(cat "$CAIRN_STORE/backend.conf")"
 [ "$(objects)" -lt "$n" ] || fail "gc removed no garbage once the prefix was claimed"
 
 # 5. two commands' catalog copies: the one that lands last in the bucket
