@@ -798,7 +798,8 @@ typedef struct cairn_key_opts {
 	bool noop;        /**< load-key -n: check the key, load nothing */
 	unsigned timeout; /**< seconds the kernel keeps a loaded key; 0 = until unloaded */
 	/** load-key --previous: open the root with one of the wrappings a raw
-	 * receive replaced (the last 8 are kept) instead of the current one. */
+	 * receive replaced (the first and the 7 newest are kept) instead of the
+	 * current one. */
 	bool previous;
 } cairn_key_opts;
 

@@ -125,13 +125,16 @@ int encroot_forget_in_txn(cairn_store *st, int64_t id)
 	return r < 0 ? r : forget_earlier_in_txn(st, id);
 }
 
-/* Earlier wrappings a root keeps (a raw receive replaced them). */
+/* Earlier wrappings a root keeps (a raw receive replaced them): the
+ * first, which the store had before any stream replaced it, and the
+ * EARLIER_KEEP - 1 newest, so no run of streams can push out the one the
+ * owner knows. */
 #define EARLIER_KEEP 8
-#define EARLIER_KEEP_SQL "8" /* the same, for SQL */
+#define EARLIER_NEWEST_SQL "7" /* EARLIER_KEEP - 1, for SQL */
 
 /* A raw receive replaces root id's wrapping with one nobody here can
- * open: the one it had is kept (the last EARLIER_KEEP), so a forged or
- * damaged wrapping in a stream never locks the owner out. */
+ * open: the one it had is kept, so a forged or damaged wrapping in a
+ * stream never locks the owner out. */
 static int keep_earlier_in_txn(cairn_store *st, int64_t id, const uint8_t *blob)
 {
 	int r = exec_blob(st,
@@ -141,8 +144,10 @@ static int keep_earlier_in_txn(cairn_store *st, int64_t id, const uint8_t *blob)
 	if (r < 0)
 		return r;
 	return exec_for_root(st,
-			     "DELETE FROM cryptkey_prev WHERE dataset=?1 AND seq <= (SELECT max(seq)"
-			     " FROM cryptkey_prev WHERE dataset=?1) - " EARLIER_KEEP_SQL,
+			     "DELETE FROM cryptkey_prev WHERE dataset=?1"
+			     " AND seq > (SELECT min(seq) FROM cryptkey_prev WHERE dataset=?1)"
+			     " AND seq <= (SELECT max(seq) FROM cryptkey_prev WHERE dataset=?1) - "
+			     EARLIER_NEWEST_SQL,
 			     id);
 }
 

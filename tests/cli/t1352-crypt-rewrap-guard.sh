@@ -64,6 +64,20 @@ ok cb unload-key backup
 printf '%s\n' "$PASS2" | ok cb load-key -n backup
 printf '%s\n' "$PASS1" | fails_with 1 "no earlier wrapping kept" cb load-key -n --previous backup
 
+# nine replaced wrappings in a row (a compromised sender, or someone on
+# the path): the first, the one the owner knew, is still kept
+ok mkroot many "$PASS1" -o source="$SRC"
+ok cairn snapshot many@0
+cairn send -w many@0 | cb recv many || fail "raw full receive of many"
+for i in 1 2 3 4 5 6 7 8 9; do
+	printf '%s\n' "passphrase number $i" | ok cairn change-key many
+	ok cairn snapshot "many@$i"
+	cairn send -w -i "@$((i - 1))" "many@$i" | cb recv many || fail "raw incremental $i"
+done
+printf '%s\n' "$PASS1" | ok cb load-key -n --previous many
+printf '%s\n' "passphrase number 8" | ok cb load-key -n --previous many
+printf '%s\n' "passphrase number 9" | ok cb load-key -n many
+
 # a FIFO as keylocation: refused at once; verify (no key needed) finishes
 mkfifo "$TESTDIR/fifo"
 ok cb set keylocation="file://$TESTDIR/fifo" backup
