@@ -13,6 +13,9 @@ static const char *u = "load-key [-n] [-t SECONDS] [-L keylocation] [--previous]
 		       "  -t  the kernel forgets the key after SECONDS\n"
 		       "  --previous  open a wrapping a raw receive replaced";
 
+/* load-key --previous (one per command, as the options). */
+static bool previous;
+
 /* Loads one root's key (a keyroot_fn; arg is the cairn_key_opts).  With
  * -r/-a a key already loaded is skipped; named alone it is an error. */
 static int load_one(cairn_store *st, const char *root, bool many, void *arg)
@@ -34,7 +37,7 @@ static int load_one(cairn_store *st, const char *root, bool many, void *arg)
 				   &ko);
 	}
 	if (rc == 0) {
-		r = cairn_load_key(st, root, &ko);
+		r = previous ? cairn_load_key_previous(st, root, &ko) : cairn_load_key(st, root, &ko);
 		if (r < 0)
 			rc = cli_fail(st, root, r);
 	}
@@ -58,7 +61,7 @@ int cmd_load_key(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "narL:t:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'P':
-			ko.previous = true;
+			previous = true;
 			break;
 		case 'n':
 			ko.noop = true;

@@ -797,10 +797,6 @@ typedef struct cairn_key_opts {
 	const char *keylocation;
 	bool noop;        /**< load-key -n: check the key, load nothing */
 	unsigned timeout; /**< seconds the kernel keeps a loaded key; 0 = until unloaded */
-	/** load-key --previous: open the root with one of the wrappings a raw
-	 * receive replaced (the first and the 7 newest are kept) instead of the
-	 * current one. */
-	bool previous;
 } cairn_key_opts;
 
 /** cairn_dataset_create, with the key material of a new encryption root
@@ -815,12 +811,18 @@ int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
 
 /** Loads the key of encryption root `root` into the kernel keyring.
  * A raw receive that brings a root a wrapping other than its own keeps
- * the one it had (ko->previous opens the root with those); a change-key
- * here forgets them.
+ * the one it had (cairn_load_key_previous opens the root with those); a
+ * change-key here forgets them.
  * @return 0; -ENOENT; -EINVAL (not an encryption root); -EEXIST (already
  * loaded; nothing done); CAIRN_EBADKEY (incorrect key: nothing changes);
  * CAIRN_EBADPROP (key material of the wrong form). */
 int cairn_load_key(cairn_store *st, const char *root, const cairn_key_opts *ko);
+
+/** cairn_load_key with one of the wrappings a raw receive replaced (the
+ * first and the 7 newest are kept) instead of the current one (load-key
+ * --previous).  @return as cairn_load_key; CAIRN_EBADKEY also when no
+ * earlier wrapping is kept. */
+int cairn_load_key_previous(cairn_store *st, const char *root, const cairn_key_opts *ko);
 
 /** Removes root's key from the keyring.  @return 0, -ENOENT, -EINVAL
  * (not an encryption root), -ENOKEY (not loaded). */

@@ -31,7 +31,7 @@ static int key_location(cairn_store *st, const ds_row_t *root, const cairn_key_o
 	return r < 0 ? store_err(st, CAIRN_ECORRUPT, "%s: keylocation missing", root->name) : 0;
 }
 
-int cairn_load_key(cairn_store *st, const char *name, const cairn_key_opts *ko)
+static int load_key(cairn_store *st, const char *name, const cairn_key_opts *ko, bool earlier)
 {
 	st->errdetail[0] = 0;
 	ds_row_t root = {0};
@@ -49,7 +49,7 @@ int cairn_load_key(cairn_store *st, const char *name, const cairn_key_opts *ko)
 		r = key_location(st, &root, ko, &loc);
 	if (r == 0)
 		r = encroot_unwrap(st, &root, loc, ko ? ko->secret : NULL, ko ? ko->secret_len : 0,
-				   ko && ko->previous, &k);
+				   earlier, &k);
 	catalog_end_read(st->cat);
 	if (r == 0 && !(ko && ko->noop) && (r = keyring_load(desc, k, ko ? ko->timeout : 0)) < 0)
 		store_err(st, r, "%s: kernel keyring: %s", name, strerror(-r));
@@ -57,6 +57,16 @@ int cairn_load_key(cairn_store *st, const char *name, const cairn_key_opts *ko)
 	free(loc);
 	ds_row_clear(&root);
 	return r;
+}
+
+int cairn_load_key(cairn_store *st, const char *name, const cairn_key_opts *ko)
+{
+	return load_key(st, name, ko, false);
+}
+
+int cairn_load_key_previous(cairn_store *st, const char *name, const cairn_key_opts *ko)
+{
+	return load_key(st, name, ko, true);
 }
 
 int cairn_unload_key(cairn_store *st, const char *name)
