@@ -1292,6 +1292,7 @@ int chunkstore_touch(chunkstore_t *cs, const digest_t *d)
 	struct cpath p;
 	cpath_init_once(cs, d, &p);
 	int r;
+	bool looked_aside = false;
 	do {
 		uint64_t gen = atomic_load(&cs->gen);
 		uint32_t len;
@@ -1301,12 +1302,18 @@ int chunkstore_touch(chunkstore_t *cs, const digest_t *d)
 		/* In a sweep's window before our touch: the chunk is renamed
 		 * aside and goes unless someone touched it first.  A receive
 		 * told the sender it has the chunk and cannot write it again,
-		 * so it takes the chunk back, as a writer would by writing it.
-		 * (On a remote store the file is only a marker and the remote
-		 * sweep decides about the object: left alone.) */
-		if (r == -ENOENT && !cs->be && chunk_unquarantine(p.at, p.name) == 1)
-			r = -EAGAIN;
-		else if (r == -ENOENT)
+		 * so it takes the chunk back, as a writer would by writing it,
+		 * and touches again (also when a writer's copy took the name
+		 * meanwhile).  (On a remote store the file is only a marker
+		 * and the remote sweep decides about the object: left alone.) */
+		if (r == -ENOENT && !cs->be && !looked_aside) {
+			looked_aside = true;
+			if (chunk_unquarantine(p.at, p.name) >= 0) {
+				r = -EAGAIN;
+				continue;
+			}
+		}
+		if (r == -ENOENT)
 			r = pending_or_fallback(cs, d, gen);
 	} while (r == -EAGAIN);
 	return r;
