@@ -193,6 +193,11 @@ int backend_get_meta(backend_t *be, const char *name, buf_t *out)
 	return meta_name_ok(name) ? be->ops->get_meta(be, name, out) : -EINVAL;
 }
 
+int backend_delete_meta(backend_t *be, const char *name)
+{
+	return meta_name_ok(name) ? be->ops->delete_meta(be, name) : -EINVAL;
+}
+
 void backend_set_stop(const volatile sig_atomic_t *flag)
 {
 	s3_set_stop(flag); /* the only backend that waits */

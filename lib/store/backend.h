@@ -101,9 +101,11 @@ int backend_list_page(backend_t *be, char **cursor, backend_obj **objs, size_t *
  * -EINTR (a signal stopping the command; one flag for the process). */
 void backend_set_stop(const volatile sig_atomic_t *flag);
 
-/* Store metadata objects (name: [a-z0-9._-]+): whole-object put and get. */
+/* Store metadata objects (name: [a-z0-9._-]+): whole-object put, get and
+ * delete (a missing one is deleted already). */
 int backend_put_meta(backend_t *be, const char *name, int fd, size_t len);
 int backend_get_meta(backend_t *be, const char *name, buf_t *out);
+int backend_delete_meta(backend_t *be, const char *name);
 
 /* Internal: the operations table each kind provides. */
 typedef struct backend_ops {
@@ -115,6 +117,7 @@ typedef struct backend_ops {
 	int (*list_page)(backend_t *, char **, backend_obj **, size_t *);
 	int (*put_meta)(backend_t *, const char *, int, size_t);
 	int (*get_meta)(backend_t *, const char *, buf_t *);
+	int (*delete_meta)(backend_t *, const char *);
 	void (*stats)(backend_t *, backend_stats *);
 	const char *(*errmsg)(backend_t *);
 	void (*close)(backend_t *);

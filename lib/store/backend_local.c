@@ -270,6 +270,17 @@ static int lb_get_meta(backend_t *be, const char *name, buf_t *out)
 	return r < 0 ? fail(b, r, "get", path) : 0;
 }
 
+static int lb_delete_meta(backend_t *be, const char *name)
+{
+	localbe_t *b = (localbe_t *)be;
+	char path[96];
+	snprintf(path, sizeof(path), "meta/%s", name);
+	count(b, &b->st.delete_req, 1);
+	if (unlinkat(b->fd, path, 0) < 0 && errno != ENOENT)
+		return fail(b, -errno, "delete", path);
+	return 0;
+}
+
 static void lb_stats(backend_t *be, backend_stats *out)
 {
 	localbe_t *b = (localbe_t *)be;
@@ -300,6 +311,7 @@ static const backend_ops local_ops = {
 	.list_page = lb_list_page,
 	.put_meta = lb_put_meta,
 	.get_meta = lb_get_meta,
+	.delete_meta = lb_delete_meta,
 	.stats = lb_stats,
 	.errmsg = lb_errmsg,
 	.close = lb_close,

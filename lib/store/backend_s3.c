@@ -208,6 +208,19 @@ static int s3be_get_meta(backend_t *be, const char *name, buf_t *out)
 	return r;
 }
 
+static int s3be_delete_meta(backend_t *be, const char *name)
+{
+	s3be_t *b = (s3be_t *)be;
+	char *k;
+	if (asprintf(&k, "%smeta/%s", b->prefix, name) < 0)
+		return -ENOMEM;
+	int slot;
+	s3_t *h = borrow(b, &slot);
+	int r = give_back(b, slot, s3_delete_many(h, 1, &k));
+	free(k);
+	return r;
+}
+
 static void s3be_stats(backend_t *be, backend_stats *out)
 {
 	s3be_t *b = (s3be_t *)be;
@@ -254,6 +267,7 @@ static const backend_ops s3_ops = {
 	.list_page = s3be_list_page,
 	.put_meta = s3be_put_meta,
 	.get_meta = s3be_get_meta,
+	.delete_meta = s3be_delete_meta,
 	.stats = s3be_stats,
 	.errmsg = s3be_errmsg,
 	.close = s3be_close,

@@ -259,6 +259,8 @@ static int claim_put(backend_t *be, bconf_t *c, char *why, size_t whylen)
 	return r;
 }
 
+static void unclaim(backend_t *be, const char *id);
+
 int store_remote_init(int dfd, const cairn_init_opts *o)
 {
 	bconf_t c;
@@ -271,10 +273,17 @@ int store_remote_init(int dfd, const cairn_init_opts *o)
 		buf_t b = {0};
 		int g = backend_get_meta(be, CATALOG_OBJECT, &b);
 		buf_free(&b);
-		char other[24];
+		char other[24] = "";
 		if (g == -ENOENT)
-			g = claim_get(be, other) == 0 ? 0 : -ENOENT;
-		if (g == 0) {
+			g = claim_get(be, other);
+		if (g == 0 && *other) {
+			snprintf(init_err, sizeof(init_err),
+				 "%.400s already holds a store (claimed by store-id %s, no catalog "
+				 "yet: a store made there that never ran a command; if none uses "
+				 "it, delete meta/store-id under that prefix)",
+				 c.chunks, other);
+			r = -EEXIST;
+		} else if (g == 0) {
 			snprintf(init_err, sizeof(init_err),
 				 "%.400s already holds a store (use --import to rebuild it)", c.chunks);
 			r = -EEXIST;
@@ -285,10 +294,31 @@ int store_remote_init(int dfd, const cairn_init_opts *o)
 	}
 	if (r == 0)
 		r = claim_put(be, &c, init_err, sizeof(init_err));
+	if (r == 0 && (r = write_conf(dfd, &c)) < 0)
+		unclaim(be, c.store_id);
 	backend_close(be);
-	if (r == 0)
-		r = write_conf(dfd, &c);
 	return r;
+}
+
+/* Takes back a claim that is still ours (a set-up that failed after it). */
+static void unclaim(backend_t *be, const char *id)
+{
+	char now[24] = "";
+	if (claim_get(be, now) == 0 && !strcmp(now, id))
+		backend_delete_meta(be, CLAIM_OBJECT);
+}
+
+void store_remote_unclaim(int dfd)
+{
+	bconf_t c = {0};
+	char path[64], why[256];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/" CONF_NAME, dfd);
+	backend_t *be = NULL;
+	if (read_kv(path, conf_set, &c, why, sizeof(why)) < 0 || !*c.store_id ||
+	    open_backend(&c, false, 0, 0, &be, why, sizeof(why)) < 0)
+		return;
+	unclaim(be, c.store_id);
+	backend_close(be);
 }
 
 int store_remote_attach(cairn_store *st)

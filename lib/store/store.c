@@ -473,6 +473,8 @@ int cairn_store_init(const char *path, const cairn_init_opts *opts)
 			catalog_close(c);
 		}
 	}
+	if (r < 0 && opts->chunks)
+		store_remote_unclaim(dfd);
 	r = store_setup_finish(path, dfd, made, r);
 	close(dfd);
 	return r;

@@ -27,6 +27,9 @@ struct cairn_store {
  * backend of an existing store (no-op for a local one); publish copies the
  * catalog to the bucket when it changed (force: even if not). */
 int store_remote_init(int dfd, const cairn_init_opts *o);
+/* A set-up that failed after store_remote_init: its claim on the prefix
+ * goes again if it is still its own (best effort). */
+void store_remote_unclaim(int dfd);
 int store_remote_attach(cairn_store *st);
 int store_remote_publish(cairn_store *st, bool force);
 /* Before deleting from the bucket: 0 when the prefix's claim (meta/
