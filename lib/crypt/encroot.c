@@ -288,10 +288,13 @@ static int unwrap_earlier(cairn_store *st, const ds_row_t *root, const uint8_t *
 				  "%s: no earlier wrapping kept (only a raw receive that replaced "
 				  "the wrapping keeps one)",
 				  root->name);
-	for (size_t i = 0; i < n && r == CAIRN_EBADKEY; i++)
+	/* An earlier wrapping may be of another format (the key given is
+	 * not of its form): that one does not open either. */
+	for (size_t i = 0; i < n && (r == CAIRN_EBADKEY || r == CAIRN_EBADPROP); i++)
 		r = unwrap_blob(st, root, blobs[i], given, glen, out);
-	if (n && r == CAIRN_EBADKEY)
-		store_err(st, r, "%s: incorrect key for all %zu earlier wrappings", root->name, n);
+	if (n && (r == CAIRN_EBADKEY || r == CAIRN_EBADPROP))
+		r = store_err(st, CAIRN_EBADKEY, "%s: incorrect key for all %zu earlier wrappings",
+			      root->name, n);
 	free(blobs);
 	return r;
 }

@@ -303,7 +303,7 @@ bool store_is_made(const char *path)
 {
 	char m[4096];
 	snprintf(m, sizeof(m), "%s/" STORE_MARKER, path);
-	return access(m, F_OK) == 0;
+	return faccessat(AT_FDCWD, m, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 static int dir_is_empty(const char *path)
