@@ -236,8 +236,9 @@ static int claim_get(backend_t *be, char id[24])
 }
 
 /* Claims the prefix for a new id (into c->store_id): written, then read
- * back, so of two stores claiming at once the one that finds the other's
- * id fails. */
+ * back; a store that finds another's id there fails.  Two requests, not
+ * one conditional write: two inits at the very same moment can both pass
+ * (docs/BACKENDS.md). */
 static int claim_put(backend_t *be, bconf_t *c, char *why, size_t whylen)
 {
 	snprintf(c->store_id, sizeof(c->store_id), "%016llx", (unsigned long long)random_u64());
