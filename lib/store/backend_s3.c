@@ -181,7 +181,11 @@ static int s3be_list_page(backend_t *be, char **cursor, backend_obj **objs, size
 	return 0;
 }
 
-static int s3be_put_meta(backend_t *be, const char *name, int fd, size_t len)
+enum meta_op { META_PUT, META_GET, META_DELETE };
+
+/* One request on PREFIX/meta/<name>. */
+static int meta_run(backend_t *be, const char *name, enum meta_op op, int fd, size_t len,
+		    buf_t *out)
 {
 	s3be_t *b = (s3be_t *)be;
 	char *k;
@@ -190,35 +194,27 @@ static int s3be_put_meta(backend_t *be, const char *name, int fd, size_t len)
 	s3_body body = {.fd = fd, .len = len};
 	int slot;
 	s3_t *h = borrow(b, &slot);
-	int r = give_back(b, slot, s3_put_many(h, 1, &k, &body, NULL));
+	int r = op == META_PUT	 ? s3_put_many(h, 1, &k, &body, NULL)
+		: op == META_GET ? s3_get(h, k, out)
+				 : s3_delete_many(h, 1, &k);
+	r = give_back(b, slot, r);
 	free(k);
 	return r;
+}
+
+static int s3be_put_meta(backend_t *be, const char *name, int fd, size_t len)
+{
+	return meta_run(be, name, META_PUT, fd, len, NULL);
 }
 
 static int s3be_get_meta(backend_t *be, const char *name, buf_t *out)
 {
-	s3be_t *b = (s3be_t *)be;
-	char *k;
-	if (asprintf(&k, "%smeta/%s", b->prefix, name) < 0)
-		return -ENOMEM;
-	int slot;
-	s3_t *h = borrow(b, &slot);
-	int r = give_back(b, slot, s3_get(h, k, out));
-	free(k);
-	return r;
+	return meta_run(be, name, META_GET, -1, 0, out);
 }
 
 static int s3be_delete_meta(backend_t *be, const char *name)
 {
-	s3be_t *b = (s3be_t *)be;
-	char *k;
-	if (asprintf(&k, "%smeta/%s", b->prefix, name) < 0)
-		return -ENOMEM;
-	int slot;
-	s3_t *h = borrow(b, &slot);
-	int r = give_back(b, slot, s3_delete_many(h, 1, &k));
-	free(k);
-	return r;
+	return meta_run(be, name, META_DELETE, -1, 0, NULL);
 }
 
 static void s3be_stats(backend_t *be, backend_stats *out)
