@@ -1950,14 +1950,15 @@ static void on_missing(const digest_t *d, int64_t owner, void *arg)
 {
 	gcctx_t *c = arg;
 	/* On a remote store only the marker may be gone: the bucket's
-	 * object brings it back, and the chunk is not missing. */
-	if (chunkstore_backend(c->st->cs) && chunkstore_remark(c->st->cs, d) == 0)
+	 * object brings it back, and the chunk is not missing.  Else it is
+	 * kept from the bucket sweep: the object may be all that is left of
+	 * the chunk.  Without room to remember it, no object may go
+	 * (unkept_missing). */
+	bool remote = chunkstore_backend(c->st->cs) != NULL;
+	if (remote && chunkstore_remark(c->st->cs, d) == 0)
 		return;
 	c->s->missing++;
-	/* Kept from the bucket sweep (a remote store): the object may be
-	 * all that is left of the chunk.  Without room to remember it, no
-	 * object may go (unkept_missing). */
-	if (c->nmissing == c->capmissing) {
+	if (remote && c->nmissing == c->capmissing) {
 		size_t n = c->capmissing ? c->capmissing * 2 : 64;
 		digest_t *v = realloc(c->missing, n * sizeof(*v));
 		if (v) {
@@ -1965,9 +1966,9 @@ static void on_missing(const digest_t *d, int64_t owner, void *arg)
 			c->capmissing = n;
 		}
 	}
-	if (c->nmissing < c->capmissing)
+	if (remote && c->nmissing < c->capmissing)
 		c->missing[c->nmissing++] = *d;
-	else
+	else if (remote)
 		c->unkept_missing = true;
 	if (!c->opts->warn)
 		return;

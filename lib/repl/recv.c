@@ -1046,13 +1046,8 @@ static int recv_crypt_apply(rctx_t *c, const rds_t *d, bool created)
 /* recv -o keylocation= on the encryption root a raw stream brings. */
 static int recv_keylocation(rctx_t *c, const rds_t *d, const char *value)
 {
-	char *loc = NULL;
-	int r = encroot_prop_normalize(c->st, "keylocation", value, &loc);
-	if (r > 0)
-		r = cairn_dataset_set(c->st, d->local,
-				      &(cairn_prop){.name = "keylocation", .value = loc}, 1);
-	free(loc);
-	return r < 0 ? r : 0;
+	return cairn_dataset_set(c->st, d->local,
+				 &(cairn_prop){.name = "keylocation", .value = value}, 1);
 }
 
 /* Creates (or checks) the local dataset of a stream dataset and sets its

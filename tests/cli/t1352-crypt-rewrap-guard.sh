@@ -42,6 +42,9 @@ cairn send -w tank@one | cb recv -o keylocation="file://$TESTDIR/p1" other ||
 	fail "raw receive with -o keylocation"
 [ "$(cb get -H -o value keylocation other)" = "file://$TESTDIR/p1" ] || fail "recv -o keylocation ignored"
 ok cb load-key -n other
+cairn send -w tank@one >"$TESTDIR/s1"
+fails_with 1 "keylocation=bogus: expected prompt or file" cb recv -o keylocation=bogus bad <"$TESTDIR/s1"
+cb list -H -o name bad >/dev/null 2>&1 && fail "a refused keylocation left dataset bad"
 
 # a garbled wrapping in a raw incremental: accepted (nothing here can open
 # it), the old one kept, the receiver's keylocation kept

@@ -31,3 +31,12 @@ corpus() {
 	ln -s f2 "$1/sub/link"
 	setfattr -n user.k -v v "$1/sub/f3" 2>/dev/null || true
 }
+# s3_corpus_snapshot: an empty S3 store (s3_new_store) with dataset tank
+# over a corpus in $SRC (64K chunks) and its first snapshot, tank@1.
+s3_corpus_snapshot() {
+	s3_new_store
+	SRC=$TESTDIR/src
+	corpus "$SRC"
+	ok cairn create -o source="$SRC" -o chunksize=64K tank
+	ok cairn snapshot tank@1 >/dev/null
+}

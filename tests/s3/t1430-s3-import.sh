@@ -8,11 +8,7 @@
 # that already holds one.
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
-s3_new_store
-SRC=$TESTDIR/src
-corpus "$SRC"
-ok cairn create -o source="$SRC" -o chunksize=64K tank
-ok cairn snapshot tank@1 >/dev/null
+s3_corpus_snapshot
 rm -rf "$TESTDIR/ref1"
 cp -a "$SRC" "$TESTDIR/ref1"
 echo more >>"$SRC/sub/f5"

@@ -6,11 +6,7 @@
 # reads the bucket, not the cache; gc's remote sweep forgets what it deletes.
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
-s3_new_store
-SRC=$TESTDIR/src
-corpus "$SRC"
-ok cairn create -o source="$SRC" -o chunksize=64K tank
-ok cairn snapshot tank@1 >/dev/null
+s3_corpus_snapshot
 C=$CAIRN_STORE/cache
 cached() { find "$C" -maxdepth 1 -type f -regextype egrep -regex '.*/[0-9a-f]{64}' | wc -l; }
 cache_kib() { du -sk --apparent-size "$C" | cut -f1; }

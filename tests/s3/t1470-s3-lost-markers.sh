@@ -18,11 +18,7 @@
 #     client would rewrite, is refused at init.
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
-s3_new_store
-SRC=$TESTDIR/src
-corpus "$SRC"
-ok cairn create -o source="$SRC" -o chunksize=64K tank
-ok cairn snapshot tank@1 >/dev/null
+s3_corpus_snapshot
 ok cairn config gc_atime_cutoff=0
 
 # 1. two referenced markers lost; a garbage object beside them
