@@ -75,8 +75,10 @@
  *     rename (the second stat sees it) or fails (P rewrites X; a receive,
  *     which has no data to rewrite X with, renames "X.gc" back instead,
  *     and a sweep that then finds its "X.gc" gone keeps X).  A sweep
- *     killed between rename and unlink leaves "X.gc": marking, verify and
- *     the next sweep put it back where X is missing.
+ *     killed between rename and unlink leaves "X.gc": marking and verify
+ *     put it back where a snapshot needs X; the next sweep puts any other
+ *     back under its name and judges it like every chunk (so a complete
+ *     run collects it).
  *  4. Temporary files (<hex>.tmp.<pid>.<n>) go only when older than the
  *     threshold (atime and mtime) and their process is gone.
  *  5. Bookmarks keep no chunks.  Partial receives (recvstate.idx) are
@@ -1655,23 +1657,28 @@ static void sweep_dir(sweep_t *sw, unsigned d, char *buf, dirlist_t *l, sweepsta
 			continue;
 		}
 		int64_t at = ts_ns(&st.st_atim);
+		char hex[DIGEST_HEX_LEN + 1];
 		if (k == GC_NAME_QUARANTINE) {
-			/* Left by a killed sweep: back under its name (kept this
-			 * time), or dropped if the chunk exists again. */
-			if (!sw->dry) {
-				char hex[DIGEST_HEX_LEN + 1];
-				memcpy(hex, name, DIGEST_HEX_LEN);
-				hex[DIGEST_HEX_LEN] = 0;
+			/* Left by a killed sweep.  Mark has already put back every
+			 * one a snapshot needs, so this one is judged like any
+			 * chunk, under its own name again (where a writer can
+			 * reach it, and where remove_chunk's protocol applies).
+			 * If the chunk exists again the copy is dropped. */
+			memcpy(hex, name, DIGEST_HEX_LEN);
+			hex[DIGEST_HEX_LEN] = 0;
+			name = hex;
+			if (sw->dry) {
+				struct stat own;
+				if (fstatat(fd, hex, &own, AT_SYMLINK_NOFOLLOW) == 0)
+					continue; /* counted under its own name */
+			} else {
 				r = chunk_unquarantine(fd, hex);
 				if (r < 0)
-					sweep_fail(sw, r, dn, name);
-				if (r == 1) {
-					s->restored++;
-					s->kept++;
-					s->kept_bytes += st.st_size;
-				}
+					sweep_fail(sw, r, dn, hex);
+				if (r != 1)
+					continue;
+				s->restored++;
 			}
-			continue;
 		}
 		if (k == GC_NAME_TEMP) {
 			int64_t mt = ts_ns(&st.st_mtim);

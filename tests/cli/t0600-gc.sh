@@ -7,7 +7,7 @@
 # garbage is every chunk file not in it.  The dry run must list the same
 # set and remove nothing.  Bookmarks keep nothing.  Also: --status (text
 # and JSON), leftover temporaries, other names left alone, a chunk that a
-# killed sweep left as <hex>.gc is put back.
+# killed sweep left as <hex>.gc is put back if referenced, else removed.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null && command -v zstd >/dev/null || {
 	echo "needs python3 and zstd"
@@ -107,6 +107,13 @@ wrongpath="$CAIRN_STORE/.chunks/$wd/$wrongdir"
 mkdir -p "${wrongpath%/*}" # chunk directories appear on first use
 cp "$CAIRN_STORE/.chunks/${wrongdir:0:4}/$wrongdir" "$wrongpath"
 touch -a -d '2001-01-01' "$wrongpath"
+# Garbage that a killed sweep left renamed: collected like any garbage,
+# listed under its own name, once, also where the chunk exists again.
+gone=$(sed -n 1p "$TESTDIR/expect")
+twice=$(sed -n 2p "$TESTDIR/expect")
+[ -n "$twice" ] || fail "want two garbage chunks"
+mv "$CAIRN_STORE/.chunks/${gone:0:4}/$gone" "$CAIRN_STORE/.chunks/${gone:0:4}/$gone.gc"
+cp -p "$CAIRN_STORE/.chunks/${twice:0:4}/$twice" "$CAIRN_STORE/.chunks/${twice:0:4}/$twice.gc"
 chunkfiles >"$TESTDIR/before2"
 
 # The dry run lists exactly the garbage and changes nothing.
@@ -137,6 +144,8 @@ diff "$TESTDIR/want" "$TESTDIR/after" >/dev/null || {
 	diff "$TESTDIR/want" "$TESTDIR/after" | head -5
 }
 [ -e "$vdir/$victim" ] && [ ! -e "$vdir/$victim.gc" ] || fail "quarantined chunk not put back"
+left=$(find "$CAIRN_STORE/.chunks" -name '*.gc')
+[ -z "$left" ] || fail "quarantined garbage left: $left"
 [ -e "$tmpdead" ] && fail "dead process's old temporary kept"
 [ -e "$tmplive" ] || fail "live process's temporary removed"
 [ -e "$vdir/$victim.bad" ] || fail ".bad file removed"
