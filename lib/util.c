@@ -212,6 +212,18 @@ int write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int rename_noreplace(int dirfd, const char *from, const char *to)
+{
+	if (renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	if (linkat(dirfd, from, dirfd, to, 0) < 0)
+		return -errno;
+	unlinkat(dirfd, from, 0);
+	return 0;
+}
+
 int pwrite_full(int fd, const void *buf, size_t len, off_t off)
 {
 	size_t done = 0;

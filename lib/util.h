@@ -122,6 +122,9 @@ ssize_t pread_full(int fd, void *buf, size_t len, off_t off);
 /* Writes all of buf; returns 0 or -errno. */
 int write_full(int fd, const void *buf, size_t len);
 int pwrite_full(int fd, const void *buf, size_t len, off_t off);
+/* renameat(2) within dirfd that never replaces: -EEXIST when to exists.
+ * Where RENAME_NOREPLACE is not supported, link(2) and unlink(2) do it. */
+int rename_noreplace(int dirfd, const char *from, const char *to);
 
 int64_t now_ns(void);      /* CLOCK_REALTIME in ns */
 int64_t mono_ns(void);     /* CLOCK_MONOTONIC in ns */

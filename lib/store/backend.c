@@ -185,7 +185,12 @@ static bool meta_name_ok(const char *name)
 
 int backend_put_meta(backend_t *be, const char *name, int fd, size_t len)
 {
-	return meta_name_ok(name) ? be->ops->put_meta(be, name, fd, len) : -EINVAL;
+	return meta_name_ok(name) ? be->ops->put_meta(be, name, fd, len, false) : -EINVAL;
+}
+
+int backend_put_meta_new(backend_t *be, const char *name, int fd, size_t len)
+{
+	return meta_name_ok(name) ? be->ops->put_meta(be, name, fd, len, true) : -EINVAL;
 }
 
 int backend_get_meta(backend_t *be, const char *name, buf_t *out)

@@ -104,6 +104,10 @@ void backend_set_stop(const volatile sig_atomic_t *flag);
 /* Store metadata objects (name: [a-z0-9._-]+): whole-object put, get and
  * delete (a missing one is deleted already). */
 int backend_put_meta(backend_t *be, const char *name, int fd, size_t len);
+/* The same, only where the object does not exist yet (S3: a conditional
+ * PUT, If-None-Match: *): -EEXIST when it does.  A retried request whose
+ * first try landed also sees -EEXIST: read the object back to tell. */
+int backend_put_meta_new(backend_t *be, const char *name, int fd, size_t len);
 int backend_get_meta(backend_t *be, const char *name, buf_t *out);
 int backend_delete_meta(backend_t *be, const char *name);
 
@@ -115,7 +119,7 @@ typedef struct backend_ops {
 	int (*get)(backend_t *, const digest_t *, buf_t *);
 	int (*delete_many)(backend_t *, size_t, const digest_t *);
 	int (*list_page)(backend_t *, char **, backend_obj **, size_t *);
-	int (*put_meta)(backend_t *, const char *, int, size_t);
+	int (*put_meta)(backend_t *, const char *, int, size_t, bool only_new);
 	int (*get_meta)(backend_t *, const char *, buf_t *);
 	int (*delete_meta)(backend_t *, const char *);
 	void (*stats)(backend_t *, backend_stats *);

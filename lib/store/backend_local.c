@@ -65,7 +65,10 @@ static int mkdirs_for(int root, const char *name)
 }
 
 /* Writes one object durably: temporary file, fsync, rename. */
-static int put_file(localbe_t *b, const char *name, const void *data, int srcfd, size_t len)
+/* Writes name whole through a temporary; only_new: -EEXIST if it exists
+ * (like S3's If-None-Match: *), else it is replaced. */
+static int put_file(localbe_t *b, const char *name, const void *data, int srcfd, size_t len,
+		    bool only_new)
 {
 	char tmp[160];
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%" PRIu64, name, (int)getpid(),
@@ -94,7 +97,9 @@ static int put_file(localbe_t *b, const char *name, const void *data, int srcfd,
 		r = -errno;
 	if (close(fd) < 0 && !r)
 		r = -errno;
-	if (!r && renameat(b->fd, tmp, b->fd, name) < 0)
+	if (!r && only_new)
+		r = rename_noreplace(b->fd, tmp, name);
+	else if (!r && renameat(b->fd, tmp, b->fd, name) < 0)
 		r = -errno;
 	if (r < 0)
 		unlinkat(b->fd, tmp, 0);
@@ -130,7 +135,7 @@ static int lb_put_many(backend_t *be, size_t n, const backend_put *items, int *e
 	for (size_t i = 0; i < n; i++) {
 		char name[80];
 		backend_chunk_name(&items[i].d, name);
-		int r = put_file(b, name, items[i].data, items[i].fd, items[i].len);
+		int r = put_file(b, name, items[i].data, items[i].fd, items[i].len, false);
 		count(b, &b->st.put, 1);
 		if (r < 0) {
 			fail(b, r, "put", name);
@@ -250,13 +255,13 @@ static int lb_list_page(backend_t *be, char **cursor, backend_obj **objs, size_t
 	return 0;
 }
 
-static int lb_put_meta(backend_t *be, const char *name, int fd, size_t len)
+static int lb_put_meta(backend_t *be, const char *name, int fd, size_t len, bool only_new)
 {
 	localbe_t *b = (localbe_t *)be;
 	char path[96];
 	snprintf(path, sizeof(path), "meta/%s", name);
 	count(b, &b->st.put, 1);
-	int r = put_file(b, path, NULL, fd, len);
+	int r = put_file(b, path, NULL, fd, len, only_new);
 	return r < 0 ? fail(b, r, "put", path) : 0;
 }
 

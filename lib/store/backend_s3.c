@@ -181,7 +181,7 @@ static int s3be_list_page(backend_t *be, char **cursor, backend_obj **objs, size
 	return 0;
 }
 
-enum meta_op { META_PUT, META_GET, META_DELETE };
+enum meta_op { META_PUT, META_PUT_NEW, META_GET, META_DELETE };
 
 /* One request on PREFIX/meta/<name>. */
 static int meta_run(backend_t *be, const char *name, enum meta_op op, int fd, size_t len,
@@ -194,17 +194,18 @@ static int meta_run(backend_t *be, const char *name, enum meta_op op, int fd, si
 	s3_body body = {.fd = fd, .len = len};
 	int slot;
 	s3_t *h = borrow(b, &slot);
-	int r = op == META_PUT	 ? s3_put_many(h, 1, &k, &body, NULL)
-		: op == META_GET ? s3_get(h, k, out)
-				 : s3_delete_many(h, 1, &k);
+	int r = op == META_PUT	     ? s3_put_many(h, 1, &k, &body, NULL)
+		: op == META_PUT_NEW ? s3_put_new(h, k, &body)
+		: op == META_GET     ? s3_get(h, k, out)
+				     : s3_delete_many(h, 1, &k);
 	r = give_back(b, slot, r);
 	free(k);
 	return r;
 }
 
-static int s3be_put_meta(backend_t *be, const char *name, int fd, size_t len)
+static int s3be_put_meta(backend_t *be, const char *name, int fd, size_t len, bool only_new)
 {
-	return meta_run(be, name, META_PUT, fd, len, NULL);
+	return meta_run(be, name, only_new ? META_PUT_NEW : META_PUT, fd, len, NULL);
 }
 
 static int s3be_get_meta(backend_t *be, const char *name, buf_t *out)

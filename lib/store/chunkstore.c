@@ -1326,19 +1326,6 @@ bool chunkstore_sealed_at(chunkstore_t *cs, const digest_t *d)
 	return sealed_on_disk(cs, &p);
 }
 
-static int rename_noreplace(int dirfd, const char *from, const char *to)
-{
-	if (renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE) == 0)
-		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
-		return -errno;
-	/* No RENAME_NOREPLACE here: link fails the same way when to exists. */
-	if (linkat(dirfd, from, dirfd, to, 0) < 0)
-		return -errno;
-	unlinkat(dirfd, from, 0);
-	return 0;
-}
-
 int chunk_unquarantine(int dirfd, const char *name)
 {
 	char q[5 + DIGEST_HEX_LEN + 8];

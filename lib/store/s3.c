@@ -54,6 +54,7 @@ struct req {
 	int fd;
 	size_t len, off;
 	bool has_body;
+	bool only_new; /* If-None-Match: * */
 	char sha_hex[65];
 	char md5_b64[32];
 	/* answer */
@@ -328,6 +329,8 @@ static int req_headers(struct req *q)
 	}
 	if (l && q->has_body && !strcmp(q->method, "POST"))
 		l = curl_slist_append(l, "Content-Type: application/xml");
+	if (l && q->only_new)
+		l = curl_slist_append(l, "If-None-Match: *");
 	if (!l)
 		return -ENOMEM;
 	q->hdrs = l;
@@ -468,9 +471,12 @@ static void settle(s3_t *s, struct req *q)
 		return;
 	} else {
 		error_code(q->out, code, sizeof(code), msg, sizeof(msg));
+		/* (ConditionalRequestConflict: a conditional write that raced
+		 * another on the same key; the retry gets the verdict.) */
 		retry = q->status == 500 || q->status == 502 || q->status == 503 ||
 			q->status == 504 || q->status == 429 || !strcmp(code, "SlowDown") ||
-			!strcmp(code, "RequestTimeout");
+			!strcmp(code, "RequestTimeout") ||
+			!strcmp(code, "ConditionalRequestConflict");
 		/* Only a missing key is a missing object.  Any other 404 (no
 		 * such bucket: a wrong name, prefix or endpoint) is the store
 		 * being out of reach, which no reader may take for absence.
@@ -481,7 +487,8 @@ static void settle(s3_t *s, struct req *q)
 		bool head = !strcmp(q->method, "HEAD");
 		bool no_key = q->status == 404 &&
 			      (!strcmp(code, "NoSuchKey") || (!code[0] && head));
-		r = no_key ? -ENOENT : q->status == 403 ? -EACCES : -EIO;
+		bool taken = q->status == 412 && q->only_new;
+		r = no_key ? -ENOENT : taken ? -EEXIST : q->status == 403 ? -EACCES : -EIO;
 		if (!no_key)
 			set_err(s, "%s %s: HTTP %ld%s%s%s%s", q->method, q->url, q->status,
 				code[0] ? " " : "", code, msg[0] ? ": " : "", msg);
@@ -688,6 +695,20 @@ int s3_put_many(s3_t *s, size_t n, char *const *keys, const s3_body *bodies, int
 		r = first_error(q, n, errs);
 	req_free(q, n);
 	free(q);
+	return r;
+}
+
+int s3_put_new(s3_t *s, const char *key, const s3_body *body)
+{
+	struct req q = {.method = "PUT", .kind = K_PUT, .data = body->data, .fd = body->fd,
+			.len = body->len, .has_body = true, .only_new = true};
+	q.url = make_url(s, key, NULL);
+	int r = q.url ? hash_body(&q, false) : -ENOMEM;
+	if (!r)
+		r = run(s, &q, 1);
+	if (!r)
+		r = q.result;
+	req_free(&q, 1);
 	return r;
 }
 

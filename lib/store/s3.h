@@ -72,6 +72,11 @@ int s3_create_bucket(s3_t *s);
  * first error; errs (may be NULL) gets each object's result. */
 int s3_put_many(s3_t *s, size_t n, char *const *keys, const s3_body *bodies, int *errs);
 
+/* Uploads one object only if the key is free (If-None-Match: *); -EEXIST
+ * when the server says it exists (HTTP 412).  A server that ignores the
+ * condition replaces the object, so read it back to know who won. */
+int s3_put_new(s3_t *s, const char *key, const s3_body *body);
+
 /* Downloads one object into out (replaced).  -ENOENT when missing. */
 int s3_get(s3_t *s, const char *key, buf_t *out);
 

@@ -113,6 +113,27 @@ wait_reading() { wait_in_syscall "$1" "waited for input" '^(0 0x0 |7 )'; }
 # busy wait's back-off, as for another writer's lock).
 wait_sleeping() { wait_in_syscall "$1" "slept" '^(35|230) '; }
 
+# claim_race URL: two inits on chunk location URL both find it free, then
+# both write their claim (each held back just before that write, the
+# second started while the first waits).  The first must win, the second
+# fail saying it lost the race (which proves the race happened), leaving
+# no directory, and the claim must be the winner's.
+claim_race() {
+	local a=$TESTDIR/race-a b=$TESTDIR/race-b
+	rm -rf "$a" "$b"
+	CAIRN_TEST_CLAIM_DELAY_MS=1500 "$CAIRN" -s "$a" init --chunks "$1" >/dev/null 2>"$a.err" &
+	local apid=$!
+	wait_sleeping $apid
+	CAIRN_TEST_CLAIM_DELAY_MS=2500 "$CAIRN" -s "$b" init --chunks "$1" >/dev/null 2>"$b.err"
+	local rb=$?
+	wait $apid || fail "the first of two racing inits failed: $(cat "$a.err")"
+	[ $rb = 1 ] && grep -q "another store claimed it meanwhile" "$b.err" ||
+		fail "the second of two racing inits (exit $rb): $(cat "$b.err")"
+	[ -e "$b" ] && fail "the init that lost the race left $b"
+	sed -n 's/^store_id = //p' "$a/backend.conf" >"$a.id"
+	[ -s "$a.id" ] || fail "the winner recorded no store_id"
+}
+
 new_store() {
 	rm -rf "$CAIRN_STORE"
 	"$CAIRN" init >/dev/null || fail "init"

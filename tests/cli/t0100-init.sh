@@ -49,6 +49,11 @@ else
 	fail "strace missing"
 fi
 
+# two inits that both find a location free: one claims it
+claim_race "file://$TESTDIR/bk-race"
+[ "$(cat "$TESTDIR/bk-race/meta/store-id")" = "$(cat "$TESTDIR/race-a.id")" ] ||
+	fail "the location's claim is not the winner's"
+
 # an init cut short (its set-up mark, no store marker) is redone by the
 # same command; a directory without that mark is never touched: a user's
 # file that only shares a name, or a store whose marker was lost

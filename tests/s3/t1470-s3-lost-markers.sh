@@ -86,6 +86,11 @@ s3_new_store "$TESTDIR/first" "$PFX-claimed" # no command yet: no catalog in the
 fails_with 1 "already holds a store" "$CAIRN" -s "$TESTDIR/twin" init --chunks "s3://$BUCKET/$PFX-claimed"
 [ -e "$TESTDIR/twin" ] && fail "a refused init left $TESTDIR/twin"
 [ -n "$(sed -n 's/^store_id = //p' "$CAIRN_STORE/backend.conf")" ] || fail "init recorded no store_id"
+# two inits that both find the prefix free: one claims it (conditional
+# write); the claim in the bucket is the winner's
+claim_race "s3://$BUCKET/$PFX-race"
+claim=$("$S3TOOL" get "$BUCKET" "$PFX-race/meta/store-id") || fail "reading the raced claim"
+[ "$claim" = "$(cat "$TESTDIR/race-a.id")" ] || fail "the prefix's claim is not the winner's: $claim"
 printf 'ffffffffffffffff' >"$TESTDIR/claim"
 ok "$S3TOOL" put "$BUCKET" "$PFX/meta/store-id" "$TESTDIR/claim"
 ok cairn create -o source="$TESTDIR/src2" other2
