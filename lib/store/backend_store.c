@@ -235,14 +235,20 @@ static int claim_get(backend_t *be, char id[24])
 	return r;
 }
 
-/* Claims the prefix for a new id (into c->store_id): a write that only
- * creates (If-None-Match: *), then read back.  The condition makes two
- * claims at the same moment end with one winner; the read back decides
- * where the first try of a retried write had landed (its retry then finds
- * the object), and where a server ignores the condition. */
-static int claim_put(backend_t *be, bconf_t *c, char *why, size_t whylen)
+/* A new random id for this store, to record (backend.conf) before the
+ * claim is written, so that a command killed in between knows it. */
+static void claim_new_id(bconf_t *c)
 {
 	snprintf(c->store_id, sizeof(c->store_id), "%016llx", (unsigned long long)random_u64());
+}
+
+/* Claims the prefix for c->store_id: a write that only creates
+ * (If-None-Match: *), then read back.  The condition makes two claims at
+ * the same moment end with one winner; the read back decides where the
+ * first try of a retried write had landed (its retry then finds the
+ * object), and where a server ignores the condition. */
+static int claim_put(backend_t *be, const bconf_t *c, char *why, size_t whylen)
+{
 	int fd = memfd_create("cairn-claim", MFD_CLOEXEC);
 	int r = fd < 0 ? -errno : write_full(fd, c->store_id, strlen(c->store_id));
 	/* Tests only: a pause before the write, so that two inits can both
@@ -265,8 +271,6 @@ static int claim_put(backend_t *be, bconf_t *c, char *why, size_t whylen)
 	}
 	return r;
 }
-
-static void unclaim(backend_t *be, const char *id);
 
 int store_remote_init(int dfd, const cairn_init_opts *o)
 {
@@ -299,32 +303,38 @@ int store_remote_init(int dfd, const cairn_init_opts *o)
 			r = g;
 		}
 	}
+	/* The id and where it goes are on disk before the claim, with the
+	 * mark saying this set-up claims: a failed or killed init takes its
+	 * claim back (store_setup_clear, also when the command is run again). */
+	if (r == 0) {
+		claim_new_id(&c);
+		r = write_conf(dfd, &c);
+		int fd = r ? -1 : openat(dfd, STORE_CLAIM_MARK, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+		if (!r && (fd < 0 || fsync(fd) < 0 || fsync(dfd) < 0))
+			r = -errno;
+		if (fd >= 0)
+			close(fd);
+		if (r < 0)
+			snprintf(init_err, sizeof(init_err), "recording the claim: %s", strerror(-r));
+	}
 	if (r == 0)
 		r = claim_put(be, &c, init_err, sizeof(init_err));
-	if (r == 0 && (r = write_conf(dfd, &c)) < 0)
-		unclaim(be, c.store_id);
 	backend_close(be);
 	return r;
-}
-
-/* Takes back a claim that is still ours (a set-up that failed after it). */
-static void unclaim(backend_t *be, const char *id)
-{
-	char now[24] = "";
-	if (claim_get(be, now) == 0 && !strcmp(now, id))
-		backend_delete_meta(be, CLAIM_OBJECT);
 }
 
 void store_remote_unclaim(int dfd)
 {
 	bconf_t c = {0};
-	char path[64], why[256];
+	char path[64], why[256], now[24] = "";
 	snprintf(path, sizeof(path), "/proc/self/fd/%d/" CONF_NAME, dfd);
 	backend_t *be = NULL;
-	if (read_kv(path, conf_set, &c, why, sizeof(why)) < 0 || !*c.store_id ||
+	if (faccessat(dfd, STORE_CLAIM_MARK, F_OK, 0) < 0 ||
+	    read_kv(path, conf_set, &c, why, sizeof(why)) < 0 || !*c.store_id ||
 	    open_backend(&c, false, 0, 0, &be, why, sizeof(why)) < 0)
 		return;
-	unclaim(be, c.store_id);
+	if (claim_get(be, now) == 0 && !strcmp(now, c.store_id))
+		backend_delete_meta(be, CLAIM_OBJECT);
 	backend_close(be);
 }
 
@@ -385,10 +395,12 @@ int store_remote_check_owner(cairn_store *st)
 	if (g != -ENOENT)
 		return store_err(st, g, "%s: reading its claim: %s", c.chunks, backend_errmsg(be));
 	/* No claim (a store made before claims, or one removed by hand):
-	 * this store claims the prefix now, and keeps the id. */
-	r = claim_put(be, &c, why, sizeof(why));
+	 * this store claims the prefix now, and keeps the id, recorded first
+	 * (killed between the two, the next run finds no claim again). */
+	claim_new_id(&c);
+	r = write_conf(st->dirfd, &c);
 	if (r == 0)
-		r = write_conf(st->dirfd, &c);
+		r = claim_put(be, &c, why, sizeof(why));
 	return r < 0 ? store_err(st, r, "chunk backend: %s", *why ? why : strerror(-r)) : 0;
 }
 

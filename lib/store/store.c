@@ -330,9 +330,10 @@ static int dir_is_empty(const char *path)
 
 static bool setup_name(const char *n)
 {
-	static const char *const names[] = {SETUP_MARK,		".chunks",	   ".chunks.lock",
-					    "backend.conf",	"catalog.db",	   "catalog.db-wal",
-					    "catalog.db-shm",	"catalog.db-journal", "catalog.db.import"};
+	static const char *const names[] = {
+		SETUP_MARK,	  ".chunks",	    ".chunks.lock",	  "backend.conf",
+		STORE_CLAIM_MARK, "catalog.db",	    "catalog.db-wal",	  "catalog.db-shm",
+		"catalog.db-journal", "catalog.db.import"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(n, names[i]))
 			return true;
@@ -360,6 +361,13 @@ int store_setup_clear(const char *path)
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			ours = setup_name(de->d_name);
 	closedir(d);
+	if (ours) {
+		int dfd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+		if (dfd >= 0) {
+			store_remote_unclaim(dfd);
+			close(dfd);
+		}
+	}
 	for (d = ours ? opendir(path) : NULL; d && (de = readdir(d));) {
 		if (!setup_name(de->d_name) || !strcmp(de->d_name, SETUP_MARK))
 			continue;
@@ -417,6 +425,10 @@ int store_setup_finish(const char *path, int dfd, bool made, int r)
 			close(fd);
 		if (r == 0 && (unlinkat(dfd, SETUP_MARK, 0) < 0 || fsync(dfd) < 0))
 			r = -errno;
+		/* The claim is the finished store's now (a kill before this
+		 * leaves a file nothing reads). */
+		if (r == 0)
+			unlinkat(dfd, STORE_CLAIM_MARK, 0);
 		if (r == 0)
 			return 0;
 		unlinkat(dfd, STORE_MARKER, 0);
@@ -473,8 +485,6 @@ int cairn_store_init(const char *path, const cairn_init_opts *opts)
 			catalog_close(c);
 		}
 	}
-	if (r < 0 && opts->chunks)
-		store_remote_unclaim(dfd);
 	r = store_setup_finish(path, dfd, made, r);
 	close(dfd);
 	return r;

@@ -27,9 +27,11 @@ struct cairn_store {
  * backend of an existing store (no-op for a local one); publish copies the
  * catalog to the bucket when it changed (force: even if not). */
 int store_remote_init(int dfd, const cairn_init_opts *o);
-/* A set-up that failed after store_remote_init: its claim on the prefix
- * goes again if it is still its own (best effort). */
+/* An unfinished init's directory dfd: the claim on the prefix that it
+ * made (marked by STORE_CLAIM_MARK, written before the claim) goes again
+ * if it is still its own.  Best effort: needs the bucket. */
 void store_remote_unclaim(int dfd);
+#define STORE_CLAIM_MARK "backend.claim"
 int store_remote_attach(cairn_store *st);
 int store_remote_publish(cairn_store *st, bool force);
 /* Before deleting from the bucket: 0 when the prefix's claim (meta/
@@ -45,7 +47,9 @@ int cairn_store_import(const char *path, const cairn_init_opts *o);
 int store_setup_begin(const char *path, bool *made);
 int store_setup_finish(const char *path, int dfd, bool made, int r);
 /* An unfinished set-up's directory (its mark, no store marker, nothing
- * but names set-up makes): emptied (1).  0 when it is anything else (left
+ * but names set-up makes): emptied (1), after taking back a claim on a
+ * prefix that it made (store_remote_unclaim: a killed init's claim goes
+ * when the same command runs again).  0 when it is anything else (left
  * alone), <0 on error. */
 int store_setup_clear(const char *path);
 /* True when path holds a finished store (its marker, written last). */

@@ -45,6 +45,16 @@ if command -v strace >/dev/null; then
 	[ -e "$TESTDIR/bk/meta/store-id" ] && fail "a failed init left its claim on the prefix"
 	ok "$CAIRN" -s "$TESTDIR/cl" init --chunks "file://$TESTDIR/bk" >/dev/null
 	fails_with 1 "already holds a store (claimed" "$CAIRN" -s "$TESTDIR/cl2" init --chunks "file://$TESTDIR/bk"
+	# killed after claiming (SIGKILL as it creates the catalog): the
+	# same command takes the old claim back and makes the store
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -o /dev/null -P "$TESTDIR/kl/catalog.db" -e inject=openat:signal=KILL \
+		"$CAIRN" -s "$TESTDIR/kl" init --chunks "file://$TESTDIR/bk-kill" >/dev/null 2>&1
+	[ -e "$TESTDIR/kl/cairn-store.partial" ] && [ -e "$TESTDIR/bk-kill/meta/store-id" ] ||
+		fail "init was not killed between its claim and its catalog"
+	ok "$CAIRN" -s "$TESTDIR/kl" init --chunks "file://$TESTDIR/bk-kill" >/dev/null
+	[ "$(cat "$TESTDIR/bk-kill/meta/store-id")" = "$(sed -n 's/^store_id = //p' "$TESTDIR/kl/backend.conf")" ] ||
+		fail "the claim is not the store's after init ran again"
+	[ -e "$TESTDIR/kl/backend.claim" ] && fail "a finished init left its claim mark"
 else
 	fail "strace missing"
 fi
