@@ -11,7 +11,9 @@
 #  3. An import that stopped half-way is redone by the same command, and
 #     a failed init or import leaves no directory behind.
 #  4. The prefix's claim: init refuses a prefix another store claimed,
-#     and gc deletes nothing from a prefix whose claim is not its own.
+#     two inits racing for one prefix end with one store, a killed init's
+#     claim is taken back by the same command run again, and gc deletes
+#     nothing from a prefix whose claim is not its own.
 #  5. Two commands' catalog uploads land in the order of their copies, so
 #     the bucket never ends with an older catalog than the store's.
 #  6. A chunk prefix with a "." or ".." component, or a character an HTTP
@@ -91,6 +93,16 @@ fails_with 1 "already holds a store" "$CAIRN" -s "$TESTDIR/twin" init --chunks "
 claim_race "s3://$BUCKET/$PFX-race"
 claim=$("$S3TOOL" get "$BUCKET" "$PFX-race/meta/store-id") || fail "reading the raced claim"
 [ "$claim" = "$(cat "$TESTDIR/race-a.id")" ] || fail "the prefix's claim is not the winner's: $claim"
+# an init killed after its claim (SIGKILL as it creates the catalog): the
+# same command takes that claim back and makes the store
+strace -f -o /dev/null -P "$TESTDIR/kl/catalog.db" -e inject=openat:signal=KILL \
+	"$CAIRN" -s "$TESTDIR/kl" init --chunks "s3://$BUCKET/$PFX-kill" >/dev/null 2>&1
+[ -e "$TESTDIR/kl/cairn-store.partial" ] && "$S3TOOL" get "$BUCKET" "$PFX-kill/meta/store-id" >/dev/null ||
+	fail "init was not killed between its claim and its catalog"
+ok "$CAIRN" -s "$TESTDIR/kl" init --chunks "s3://$BUCKET/$PFX-kill"
+claim=$("$S3TOOL" get "$BUCKET" "$PFX-kill/meta/store-id") || fail "reading the claim after a killed init"
+[ "$claim" = "$(sed -n 's/^store_id = //p' "$TESTDIR/kl/backend.conf")" ] ||
+	fail "the claim is not the store's after init ran again: $claim"
 printf 'ffffffffffffffff' >"$TESTDIR/claim"
 ok "$S3TOOL" put "$BUCKET" "$PFX/meta/store-id" "$TESTDIR/claim"
 ok cairn create -o source="$TESTDIR/src2" other2
