@@ -495,10 +495,13 @@ static void touch_one(gc_marker_t *m, const pend_t *p, touchres_t *res)
 			gc_dir_name(dir, dn);
 			dfd = openat(m->o.chunkfd, dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		}
-		int q = dfd >= 0 ? chunk_unquarantine(dfd, path + 5) : 0;
-		if (q == 1 && utimensat(dfd, path + 5, touch_now, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* Touched again whether we put it back or found nothing to put
+		 * back: another thread (the index walk, a receive, verify) may
+		 * have put it back between our touch and our look. */
+		int q = dfd >= 0 ? chunk_unquarantine(dfd, path + 5) : -1;
+		if (q >= 0 && utimensat(dfd, path + 5, touch_now, AT_SYMLINK_NOFOLLOW) == 0) {
 			res->touched++;
-			res->restored++;
+			res->restored += q;
 			e = 0;
 		}
 		if (fd < 0 && dfd >= 0)
@@ -1133,7 +1136,9 @@ static int walk_stream(gc_idxwalk_t *w, chunkstore_t *cs, const uint8_t *roots, 
 			dn[4] = 0;
 			int dfd = openat(w->pf_fd, dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (dfd >= 0) {
-				if (chunk_unquarantine(dfd, hex) == 1)
+				/* (0: nothing to put back, but another thread may
+				 * just have done it: read again all the same) */
+				if (chunk_unquarantine(dfd, hex) >= 0)
 					r = chunkstore_get(cs, &ref.digest, &w->chunk);
 				close(dfd);
 			}

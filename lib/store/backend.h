@@ -106,7 +106,8 @@ void backend_set_stop(const volatile sig_atomic_t *flag);
 int backend_put_meta(backend_t *be, const char *name, int fd, size_t len);
 /* The same, only where the object does not exist yet (S3: a conditional
  * PUT, If-None-Match: *): -EEXIST when it does.  A retried request whose
- * first try landed also sees -EEXIST: read the object back to tell. */
+ * first try landed also sees -EEXIST: read the object back to tell.
+ * -EOPNOTSUPP: the backend cannot write conditionally. */
 int backend_put_meta_new(backend_t *be, const char *name, int fd, size_t len);
 int backend_get_meta(backend_t *be, const char *name, buf_t *out);
 int backend_delete_meta(backend_t *be, const char *name);

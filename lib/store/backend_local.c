@@ -64,9 +64,9 @@ static int mkdirs_for(int root, const char *name)
 	return 0;
 }
 
-/* Writes one object durably: temporary file, fsync, rename. */
-/* Writes name whole through a temporary; only_new: -EEXIST if it exists
- * (like S3's If-None-Match: *), else it is replaced. */
+/* Writes one object durably: temporary file, fsync, rename.  only_new:
+ * -EEXIST if name exists (like S3's If-None-Match: *), -EOPNOTSUPP where
+ * the file system can neither rename without replacing nor hard-link. */
 static int put_file(localbe_t *b, const char *name, const void *data, int srcfd, size_t len,
 		    bool only_new)
 {
@@ -97,8 +97,12 @@ static int put_file(localbe_t *b, const char *name, const void *data, int srcfd,
 		r = -errno;
 	if (close(fd) < 0 && !r)
 		r = -errno;
-	if (!r && only_new)
+	if (!r && only_new) {
 		r = rename_noreplace(b->fd, tmp, name);
+		/* (neither RENAME_NOREPLACE nor hard links here) */
+		if (r == -EPERM || r == -EOPNOTSUPP)
+			r = -EOPNOTSUPP;
+	}
 	else if (!r && renameat(b->fd, tmp, b->fd, name) < 0)
 		r = -errno;
 	if (r < 0)

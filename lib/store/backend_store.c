@@ -251,13 +251,19 @@ static int claim_put(backend_t *be, const bconf_t *c, char *why, size_t whylen)
 {
 	int fd = memfd_create("cairn-claim", MFD_CLOEXEC);
 	int r = fd < 0 ? -errno : write_full(fd, c->store_id, strlen(c->store_id));
-	/* Tests only: a pause before the write, so that two inits can both
-	 * find the prefix free and then race to claim it (t0100, t1470). */
-	const char *delay = getenv("CAIRN_TEST_CLAIM_DELAY_MS");
-	if (delay)
-		usleep((useconds_t)(strtoul(delay, NULL, 10) % 60000) * 1000);
+	/* Tests only: wait (at most 60 s) for a file to exist before the
+	 * write, so that two inits can both find the prefix free and then
+	 * race to claim it in a set order (t0100, t1470). */
+	const char *go = getenv("CAIRN_TEST_CLAIM_WAIT");
+	for (int i = 0; go && i < 6000 && access(go, F_OK) < 0; i++)
+		usleep(10000);
 	if (!r)
 		r = backend_put_meta_new(be, CLAIM_OBJECT, fd, strlen(c->store_id));
+	/* A server without conditional writes: a plain write, and the read
+	 * back alone decides (two claims in the very same moment can then
+	 * both pass; docs/BACKENDS.md). */
+	if (r == -EOPNOTSUPP)
+		r = backend_put_meta(be, CLAIM_OBJECT, fd, strlen(c->store_id));
 	if (fd >= 0)
 		close(fd);
 	char back[24] = "";
@@ -323,19 +329,33 @@ int store_remote_init(int dfd, const cairn_init_opts *o)
 	return r;
 }
 
-void store_remote_unclaim(int dfd)
+int store_remote_unclaim(int dfd)
 {
 	bconf_t c = {0};
-	char path[64], why[256], now[24] = "";
+	char path[64], why[512] = "", now[24] = "";
 	snprintf(path, sizeof(path), "/proc/self/fd/%d/" CONF_NAME, dfd);
-	backend_t *be = NULL;
 	if (faccessat(dfd, STORE_CLAIM_MARK, F_OK, 0) < 0 ||
-	    read_kv(path, conf_set, &c, why, sizeof(why)) < 0 || !*c.store_id ||
-	    open_backend(&c, false, 0, 0, &be, why, sizeof(why)) < 0)
-		return;
-	if (claim_get(be, now) == 0 && !strcmp(now, c.store_id))
-		backend_delete_meta(be, CLAIM_OBJECT);
+	    read_kv(path, conf_set, &c, why, sizeof(why)) < 0 || !*c.store_id)
+		return 0; /* the mark comes after the settings: no claim made */
+	backend_t *be = NULL;
+	int r = open_backend(&c, false, 0, 0, &be, why, sizeof(why));
+	int g = r ? r : claim_get(be, now);
+	if (g == 0 && !strcmp(now, c.store_id))
+		r = backend_delete_meta(be, CLAIM_OBJECT);
+	else
+		r = g == -ENOENT ? 0 : g;
+	if (r < 0 && be)
+		snprintf(why, sizeof(why), "%s", backend_errmsg(be));
 	backend_close(be);
+	if (r < 0) {
+		size_t l = strlen(init_err);
+		snprintf(init_err + l, sizeof(init_err) - l,
+			 "%san unfinished init's claim on this location could not be checked or "
+			 "taken back (%.300s); its directory is kept, and the same command run "
+			 "again takes the claim back",
+			 l ? "; also " : "", why);
+	}
+	return r;
 }
 
 int store_remote_attach(cairn_store *st)

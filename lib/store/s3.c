@@ -487,8 +487,15 @@ static void settle(s3_t *s, struct req *q)
 		bool head = !strcmp(q->method, "HEAD");
 		bool no_key = q->status == 404 &&
 			      (!strcmp(code, "NoSuchKey") || (!code[0] && head));
+		/* A conditional write: 412 is "the key exists"; a server
+		 * without conditional writes says 501 (NotImplemented). */
 		bool taken = q->status == 412 && q->only_new;
-		r = no_key ? -ENOENT : taken ? -EEXIST : q->status == 403 ? -EACCES : -EIO;
+		bool no_cond = q->only_new && (q->status == 501 || !strcmp(code, "NotImplemented"));
+		r = no_key	 ? -ENOENT
+		    : taken	 ? -EEXIST
+		    : no_cond	 ? -EOPNOTSUPP
+		    : q->status == 403 ? -EACCES
+				       : -EIO;
 		if (!no_key)
 			set_err(s, "%s %s: HTTP %ld%s%s%s%s", q->method, q->url, q->status,
 				code[0] ? " " : "", code, msg[0] ? ": " : "", msg);

@@ -73,8 +73,9 @@ int s3_create_bucket(s3_t *s);
 int s3_put_many(s3_t *s, size_t n, char *const *keys, const s3_body *bodies, int *errs);
 
 /* Uploads one object only if the key is free (If-None-Match: *); -EEXIST
- * when the server says it exists (HTTP 412).  A server that ignores the
- * condition replaces the object, so read it back to know who won. */
+ * when the server says it exists (HTTP 412), -EOPNOTSUPP when it does not
+ * do conditional writes (HTTP 501).  A server that ignores the condition
+ * replaces the object, so read it back to know who won. */
 int s3_put_new(s3_t *s, const char *key, const s3_body *body);
 
 /* Downloads one object into out (replaced).  -ENOENT when missing. */

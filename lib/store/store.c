@@ -363,10 +363,11 @@ int store_setup_clear(const char *path)
 	closedir(d);
 	if (ours) {
 		int dfd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-		if (dfd >= 0) {
-			store_remote_unclaim(dfd);
+		int r = dfd < 0 ? -errno : store_remote_unclaim(dfd);
+		if (dfd >= 0)
 			close(dfd);
-		}
+		if (r < 0)
+			return r;
 	}
 	for (d = ours ? opendir(path) : NULL; d && (de = readdir(d));) {
 		if (!setup_name(de->d_name) || !strcmp(de->d_name, SETUP_MARK))

@@ -29,8 +29,10 @@ struct cairn_store {
 int store_remote_init(int dfd, const cairn_init_opts *o);
 /* An unfinished init's directory dfd: the claim on the prefix that it
  * made (marked by STORE_CLAIM_MARK, written before the claim) goes again
- * if it is still its own.  Best effort: needs the bucket. */
-void store_remote_unclaim(int dfd);
+ * if it is still its own.  0 when done or nothing to do; <0 when the
+ * bucket could not tell (the error detail says so): keep the directory,
+ * whose settings are the only record of the claim's id. */
+int store_remote_unclaim(int dfd);
 #define STORE_CLAIM_MARK "backend.claim"
 int store_remote_attach(cairn_store *st);
 int store_remote_publish(cairn_store *st, bool force);
@@ -50,7 +52,8 @@ int store_setup_finish(const char *path, int dfd, bool made, int r);
  * but names set-up makes): emptied (1), after taking back a claim on a
  * prefix that it made (store_remote_unclaim: a killed init's claim goes
  * when the same command runs again).  0 when it is anything else (left
- * alone), <0 on error. */
+ * alone), <0 on error, also when the bucket could not be asked about the
+ * claim (the directory then stays as it is). */
 int store_setup_clear(const char *path);
 /* True when path holds a finished store (its marker, written last). */
 bool store_is_made(const char *path);

@@ -114,19 +114,25 @@ wait_reading() { wait_in_syscall "$1" "waited for input" '^(0 0x0 |7 )'; }
 wait_sleeping() { wait_in_syscall "$1" "slept" '^(35|230) '; }
 
 # claim_race URL: two inits on chunk location URL both find it free, then
-# both write their claim (each held back just before that write, the
-# second started while the first waits).  The first must win, the second
-# fail saying it lost the race (which proves the race happened), leaving
-# no directory, and the claim must be the winner's.
+# both write their claim: each is held just before that write until its
+# go-file exists; the first goes once both wait, the second once the
+# first is done.  The first must win, the second fail saying it lost the
+# race (which proves the race happened), leaving no directory; the
+# winner's id is left in $TESTDIR/race-a.id for the caller to compare.
 claim_race() {
 	local a=$TESTDIR/race-a b=$TESTDIR/race-b
-	rm -rf "$a" "$b"
-	CAIRN_TEST_CLAIM_DELAY_MS=1500 "$CAIRN" -s "$a" init --chunks "$1" >/dev/null 2>"$a.err" &
+	rm -rf "$a" "$b" "$a.go" "$b.go"
+	CAIRN_TEST_CLAIM_WAIT=$a.go "$CAIRN" -s "$a" init --chunks "$1" >/dev/null 2>"$a.err" &
 	local apid=$!
 	wait_sleeping $apid
-	CAIRN_TEST_CLAIM_DELAY_MS=2500 "$CAIRN" -s "$b" init --chunks "$1" >/dev/null 2>"$b.err"
-	local rb=$?
+	CAIRN_TEST_CLAIM_WAIT=$b.go "$CAIRN" -s "$b" init --chunks "$1" >/dev/null 2>"$b.err" &
+	local bpid=$!
+	wait_sleeping $bpid
+	: >"$a.go"
 	wait $apid || fail "the first of two racing inits failed: $(cat "$a.err")"
+	: >"$b.go"
+	wait $bpid
+	local rb=$?
 	[ $rb = 1 ] && grep -q "another store claimed it meanwhile" "$b.err" ||
 		fail "the second of two racing inits (exit $rb): $(cat "$b.err")"
 	[ -e "$b" ] && fail "the init that lost the race left $b"

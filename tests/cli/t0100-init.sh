@@ -51,6 +51,14 @@ if command -v strace >/dev/null; then
 		"$CAIRN" -s "$TESTDIR/kl" init --chunks "file://$TESTDIR/bk-kill" >/dev/null 2>&1
 	[ -e "$TESTDIR/kl/cairn-store.partial" ] && [ -e "$TESTDIR/bk-kill/meta/store-id" ] ||
 		fail "init was not killed between its claim and its catalog"
+	# (run again while the location cannot be reached: refused, and the
+	# directory, the only record of the claim's id, is kept)
+	mv "$TESTDIR/bk-kill" "$TESTDIR/bk-away"
+	: >"$TESTDIR/bk-kill"
+	fails_with 1 "could not be checked or taken back" "$CAIRN" -s "$TESTDIR/kl" init --chunks "file://$TESTDIR/bk-kill"
+	[ -e "$TESTDIR/kl/backend.claim" ] || fail "an init that could not take its claim back dropped its record"
+	rm "$TESTDIR/bk-kill"
+	mv "$TESTDIR/bk-away" "$TESTDIR/bk-kill"
 	ok "$CAIRN" -s "$TESTDIR/kl" init --chunks "file://$TESTDIR/bk-kill" >/dev/null
 	[ "$(cat "$TESTDIR/bk-kill/meta/store-id")" = "$(sed -n 's/^store_id = //p' "$TESTDIR/kl/backend.conf")" ] ||
 		fail "the claim is not the store's after init ran again"

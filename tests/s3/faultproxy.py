@@ -13,6 +13,8 @@ request:
   html404       GET of a chunk object: a plain HTML 404 (no S3 error code)
   list-loop     ListObjectsV2: always truncated, always the same token
   list-500      ListObjectsV2: HTTP 500 (retried until the budget is spent)
+  no-conditional  a PUT with If-None-Match: HTTP 501 NotImplemented (a
+                server without conditional writes)
 Each request answered with a fault adds a line to MODEFILE.hits.
 """
 import http.client
@@ -52,9 +54,13 @@ class Proxy(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else None
         chunk_get = self.command == "GET" and "/chunks/" in self.path and "?" not in self.path
         listing = self.command == "GET" and "list-type=2" in self.path
-        if mode != "pass" and (chunk_get or listing):
+        put_cond = self.command == "PUT" and self.headers.get("If-None-Match") is not None
+        if mode != "pass" and (chunk_get or listing or put_cond):
             with open(MODEFILE + ".hits", "a") as f:
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
+        if put_cond and mode == "no-conditional":
+            return self.answer(501, b"<Error><Code>NotImplemented</Code></Error>",
+                               [("Content-Type", "application/xml")])
         if listing and mode == "list-500":
             return self.answer(500, b"<Error><Code>InternalError</Code></Error>")
         if chunk_get and mode == "nosuchbucket":

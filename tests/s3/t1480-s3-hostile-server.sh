@@ -14,6 +14,8 @@
 #     error instead of listing forever, and deletes nothing.
 #  5. A signal while the bucket sweep retries a failing listing ends gc at
 #     once ("interrupted"), not when the retry budget is spent.
+#  6. A server without conditional writes (501 to If-None-Match): init
+#     still claims the prefix, with a plain write read back.
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
 upstream=${CAIRN_S3_ENDPOINT##*:}
@@ -92,4 +94,13 @@ echo pass >"$MODE"
 grep -q "interrupted" "$TESTDIR/gc5.err" || fail "gc did not say it was interrupted: $(cat "$TESTDIR/gc5.err")"
 [ "$(objects)" = "$n" ] || fail "objects lost: $(objects) of $n"
 ok cairn verify >/dev/null
+
+# 6. no conditional writes
+rm -f "$MODE.hits"
+echo no-conditional >"$MODE"
+ok "$CAIRN" -s "$TESTDIR/nc" init --chunks "s3://$BUCKET/$PFX-nc" --endpoint "http://127.0.0.1:$(cat "$TESTDIR/port")" >/dev/null
+echo pass >"$MODE"
+grep -q "^no-conditional PUT" "$MODE.hits" || fail "init's claim was not a conditional write"
+claim=$("$S3TOOL" get "$BUCKET" "$PFX-nc/meta/store-id") || fail "no claim after init on a server without conditional writes"
+[ "$claim" = "$(sed -n 's/^store_id = //p' "$TESTDIR/nc/backend.conf")" ] || fail "the claim is not the store's: $claim"
 done_test
