@@ -269,6 +269,8 @@ static int claim_put(backend_t *be, const bconf_t *c, char *why, size_t whylen)
 	char back[24] = "";
 	if (!r || r == -EEXIST)
 		r = claim_get(be, back);
+	if (r == -ENOENT) /* taken, then let go meanwhile: still not ours */
+		r = 0;
 	if (r < 0) {
 		snprintf(why, whylen, "claiming %.400s: %s", c->chunks, backend_errmsg(be));
 	} else if (strcmp(back, c->store_id)) {
