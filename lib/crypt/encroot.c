@@ -741,8 +741,8 @@ void encroot_keyset_free(encroot_keyset_t *ks)
 	memset(ks, 0, sizeof(*ks));
 }
 
-int encroot_verify_chunk(chunkstore_t *cs, const encroot_keyset_t *ks, const digest_t *d,
-			 buf_t *out)
+static int verify_chunk_once(chunkstore_t *cs, const encroot_keyset_t *ks, const digest_t *d,
+			     buf_t *out)
 {
 	int r = chunkstore_get_raw(cs, d, out);
 	if (r < 0)
@@ -769,6 +769,19 @@ int encroot_verify_chunk(chunkstore_t *cs, const encroot_keyset_t *ks, const dig
 	if (authentic)
 		return r;
 	return ks->complete ? CAIRN_ECORRUPT : 0;
+}
+
+int encroot_verify_chunk(chunkstore_t *cs, const encroot_keyset_t *ks, const digest_t *d,
+			 buf_t *out)
+{
+	int r = verify_chunk_once(cs, ks, d, out);
+	/* A body from a bucket may have been damaged on its way: one more
+	 * read before the chunk is called damaged. */
+	if (r == CAIRN_ECORRUPT && chunkstore_backend(cs)) {
+		buf_free(out);
+		r = verify_chunk_once(cs, ks, d, out);
+	}
+	return r;
 }
 
 int encroot_keys_for_snapshot(cairn_store *st, int64_t snap_id, crypt_keys_t **out)

@@ -85,6 +85,7 @@ void encroot_keyset_free(encroot_keyset_t *ks);
  * then the GCM tag and keyed id under the key of a root in ks that opens
  * it.  When no key opens it: CAIRN_ECORRUPT if ks is complete (someone
  * forged a blob with a valid checksum), else 0 (checked without key).
+ * On a bucket store a chunk found damaged is read once more first.
  * Returns 0, -ENOENT, CAIRN_ECORRUPT, -EIO. */
 int encroot_verify_chunk(chunkstore_t *cs, const encroot_keyset_t *ks, const digest_t *d,
 			 buf_t *out);

@@ -9,6 +9,7 @@ so SigV4 signatures still match).  MODEFILE holds the fault, read on every
 request:
   pass          forward as is
   garble-get    GET of a chunk object: the body with one byte flipped
+  garble-first  the same, but only the first GET of each object
   nosuchbucket  GET of a chunk object: 404 NoSuchBucket (not retried)
   html404       GET of a chunk object: a plain HTML 404 (no S3 error code)
   list-loop     ListObjectsV2: always truncated, always the same token
@@ -23,6 +24,7 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PORTFILE, UPSTREAM, MODEFILE = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+garbled = set()  # paths garble-first has garbled once
 
 
 def fault():
@@ -55,6 +57,10 @@ class Proxy(BaseHTTPRequestHandler):
         chunk_get = self.command == "GET" and "/chunks/" in self.path and "?" not in self.path
         listing = self.command == "GET" and "list-type=2" in self.path
         put_cond = self.command == "PUT" and self.headers.get("If-None-Match") is not None
+        if mode == "garble-first" and chunk_get:
+            if self.path in garbled:
+                mode = "pass"
+            garbled.add(self.path)
         if mode != "pass" and (chunk_get or listing or put_cond):
             with open(MODEFILE + ".hits", "a") as f:
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
@@ -73,7 +79,7 @@ class Proxy(BaseHTTPRequestHandler):
         up.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
         r = up.getresponse()
         data = r.read()
-        if chunk_get and r.status == 200 and mode == "garble-get" and data:
+        if chunk_get and r.status == 200 and mode in ("garble-get", "garble-first") and data:
             data = bytearray(data)
             data[len(data) // 2] ^= 0xFF
             data = bytes(data)

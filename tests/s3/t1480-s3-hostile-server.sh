@@ -5,6 +5,9 @@
 #     sets their markers aside; with the server healthy again, gc reports
 #     those chunks and deletes none of their objects; the next backup
 #     stores them again, and everything verifies and restores.
+#  1b. Only the first GET of each chunk garbled (a transient fault on the
+#     way): verify reads it once more, finds it whole, and sets nothing
+#     aside.
 #  2. Chunk GETs answered "no such bucket" (a server or configuration
 #     error, not retried): verify fails naming it and sets nothing aside
 #     (an error of the server is not one of the object).
@@ -51,6 +54,14 @@ ok cairn verify >/dev/null
 ok cairn restore tank@1 "$TESTDIR/r1" >/dev/null
 same_tree "$SRC" "$TESTDIR/r1"
 find "$CAIRN_STORE/.chunks" -name '*.bad' -delete
+
+# 1b. a garbled body once per object
+rm -f "$MODE.hits"
+echo garble-first >"$MODE"
+ok cairn verify >/dev/null
+echo pass >"$MODE"
+[ -s "$MODE.hits" ] || fail "no read was garbled"
+[ "$(aside)" = 0 ] || fail "verify set $(aside) markers aside over a transient garbling"
 
 # 2. the server fails chunk reads
 echo nosuchbucket >"$MODE"
