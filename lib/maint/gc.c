@@ -127,6 +127,7 @@
 
 #include "data/snapio.h"
 #include "catalog/writer.h"
+#include "crypt/encroot.h"
 
 #define SLACK_NS (2 * 1000000000LL)
 #define PROGRESS_NS 200000000LL
@@ -1943,6 +1944,8 @@ typedef struct gcctx {
 	digest_t *missing; /* referenced chunks mark found no file for */
 	size_t nmissing, capmissing;
 	bool unkept_missing; /* one of them could not be remembered */
+	encroot_keyset_t keys; /* loaded keys, for sealed lost markers */
+	bool keys_loaded;      /* (on the first one) */
 } gcctx_t;
 
 static void progress(gcctx_t *c, const char *phase, bool force)
@@ -1967,7 +1970,16 @@ static void on_missing(const digest_t *d, int64_t owner, void *arg)
 	 * the chunk.  Without room to remember it, no object may go
 	 * (unkept_missing). */
 	bool remote = chunkstore_backend(c->st->cs) != NULL;
-	if (remote && chunkstore_remark(c->st->cs, d) == 0)
+	if (remote && !c->keys_loaded) {
+		c->keys_loaded = true;
+		if (encroot_keyset_load(c->st, &c->keys) < 0) {
+			/* none: sealed ones stay missing (and GC's own error
+			 * message is not this one) */
+			encroot_keyset_free(&c->keys);
+			c->st->errdetail[0] = 0;
+		}
+	}
+	if (remote && chunkstore_remark(c->st->cs, d, c->keys.k, c->keys.n) == 0)
 		return;
 	c->s->missing++;
 	if (remote && c->nmissing == c->capmissing) {
@@ -2364,6 +2376,7 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 	free(c.dbuf);
 	free(c.name_cache);
 	free(c.missing);
+	encroot_keyset_free(&c.keys);
 	gc_marker_free(c.mk);
 	gc_idxwalk_free(w);
 	pthread_mutex_destroy(&sw.lock);

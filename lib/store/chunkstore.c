@@ -1610,7 +1610,8 @@ int chunkstore_import_markers(chunkstore_t *cs, uint64_t *count)
 	return r;
 }
 
-int chunkstore_remark(chunkstore_t *cs, const digest_t *d)
+int chunkstore_remark(chunkstore_t *cs, const digest_t *d, crypt_keys_t *const *keys,
+		      size_t nkeys)
 {
 	if (!cs->be)
 		return -ENOENT;
@@ -1623,18 +1624,29 @@ int chunkstore_remark(chunkstore_t *cs, const digest_t *d)
 	if (faccessat(p.at, bad, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return -EEXIST;
 	/* The bucket's own copy, not the cache's, and it must be d's: the
-	 * marker vouches for it.  A sealed blob's id needs its key: left. */
+	 * marker vouches for it.  A sealed blob's id needs its root's key;
+	 * the first key whose tag opens it gives the verdict. */
 	buf_t raw = {0}, plain = {0};
 	int r = backend_get(cs->be, d, &raw);
 	if (r < 0 && r != -ENOENT)
 		remote_failed(cs);
-	if (r == 0 && blob_is_encrypted(raw.data, raw.len))
+	if (r == 0 && blob_is_encrypted(raw.data, raw.len)) {
+		bool authentic = false;
 		r = -ENOKEY;
-	if (r == 0)
+		for (size_t i = 0; i < nkeys && !authentic; i++) {
+			buf_free(&plain);
+			r = blob_decode_key_auth(keys[i], raw.data, raw.len, d, &plain, &authentic);
+		}
+		if (!authentic)
+			r = -ENOKEY;
+	} else if (r == 0) {
 		r = blob_decode_key(NULL, raw.data, raw.len, d, &plain);
+	}
 	if (r == 0)
 		r = marker_make(cs, d, raw.len);
 	buf_free(&raw);
+	if (plain.data) /* a sealed chunk's plaintext does not linger */
+		explicit_bzero(plain.data, plain.cap);
 	buf_free(&plain);
 	return r;
 }

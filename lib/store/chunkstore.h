@@ -194,12 +194,14 @@ int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, const digest
 bool chunkstore_remote_error(chunkstore_t *cs, char *buf, size_t len);
 
 /* A remote store's referenced chunk whose marker is gone (a crash, a
- * hand): if the bucket holds d's object (plain, decoding to d), its marker
- * is made again (fresh, so GC keeps it).  0; -ENOENT (no such object, or
- * a local store); -EEXIST (verify set it aside as <hex>.bad); -ENOKEY (a
- * sealed blob: its id cannot be checked here); CAIRN_ECORRUPT; or a
- * backend error. */
-int chunkstore_remark(chunkstore_t *cs, const digest_t *d);
+ * hand): if the bucket holds d's object, and it decodes to d, its marker
+ * is made again (fresh, so GC keeps it).  A sealed blob decodes only under
+ * the one of keys[0..nkeys) whose GCM tag opens it (its id is keyed).
+ * 0; -ENOENT (no such object, or a local store); -EEXIST (verify set it
+ * aside as <hex>.bad); -ENOKEY (sealed, and no key given opens it);
+ * CAIRN_ECORRUPT; or a backend error. */
+int chunkstore_remark(chunkstore_t *cs, const digest_t *d, crypt_keys_t *const *keys,
+		      size_t nkeys);
 
 /* Rebuilds the markers from the bucket listing (import): one marker per
  * object.  *count gets how many.  0 or an error. */
