@@ -77,20 +77,31 @@ mkdir "$SRC/err"
 head -c 12000000 /dev/urandom >"$SRC/err/e1"
 head -c 3000000 /dev/urandom >"$SRC/err/e9"
 ok cairn snapshot tank@2
-# the chunk file holding BYTES (random data is stored uncompressed)
+# chunk_with FILE head|tail: the chunk file (over 4 KiB) holding FILE's
+# first or last bytes (random data is stored uncompressed).  64-byte
+# windows are tried from that end inwards, 4 KiB apart, since a chunk
+# boundary may cut the outermost window, or leave a tiny last chunk.
 chunk_with() {
-	python3 - "$CAIRN_STORE/.chunks" "$1" <<'PY'
+	python3 - "$CAIRN_STORE/.chunks" "$1" "$2" <<'PY'
 import os, sys
-want = bytes.fromhex(sys.argv[2])
+chunks = []
 for d, _, files in os.walk(sys.argv[1]):
     for f in files:
         p = os.path.join(d, f)
-        if os.path.getsize(p) > 4096 and want in open(p, 'rb').read():
-            print(p)
+        if os.path.getsize(p) > 4096:
+            chunks.append((p, open(p, 'rb').read()))
+data = open(sys.argv[2], 'rb').read()
+for k in range(64):
+    off = 4096 * k if sys.argv[3] == 'head' else len(data) - 64 - 4096 * k
+    want = data[off:off + 64]
+    hit = [p for p, b in chunks if want in b]
+    if hit:
+        print(hit[0])
+        break
 PY
 }
-tail1=$(chunk_with "$(tail -c 64 "$SRC/err/e1" | od -An -tx1 | tr -d ' \n')")
-head9=$(chunk_with "$(head -c 64 "$SRC/err/e9" | od -An -tx1 | tr -d ' \n')")
+tail1=$(chunk_with "$SRC/err/e1" tail)
+head9=$(chunk_with "$SRC/err/e9" head)
 [ -f "$tail1" ] && [ -f "$head9" ] || fail "chunks of e1 and e9 not found: '$tail1' '$head9'"
 for v in "$tail1" "$head9"; do printf 'XXXX' | dd of="$v" bs=1 seek=200 conv=notrunc status=none; done
 first="" raced=0
