@@ -6,6 +6,23 @@ BUCKET=${CAIRN_S3_TEST_BUCKET:-cairn-tests}
 PFX="t$$-$RANDOM"
 export CAIRN_BACKEND_STATS="$TESTDIR/stats"
 
+# swapped_marker_kept MARKER: another chunk's object is copied over
+# MARKER's object and MARKER is removed (a lost marker whose object is
+# not the chunk's).  gc must report the chunk missing, make no marker for
+# it, and keep its object: it is referenced, and only a backup of the
+# data replaces it.
+swapped_marker_kept() {
+	local hex other
+	hex=$(basename "$1")
+	other=$("$S3TOOL" ls "$BUCKET" "$PFX/chunks/" | grep -v "$hex" | head -n 1)
+	"$S3TOOL" get "$BUCKET" "$other" >"$TESTDIR/obj" || fail "get object"
+	ok "$S3TOOL" put "$BUCKET" "$PFX/chunks/${hex:0:4}/$hex" "$TESTDIR/obj"
+	rm -f "$1"
+	fails_with 1 "$hex.*missing" cairn gc
+	[ -e "$1" ] && fail "gc made a marker for another chunk's blob"
+	"$S3TOOL" ls "$BUCKET" "$PFX/chunks/" | grep -q "$hex" || fail "gc deleted a referenced object whose marker was lost"
+}
+
 # s3_new_store [STORE [PREFIX]]: an empty store on s3://$BUCKET/PREFIX.
 s3_new_store() {
 	local st=${1:-$CAIRN_STORE} p=${2:-$PFX}
