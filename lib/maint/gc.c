@@ -1961,16 +1961,14 @@ static void progress(gcctx_t *c, const char *phase, bool force)
 	c->opts->progress(&p, c->opts->arg);
 }
 
-static void on_missing(const digest_t *d, int64_t owner, void *arg)
+/* A referenced chunk of a remote store has no marker.  Only the marker
+ * may be gone: the bucket's object brings it back (true: not missing).
+ * Else it is kept from the bucket sweep, since the object may be all
+ * that is left of the chunk; without room to remember it, no object may
+ * go (unkept_missing). */
+static bool remark_or_keep(gcctx_t *c, const digest_t *d)
 {
-	gcctx_t *c = arg;
-	/* On a remote store only the marker may be gone: the bucket's
-	 * object brings it back, and the chunk is not missing.  Else it is
-	 * kept from the bucket sweep: the object may be all that is left of
-	 * the chunk.  Without room to remember it, no object may go
-	 * (unkept_missing). */
-	bool remote = chunkstore_backend(c->st->cs) != NULL;
-	if (remote && !c->keys_loaded) {
+	if (!c->keys_loaded) {
 		c->keys_loaded = true;
 		if (encroot_keyset_load(c->st, &c->keys) < 0) {
 			/* none: sealed ones stay missing (and GC's own error
@@ -1979,10 +1977,9 @@ static void on_missing(const digest_t *d, int64_t owner, void *arg)
 			c->st->errdetail[0] = 0;
 		}
 	}
-	if (remote && chunkstore_remark(c->st->cs, d, c->keys.k, c->keys.n) == 0)
-		return;
-	c->s->missing++;
-	if (remote && c->nmissing == c->capmissing) {
+	if (chunkstore_remark(c->st->cs, d, c->keys.k, c->keys.n) == 0)
+		return true;
+	if (c->nmissing == c->capmissing) {
 		size_t n = c->capmissing ? c->capmissing * 2 : 64;
 		digest_t *v = realloc(c->missing, n * sizeof(*v));
 		if (v) {
@@ -1990,10 +1987,19 @@ static void on_missing(const digest_t *d, int64_t owner, void *arg)
 			c->capmissing = n;
 		}
 	}
-	if (remote && c->nmissing < c->capmissing)
+	if (c->nmissing < c->capmissing)
 		c->missing[c->nmissing++] = *d;
-	else if (remote)
+	else
 		c->unkept_missing = true;
+	return false;
+}
+
+static void on_missing(const digest_t *d, int64_t owner, void *arg)
+{
+	gcctx_t *c = arg;
+	if (chunkstore_backend(c->st->cs) && remark_or_keep(c, d))
+		return;
+	c->s->missing++;
 	if (!c->opts->warn)
 		return;
 	if (!c->name_cache || c->name_owner != owner) {

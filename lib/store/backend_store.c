@@ -177,6 +177,23 @@ static int open_backend(bconf_t *c, bool create, int parallel, int retry, backen
 	return r;
 }
 
+/* Puts text in place as backend.conf, whole or not at all, durably. */
+static int conf_replace(int dfd, const char *text, size_t n)
+{
+	int fd = openat(dfd, CONF_NAME ".tmp", O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int r = write_full(fd, text, n);
+	if (!r && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (!r && renameat(dfd, CONF_NAME ".tmp", dfd, CONF_NAME) < 0)
+		r = -errno;
+	if (!r && fsync(dfd) < 0)
+		r = -errno;
+	return r;
+}
+
 static int write_conf(int dfd, const bconf_t *c)
 {
 	char text[2048];
@@ -193,15 +210,40 @@ static int write_conf(int dfd, const bconf_t *c)
 			 c->store_id, *c->store_id ? "\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return -EINVAL;
-	int fd = openat(dfd, CONF_NAME ".tmp", O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	int r = write_full(fd, text, n);
-	if (!r && fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	if (!r && renameat(dfd, CONF_NAME ".tmp", dfd, CONF_NAME) < 0)
-		r = -errno;
+	return conf_replace(dfd, text, n);
+}
+
+/* Records a new store_id in an existing backend.conf, keeping the rest
+ * of it as written (a hand's comments too); an older store_id line, of
+ * a claim that is gone, is dropped. */
+static int conf_set_store_id(int dfd, const char *id)
+{
+	int fd = openat(dfd, CONF_NAME, O_RDONLY | O_CLOEXEC);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+	if (!f) {
+		int e = -errno;
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	buf_t out = {0};
+	char line[1024];
+	int r = 0;
+	while (!r && fgets(line, sizeof(line), f)) {
+		char *k = line + strspn(line, " \t");
+		bool old_id = !strncmp(k, "store_id", 8) && k[8] && strchr(" \t=", k[8]);
+		if (!old_id)
+			r = buf_append(&out, line, strlen(line));
+	}
+	fclose(f);
+	char add[64];
+	int n = snprintf(add, sizeof(add), "%sstore_id = %s\n",
+			 out.len && out.data[out.len - 1] != '\n' ? "\n" : "", id);
+	if (!r)
+		r = buf_append(&out, add, n);
+	if (!r)
+		r = conf_replace(dfd, (const char *)out.data, out.len);
+	buf_free(&out);
 	return r;
 }
 
@@ -420,7 +462,7 @@ int store_remote_check_owner(cairn_store *st)
 	 * this store claims the prefix now, and keeps the id, recorded first
 	 * (killed between the two, the next run finds no claim again). */
 	claim_new_id(&c);
-	r = write_conf(st->dirfd, &c);
+	r = conf_set_store_id(st->dirfd, c.store_id);
 	if (r == 0)
 		r = claim_put(be, &c, why, sizeof(why));
 	return r < 0 ? store_err(st, r, "chunk backend: %s", *why ? why : strerror(-r)) : 0;

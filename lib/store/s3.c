@@ -682,6 +682,15 @@ int s3_create_bucket(s3_t *s)
 	return r;
 }
 
+/* A PUT of body to key, its payload hashed for the signature. */
+static int put_init(s3_t *s, struct req *q, const char *key, const s3_body *body)
+{
+	*q = (struct req){.method = "PUT", .kind = K_PUT, .data = body->data, .fd = body->fd,
+			  .len = body->len, .has_body = true};
+	q->url = make_url(s, key, NULL);
+	return q->url ? hash_body(q, false) : -ENOMEM;
+}
+
 int s3_put_many(s3_t *s, size_t n, char *const *keys, const s3_body *bodies, int *errs)
 {
 	if (!n)
@@ -690,12 +699,8 @@ int s3_put_many(s3_t *s, size_t n, char *const *keys, const s3_body *bodies, int
 	if (!q)
 		return -ENOMEM;
 	int r = 0;
-	for (size_t i = 0; i < n && !r; i++) {
-		q[i] = (struct req){.method = "PUT", .kind = K_PUT, .data = bodies[i].data,
-				    .fd = bodies[i].fd, .len = bodies[i].len, .has_body = true};
-		q[i].url = make_url(s, keys[i], NULL);
-		r = q[i].url ? hash_body(&q[i], false) : -ENOMEM;
-	}
+	for (size_t i = 0; i < n && !r; i++)
+		r = put_init(s, &q[i], keys[i], &bodies[i]);
 	if (!r)
 		r = run(s, q, n);
 	if (!r)
@@ -707,10 +712,9 @@ int s3_put_many(s3_t *s, size_t n, char *const *keys, const s3_body *bodies, int
 
 int s3_put_new(s3_t *s, const char *key, const s3_body *body)
 {
-	struct req q = {.method = "PUT", .kind = K_PUT, .data = body->data, .fd = body->fd,
-			.len = body->len, .has_body = true, .only_new = true};
-	q.url = make_url(s, key, NULL);
-	int r = q.url ? hash_body(&q, false) : -ENOMEM;
+	struct req q;
+	int r = put_init(s, &q, key, body);
+	q.only_new = true;
 	if (!r)
 		r = run(s, &q, 1);
 	if (!r)
