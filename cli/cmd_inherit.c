@@ -44,7 +44,9 @@ int cmd_inherit(int argc, char **argv)
 	int rc = 0;
 	for (int i = optind + 1; i < argc && !rc; i++) {
 		int r = cairn_prop_inherit(st, argv[i], argv[optind], recursive, received);
-		if (r == CAIRN_EBADPROP)
+		/* (A snapshot takes only user properties: the library says so.) */
+		bool snap_native = strchr(argv[i], '@') && prop_find(argv[optind]);
+		if (r == CAIRN_EBADPROP && !snap_native)
 			rc = refuse_inherit(u, argv[optind]);
 		else if (r < 0)
 			rc = cli_fail(st, argv[i], r);

@@ -143,7 +143,8 @@ typedef struct cairn_prop {
 } cairn_prop;
 
 /** Checks a dataset name (components of [A-Za-z0-9_.:-], no "." or ".."
- * component, at most 255 bytes).  With with_snap, accepts "ds@snap" too.
+ * component, at most 255 bytes, at most 50 components as zfs's default
+ * nesting limit).  With with_snap, accepts "ds@snap" too.
  * On failure, if why is not NULL, writes a reason naming the offending
  * character or component into why (at most whylen bytes).
  * @return 0 or CAIRN_EBADNAME. */

@@ -44,6 +44,15 @@ int snapshot_split(cairn_store *st, const char *full, ds_row_t *ds, const char *
 	return r;
 }
 
+int derived_name_check(cairn_store *st, const char *ds, char sep, const char *name)
+{
+	char full[600], why[256];
+	snprintf(full, sizeof(full), "%s%c%s", ds, sep, name);
+	if (cairn_name_check(full, true, why, sizeof(why)) < 0)
+		return store_err(st, CAIRN_EBADNAME, "%s: %s", full, why);
+	return 0;
+}
+
 static int parse_level(const char *v, int *level)
 {
 	if (!strcmp(v, "off")) {

@@ -26,6 +26,12 @@ int dataset_prop_normalize(cairn_store *st, const char *prop, const char *value,
  * full); errdetail names what is wrong. */
 int snapshot_split(cairn_store *st, const char *full, ds_row_t *ds, const char **snap);
 
+/* Checks a name that an operation makes for a dataset other than the one
+ * named (ds, sep '@' or '#', name): a descendant's snapshot under -r is
+ * longer than the operand, and must be valid too, as zfs checks each.
+ * CAIRN_EBADNAME with the full name in errdetail. */
+int derived_name_check(cairn_store *st, const char *ds, char sep, const char *name);
+
 /* Finds the parent of name (*parent = 0 for a top-level name); with
  * parents, creates missing ancestors in the open write transaction. */
 int dataset_ensure_parent(cairn_store *st, const char *name, bool parents, uint64_t txg,

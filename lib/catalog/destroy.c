@@ -26,6 +26,7 @@ typedef struct plan {
 	char **dsnames;
 	char (*keys)[64]; /* keyring names of the encryption roots removed */
 	size_t nkeys;
+	bool for_other; /* destroying for rollback or prune: -d means nothing there */
 } plan_t;
 
 static void plan_free(plan_t *p)
@@ -126,15 +127,19 @@ static int snap_txg(cairn_store *st, const ds_row_t *ds, const char *name, uint6
 /* One element of "a,b%c,..." applied to one dataset.  With `must`, a
  * missing snapshot is an error (the dataset named on the command line);
  * for descendants under -r it is skipped. */
-static int add_spec(cairn_store *st, plan_t *p, const ds_row_t *ds, char *elem, bool must)
+static int add_spec(cairn_store *st, plan_t *p, const ds_row_t *ds, char *elem, bool must,
+		    bool named)
 {
 	char *pct = strchr(elem, '%');
 	char why[256];
 	uint64_t lo = 0, hi = UINT64_MAX;
 	if (!pct) {
+		/* Only the name as given must be valid: a descendant's longer
+		 * name that could not be valid cannot exist either, and is
+		 * skipped as any descendant without the snapshot. */
 		char full[600];
 		snprintf(full, sizeof(full), "%s@%s", ds->name, elem);
-		if (cairn_name_check(full, true, why, sizeof(why)) < 0)
+		if (named && cairn_name_check(full, true, why, sizeof(why)) < 0)
 			return store_err(st, CAIRN_EBADNAME, "%s: %s", full, why);
 		int r = snap_txg(st, ds, elem, &lo, must);
 		if (r == -ENOENT && !must)
@@ -182,7 +187,7 @@ static int plan_snapshots(cairn_store *st, plan_t *p, const char *target, bool r
 		 * exist in the named dataset. */
 		for (char *e = list ? strtok_r(list, ",", &save) : NULL; r == 0 && e;
 		     e = strtok_r(NULL, ",", &save))
-			r = add_spec(st, p, d, e, d->id == ds.id && strchr(e, '%'));
+			r = add_spec(st, p, d, e, d->id == ds.id && strchr(e, '%'), d->id == ds.id);
 		free(list);
 		ds_row_clear(&cur);
 	}
@@ -573,7 +578,10 @@ static int apply(cairn_store *st, plan_t *p, cairn_destroy_opts *o)
 		char tags[512];
 		hold_tags(st, p->v[i].id, tags, sizeof(tags));
 		return store_err(st, CAIRN_EHELD, "%s: snapshot is held (tags: %s)%s", p->v[i].name,
-				 tags, p->nds ? "" : "; release it or use destroy -d");
+				 tags,
+				 p->nds	      ? ""
+				 : p->for_other ? "; release it first"
+						: "; release it or use destroy -d");
 	}
 	int r = 0;
 	/* Account per dataset before rows go: the indexes are still listed.
@@ -614,7 +622,10 @@ int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *o)
 	if (r < 0)
 		return r;
 	plan_t p = {0};
-	if (strchr(target, '#')) {
+	char why[256];
+	if (strchr(target, '#') && cairn_name_check(target, true, why, sizeof(why)) < 0) {
+		r = store_err(st, CAIRN_EBADNAME, "%s: %s", target, why);
+	} else if (strchr(target, '#')) {
 		const char *h = strchr(target, '#');
 		char *dsname = strndup(target, h - target);
 		ds_row_t ds = {0};
@@ -660,7 +671,7 @@ int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *o)
 
 int destroy_snapshots_in_txn(cairn_store *st, const int64_t *ids, size_t n, uint64_t *freed)
 {
-	plan_t p = {0};
+	plan_t p = {.for_other = true};
 	int r = 0;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		snap_row_t s = {0};

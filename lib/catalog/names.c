@@ -5,6 +5,9 @@
 #include "util.h"
 
 #define NAME_MAX_LEN 255
+/* zfs's zfs_max_dataset_nesting default: a dataset name has at most this
+ * many components (deeper trees could not be replicated to zfs). */
+#define NAME_MAX_NESTING 50
 
 static bool name_char_ok(char c)
 {
@@ -57,6 +60,12 @@ int cairn_name_check(const char *name, bool with_snap, char *why, size_t whylen)
 			sep = p;
 		}
 	const char *end = sep ? sep : name + len;
+	int depth = 0;
+	for (const char *p = name; p < end; p++)
+		depth += *p == '/';
+	if (depth >= NAME_MAX_NESTING)
+		return why_set(why, whylen, "maximum name nesting depth exceeded (at most %s%d components)",
+			       "", NAME_MAX_NESTING);
 	const char *s = name;
 	for (;;) {
 		const char *slash = memchr(s, '/', end - s);

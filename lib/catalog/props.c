@@ -117,25 +117,26 @@ static int inherit_snapshot(cairn_store *st, const char *full, const char *prop,
 	ds_row_t ds = {0};
 	const char *sname;
 	int r = snapshot_split(st, full, &ds, &sname);
+	/* The named snapshot must exist, with -r too (as zfs opens it
+	 * first); descendants without it are skipped. */
+	snap_row_t named = {0};
+	if (r == 0 && catalog_snap_lookup(st->cat, ds.id, sname, &named) < 0)
+		r = store_err(st, -ENOENT, "%s: snapshot does not exist", full);
+	snap_row_clear(&named);
 	int64_t *ids = NULL;
 	size_t n = 1;
 	if (r == 0 && recursive)
 		r = catalog_ds_subtree(st->cat, ds.id, &ids, &n);
-	size_t found = 0;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		snap_row_t s = {0};
 		int q = catalog_snap_lookup(st->cat, recursive ? ids[i] : ds.id, sname, &s);
-		if (q == 0) {
-			found++;
+		if (q == 0)
 			r = snap_prop_drop(st, s.id, prop);
-		} else if (q != -ENOENT) {
+		else if (q != -ENOENT)
 			r = q;
-		}
 		snap_row_clear(&s);
 	}
-	if (r == 0 && !found)
-		r = store_err(st, -ENOENT, "%s: snapshot does not exist", full);
-	else if (r < 0 && !st->errdetail[0])
+	if (r < 0 && !st->errdetail[0])
 		r = store_err(st, r, "%s: %s", full, catalog_errmsg(st->cat));
 	free(ids);
 	ds_row_clear(&ds);

@@ -45,22 +45,33 @@ static int rename_snapshot(cairn_store *st, const char *from, const char *to, bo
 			      to);
 	else if (cairn_name_check(full, true, why, sizeof(why)) < 0)
 		r = store_err(st, CAIRN_EBADNAME, "%s: %s", full, why);
+	/* As zfs opens the operand first: with -r too, the named snapshot
+	 * must exist (descendants without it are skipped). */
+	snap_row_t named = {0};
+	if (r == 0 && catalog_snap_lookup(st->cat, ds.id, oldname, &named) < 0)
+		r = store_err(st, -ENOENT, "%s: snapshot does not exist", from);
+	snap_row_clear(&named);
 	int64_t *ids = NULL;
 	size_t n = 1;
 	if (r == 0 && recursive)
 		r = catalog_ds_subtree(st->cat, ds.id, &ids, &n);
-	size_t renamed = 0;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		int64_t id = recursive ? ids[i] : ds.id;
 		snap_row_t exist = {0};
-		if (catalog_snap_lookup(st->cat, id, newname, &exist) == 0) {
-			ds_row_t d = {0};
-			catalog_ds_by_id(st->cat, id, &d);
+		if (catalog_snap_lookup(st->cat, id, oldname, &exist) < 0)
+			continue;
+		snap_row_clear(&exist);
+		ds_row_t d = {0};
+		r = catalog_ds_by_id(st->cat, id, &d);
+		if (r == 0)
+			r = derived_name_check(st, d.name, '@', newname);
+		if (r == 0 && catalog_snap_lookup(st->cat, id, newname, &exist) == 0) {
 			r = store_err(st, -EEXIST, "%s@%s: snapshot already exists", d.name, newname);
-			ds_row_clear(&d);
 			snap_row_clear(&exist);
-			break;
 		}
+		ds_row_clear(&d);
+		if (r < 0)
+			break;
 		sqlite3_stmt *s;
 		if (sqlite3_prepare_v2(catalog_db(st->cat),
 				       "UPDATE snapshot SET name=? WHERE dataset=? AND name=?", -1, &s,
@@ -72,12 +83,39 @@ static int rename_snapshot(cairn_store *st, const char *from, const char *to, bo
 		sqlite3_bind_int64(s, 2, id);
 		sqlite3_bind_text(s, 3, oldname, -1, SQLITE_STATIC);
 		r = run_sql(st, s);
-		renamed += sqlite3_changes(catalog_db(st->cat));
 	}
-	if (r == 0 && !renamed)
-		r = store_err(st, -ENOENT, "%s: snapshot does not exist", from);
 	free(ids);
 	ds_row_clear(&ds);
+	return r;
+}
+
+/* After a dataset moved to `to`: every name under it must stay valid, as
+ * zfs checks before a rename (the full names of its descendants, their
+ * snapshots and bookmarks at most 255 bytes, at most 50 components). */
+static int subtree_names_check(cairn_store *st, const char *to)
+{
+	static const char sql[] =
+		"WITH d(id, name) AS (SELECT id, name FROM dataset"
+		"  WHERE name = ?1 OR (name > ?1 || '/' AND name < ?1 || '0'))"
+		" SELECT n FROM (SELECT name AS n FROM d"
+		"  UNION ALL SELECT d.name || '@' || s.name FROM d JOIN snapshot s ON s.dataset = d.id"
+		"  UNION ALL SELECT d.name || '#' || b.name FROM d JOIN bookmark b ON b.dataset = d.id)"
+		" WHERE length(n) > 255 OR length(n) - length(replace(n, '/', '')) >= 50"
+		" LIMIT 1";
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(catalog_db(st->cat), sql, -1, &s, NULL))
+		return -EIO;
+	sqlite3_bind_text(s, 1, to, -1, SQLITE_STATIC);
+	int r = 0, rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		char why[256] = "invalid name";
+		const char *n = (const char *)sqlite3_column_text(s, 0);
+		cairn_name_check(n, true, why, sizeof(why));
+		r = store_err(st, CAIRN_EBADNAME, "%s: %s (after renaming to %s)", n, why, to);
+	} else if (rc != SQLITE_DONE) {
+		r = -EIO;
+	}
+	sqlite3_finalize(s);
 	return r;
 }
 
@@ -127,18 +165,8 @@ static int rename_dataset(cairn_store *st, const char *from, const char *to, boo
 			r = run_sql(st, s);
 		}
 	}
-	/* Names of descendants must stay valid (at most 255 bytes). */
-	if (r == 0) {
-		sqlite3_stmt *s;
-		if (sqlite3_prepare_v2(catalog_db(st->cat),
-				       "SELECT name FROM dataset WHERE length(name) > 255 LIMIT 1", -1,
-				       &s, NULL) == SQLITE_OK) {
-			if (sqlite3_step(s) == SQLITE_ROW)
-				r = store_err(st, CAIRN_EBADNAME, "%s: name would exceed 255 bytes",
-					      sqlite3_column_text(s, 0));
-			sqlite3_finalize(s);
-		}
-	}
+	if (r == 0)
+		r = subtree_names_check(st, to);
 	ds_row_clear(&ds);
 	ds_row_clear(&exist);
 	ds_row_clear(&parent);

@@ -1598,6 +1598,9 @@ static int job_add(cairn_store *st, snapjob_t **jobs, size_t *n, size_t *cap, in
 	(*n)++;
 	if (!j->snapname)
 		return -ENOMEM;
+	r = derived_name_check(st, j->ds.name, '@', snap);
+	if (r < 0)
+		return r;
 	snap_row_t exist = {0};
 	if (catalog_snap_lookup(st->cat, dsid, snap, &exist) == 0) {
 		snap_row_clear(&exist);
