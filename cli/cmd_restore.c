@@ -9,13 +9,23 @@
 static const char *u = "restore [-v] [--force] [--no-same-owner] SNAPSHOT TARGET [PATH...]";
 
 /* "/etc/passwd/" -> "etc/passwd": paths are relative to the snapshot root. */
+/* A path inside the snapshot as the tree names it: relative, without
+ * empty or "." components ("/" and "." name the whole tree: ""). */
 static char *norm_path(char *p)
 {
-	while (*p == '/')
-		p++;
-	size_t n = strlen(p);
-	while (n && p[n - 1] == '/')
-		p[--n] = 0;
+	char *out = p, *s = p;
+	while (*s) {
+		size_t n = strcspn(s, "/");
+		if (n && !(n == 1 && *s == '.')) {
+			if (out != p)
+				*out++ = '/';
+			memmove(out, s, n);
+			out += n;
+		}
+		s += n;
+		s += *s == '/';
+	}
+	*out = 0;
 	return p;
 }
 

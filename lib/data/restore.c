@@ -310,15 +310,18 @@ static int write_bundle_part(wctx_t *w, int fd, const tree_entry_t *e)
 
 #define DEFAULT_ACL "system.posix_acl_default"
 
-/* One extended attribute, on an open file or by path (fd < 0).  One that
- * cannot be set is a per-file failure naming it: the data is restored,
- * but the restore does not claim full fidelity.  As with owners, a
- * non-root restore skips the namespaces only root may write. */
+/* One extended attribute, on an open file or by path (fd < 0): a
+ * symlink's own path, never followed, or the /proc path of an O_PATH
+ * descriptor pinning a node (followed: to that node).  One that cannot be
+ * set is a per-file failure naming it: the data is restored, but the
+ * restore does not claim full fidelity.  As with owners, a non-root
+ * restore skips the namespaces only root may write. */
 static void set_xattr(wctx_t *w, int fd, const char *pathfd, const tree_entry_t *e,
 		      const tree_xattr_t *x)
 {
-	int r = fd >= 0 ? fsetxattr(fd, x->name, x->value, x->len, 0)
-			: lsetxattr(pathfd, x->name, x->value, x->len, 0);
+	int r = fd >= 0			     ? fsetxattr(fd, x->name, x->value, x->len, 0)
+		: e->type == TREE_SYMLINK ? lsetxattr(pathfd, x->name, x->value, x->len, 0)
+					  : setxattr(pathfd, x->name, x->value, x->len, 0);
 	if (r == 0)
 		return;
 	bool root_only = !strncmp(x->name, "trusted.", 8) || !strncmp(x->name, "security.", 9);
@@ -346,20 +349,24 @@ static void set_owner(wctx_t *w, int fd, int dfd, const char *name, const tree_e
 	if (!w->c->owners)
 		return;
 	int r = fd >= 0 ? fchown(fd, e->uid, e->gid)
-			: fchownat(dfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW);
+			: fchownat(dfd, name, e->uid, e->gid,
+				   AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH));
 	if (r < 0)
 		fail(w, e->path, -errno, "owner %u:%u: %s", e->uid, e->gid, strerror(errno));
 }
 
 /* Mode and times, last: after the owner and the xattrs (an ACL's mask is
- * the mode's group bits, so chmod after the ACL keeps both as recorded). */
-static void set_mode_times(wctx_t *w, int fd, int dfd, const char *name, const tree_entry_t *e)
+ * the mode's group bits, so chmod after the ACL keeps both as recorded).
+ * By path (fd < 0) as set_xattr: a symlink's own, or a pinned node's
+ * /proc path (a symlink has no mode of its own). */
+static void set_mode_times(wctx_t *w, int fd, const char *path, const tree_entry_t *e)
 {
 	struct timespec t[2] = {ts_of(e->atime_ns ? e->atime_ns : e->mtime_ns), ts_of(e->mtime_ns)};
 	bool symlink = e->type == TREE_SYMLINK;
-	if (!symlink && (fd >= 0 ? fchmod(fd, e->mode) : fchmodat(dfd, name, e->mode, 0)) < 0)
+	if (!symlink && (fd >= 0 ? fchmod(fd, e->mode) : chmod(path, e->mode)) < 0)
 		fail(w, e->path, -errno, "mode %o: %s", e->mode & 07777, strerror(errno));
-	if ((fd >= 0 ? futimens(fd, t) : utimensat(dfd, name, t, AT_SYMLINK_NOFOLLOW)) < 0)
+	if ((fd >= 0 ? futimens(fd, t)
+		     : utimensat(AT_FDCWD, path, t, symlink ? AT_SYMLINK_NOFOLLOW : 0)) < 0)
 		fail(w, e->path, -errno, "times: %s", strerror(errno));
 }
 
@@ -390,11 +397,16 @@ static int make_reg(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 		r = write_extents(w, fd, e, false);
 	else if (e->content == TREE_CONTENT_BUNDLE)
 		r = write_bundle_part(w, fd, e);
-	set_owner(w, fd, -1, NULL, e);
-	set_xattrs(w, fd, NULL, e);
-	set_mode_times(w, fd, -1, NULL, e);
+	/* A file whose content failed (already reported) keeps what could
+	 * be written, but not the recorded mode and times: with mode 0600
+	 * and the time of the restore, no tool comparing size and mtime
+	 * takes it for the complete file. */
+	if (r == 0) {
+		set_owner(w, fd, -1, NULL, e);
+		set_xattrs(w, fd, NULL, e);
+		set_mode_times(w, fd, NULL, e);
+	}
 	close(fd);
-	(void)r; /* already recorded by fail() */
 	return 0;
 }
 
@@ -410,15 +422,17 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 		if (!isdir && (errno != EEXIST || !c->opts->force || unlinkat(dfd, name, 0) < 0 ||
 			       mkdirat(dfd, name, 0700) < 0))
 			return fail(w, e->path, -errno, "mkdir: %s", strerror(errno));
-		/* An existing directory may be read-only from an earlier run. */
-		if (isdir)
-			fchmodat(dfd, name, 0700, 0);
 		existed = isdir;
 	}
 	int fd = *e->path ? open_beneath(c->rootfd, e->path, O_RDONLY | O_DIRECTORY)
 			  : dup(c->rootfd);
 	if (fd < 0)
 		return fail(w, e->path, fd, "open directory: %s", strerror(-fd));
+	/* An existing directory may be read-only from an earlier run; its
+	 * mode is changed through the descriptor, which cannot have been
+	 * swapped for a symlink out of the target since the check. */
+	if (existed)
+		fchmod(fd, 0700);
 	/* A directory that was there before (the target, or one kept with
 	 * --force) may carry a default ACL of its own, which every child
 	 * would inherit: it goes, and finish_dirs sets the recorded one. */
@@ -461,6 +475,38 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 		memcpy(d->default_acl.value, dacl->value, dacl->len);
 	}
 	c->ndirs++;
+	return 0;
+}
+
+/* Owner, xattrs, mode and times of a new FIFO, device or socket, which
+ * cannot be opened for them.  The node is pinned first by an O_PATH
+ * descriptor and checked to be what was made: its name could have been
+ * swapped for a symlink meanwhile (in a target others can write to), and
+ * a chmod by that name would follow it out of the target. */
+static int set_node_meta(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
+{
+	mode_t want = e->type == TREE_CHR   ? S_IFCHR
+		      : e->type == TREE_BLK ? S_IFBLK
+		      : e->type == TREE_FIFO ? S_IFIFO
+					     : S_IFSOCK;
+	int pfd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat sb;
+	int err = pfd < 0 || fstat(pfd, &sb) < 0 ? -errno : 0;
+	if (!err && (sb.st_mode & S_IFMT) != want)
+		err = -EEXIST;
+	if (err) {
+		if (pfd >= 0)
+			close(pfd);
+		return fail(w, e->path, err, "%s",
+			    err == -EEXIST ? "replaced by another file while being restored"
+					   : strerror(-err));
+	}
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	set_owner(w, -1, pfd, "", e);
+	set_xattrs(w, -1, proc, e);
+	set_mode_times(w, -1, proc, e);
+	close(pfd);
 	return 0;
 }
 
@@ -511,16 +557,16 @@ static int make_other(wctx_t *w, int dfd, const char *name, const tree_entry_t *
 	}
 	if (r < 0)
 		return fail(w, e->path, -errno, "create: %s", strerror(errno));
-	set_owner(w, -1, dfd, name, e);
-	/* A symlink, FIFO, device or socket cannot be opened for its xattrs:
-	 * they go by path, through the parent's descriptor. */
-	if (e->nxattr) {
+	if (e->type == TREE_SYMLINK) {
+		/* By name, never following it: lchown, lsetxattr, lutimes. */
 		char full[4200];
 		snprintf(full, sizeof(full), "/proc/self/fd/%d/%s", dfd, name);
+		set_owner(w, -1, dfd, name, e);
 		set_xattrs(w, -1, full, e);
+		set_mode_times(w, -1, full, e);
+		return 0;
 	}
-	set_mode_times(w, -1, dfd, name, e);
-	return 0;
+	return set_node_meta(w, dfd, name, e);
 }
 
 static int restore_entry(wctx_t *w, const tree_entry_t *e)
@@ -688,7 +734,7 @@ static void finish_dirs(rctx_t *c, wctx_t *w)
 			set_owner(w, fd, -1, NULL, &e);
 			if (d->default_acl.value)
 				set_xattr(w, fd, NULL, &e, &d->default_acl);
-			set_mode_times(w, fd, -1, NULL, &e);
+			set_mode_times(w, fd, NULL, &e);
 			close(fd);
 		}
 		free(d->default_acl.value);
@@ -715,7 +761,10 @@ static int wanted(rctx_t *c, const char *path)
 	int w = 0;
 	for (size_t i = 0; i < c->opts->npaths; i++) {
 		const char *p = c->opts->paths[i];
-		if (!strcmp(path, p)) {
+		if (!*p) { /* the whole tree */
+			c->found[i] = true;
+			w = 1;
+		} else if (!strcmp(path, p)) {
 			c->found[i] = true;
 			w = 1;
 		} else if (has_prefix_dir(path, p) || !*path || has_prefix_dir(p, path)) {
