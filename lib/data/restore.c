@@ -108,10 +108,17 @@ typedef struct wctx {
 	bundleslot_t bundles[BUNDLE_SLOTS];
 	uint64_t bundle_clock;
 	buf_t chunk;
+	/* First names of multiply linked files this writer could not create
+	 * -> aside_t: the inode's next name gets the content instead (its
+	 * hardlinks come to the same writer, see dispatch). */
+	pathmap_t lost;
 } wctx_t;
+
+static void aside_free(void *p);
 
 static void wctx_free(wctx_t *w)
 {
+	pathmap_free(&w->lost, aside_free);
 	if (w->pdir_fd >= 0)
 		close(w->pdir_fd);
 	free(w->pdir_path);
@@ -384,14 +391,54 @@ static int clear_way(wctx_t *w, int dfd, const char *name, const tree_entry_t *e
 	return fail(w, e->path, -errno, "removing the old entry: %s", strerror(errno)), -errno;
 }
 
+/* A multiply linked file's first name could not be created (a directory
+ * in the way, say): its entry is kept, so that the inode's next name gets
+ * the content rather than a link to nothing. */
+static int note_lost_first(wctx_t *w, const tree_entry_t *e)
+{
+	aside_t *a = calloc(1, sizeof(*a));
+	if (!a || tree_entry_copy(&a->e, e) < 0 || pathmap_put(&w->lost, e->path, a) < 0) {
+		if (a)
+			aside_free(a);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int make_reg(wctx_t *w, int dfd, const char *name, const tree_entry_t *e);
+static int make_other(wctx_t *w, int dfd, const char *name, const tree_entry_t *e);
+
+/* A hardlink e to a first name that could not be created: the first such
+ * name to be created becomes the inode's first name and gets the content;
+ * later ones link to it. */
+static int link_lost_first(wctx_t *w, int dfd, const char *name, const tree_entry_t *e,
+			   aside_t *lost)
+{
+	if (lost->now) {
+		tree_entry_t to = *e;
+		to.link = lost->now;
+		return make_other(w, dfd, name, &to);
+	}
+	tree_entry_t first = lost->e;
+	first.path = e->path;
+	int r = make_reg(w, dfd, name, &first);
+	/* (Not created either: it is noted as lost in turn, and the next
+	 * name tries again.) */
+	if (r == 0 && !pathmap_get(&w->lost, e->path))
+		r = (lost->now = strdup(e->path)) ? 0 : -ENOMEM;
+	return r;
+}
+
 static int make_reg(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 {
 	if (clear_way(w, dfd, name, e) < 0)
-		return 0;
+		return e->nlink > 1 ? note_lost_first(w, e) : 0;
 	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_EXCL;
 	int fd = openat(dfd, name, flags, 0600);
-	if (fd < 0)
-		return fail(w, e->path, -errno, "create: %s", strerror(errno));
+	if (fd < 0) {
+		fail(w, e->path, -errno, "create: %s", strerror(errno));
+		return e->nlink > 1 ? note_lost_first(w, e) : 0;
+	}
 	int r = 0;
 	if (e->content == TREE_CONTENT_EXTENTS)
 		r = write_extents(w, fd, e, false);
@@ -521,6 +568,9 @@ static int make_other(wctx_t *w, int dfd, const char *name, const tree_entry_t *
 		r = symlinkat(e->link, dfd, name);
 		break;
 	case TREE_HARDLINK: {
+		aside_t *lost = pathmap_get(&w->lost, e->link);
+		if (lost)
+			return link_lost_first(w, dfd, name, e, lost);
 		const char *tname;
 		char *tpath = strdup(e->link);
 		if (!tpath)
