@@ -7,7 +7,10 @@
  * A snapshot's tree is loaded on first access; at that moment it gets a
  * temporary hold (tag mount.PID) so gc and destroy leave its chunks alone
  * while it can be read.  The holds go at unmount (or, if the process dies,
- * at the next store open, as every temporary hold does).
+ * at the next store open, as every temporary hold does).  Loaded snapshots
+ * are known by identity (id and guid), not by name: NAME is looked up each
+ * time, so after a rename it leads to the snapshot that has it now, and a
+ * renamed snapshot's hold is released under its new name.
  *
  * The catalog is used under one lock; file reads go through the shared
  * chunk cache (snapview.h) without it.  Only this file and cmd_mount.c link
@@ -33,20 +36,39 @@
 
 #define CACHE_BYTES (256u << 20)
 
+/* A loaded snapshot: its tree, its keys, and the hold taken on it.  An
+ * entry is allocated once and neither moved nor freed while the mount
+ * lives: open files and requests in flight keep pointers to it after
+ * g.lock is dropped, and everything in it is read-only once published. */
 typedef struct view_ent {
-	char *snap; /* "ds@name" */
+	char *snap;       /* "ds@name" when it was loaded (for messages) */
+	int64_t snap_id;  /* its identity: a rename keeps both, a reused */
+	uint64_t guid;    /* name is another snapshot */
 	snapview_t *v;
 	crypt_keys_t *key; /* an encrypted dataset's keys, or NULL */
-	uint32_t id; /* for inode numbers */
+	uint32_t id;       /* for inode numbers */
 } view_ent_t;
+
+/* Which snapshot a "ds@name" last led to.  A name that has led to two
+ * (renamed away, then reused) is marked reused: the kernel may still cache
+ * paths under it as they were, so its files are opened uncached. */
+typedef struct name_ent {
+	char *snap;
+	const view_ent_t *ve;
+	bool reused;
+	int64_t version; /* the catalog's data_version when last looked up */
+} name_ent_t;
 
 static struct {
 	cairn_store *st;
 	const char *top; /* the mounted dataset, "" for all */
 	chunkcache_t *cache;
-	pthread_mutex_t lock; /* catalog, views list */
-	view_ent_t *views;
+	pthread_mutex_t lock; /* catalog, views and names lists */
+	view_ent_t **views;
 	size_t nviews, capviews;
+	name_ent_t *names;
+	size_t nnames, capnames;
+	sqlite3_stmt *version; /* PRAGMA data_version */
 	char tag[32];
 	time_t mounted;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -57,6 +79,7 @@ typedef struct res {
 	enum kind kind;
 	char ds[1024];
 	const view_ent_t *ve;
+	bool reused; /* the snapshot's name has led to another one before */
 	uint32_t idx;
 } res_t;
 
@@ -99,70 +122,236 @@ static int each_name(const char *ds, bool snaps, void (*fn)(const char *, void *
 	return 0;
 }
 
-/* The view of ds@name, loaded (and held) on first use. */
-static int view_get(const char *ds, const char *name, const view_ent_t **out)
+/* The catalog's data_version: it changes whenever another connection (a
+ * rename, a destroy...) has changed it.  -1 when unknown. */
+static int64_t catalog_version(void)
+{
+	if (!g.version && sqlite3_prepare_v3(catalog_db(g.st->cat), "PRAGMA data_version", -1,
+					     SQLITE_PREPARE_PERSISTENT, &g.version, NULL))
+		return -1;
+	int64_t v = sqlite3_step(g.version) == SQLITE_ROW ? sqlite3_column_int64(g.version, 0) : -1;
+	sqlite3_reset(g.version);
+	return v;
+}
+
+/* The current "ds@name" of the snapshot (id, guid), wherever renames have
+ * taken it.  -ENOENT when it is gone. */
+static int snap_name_now(int64_t id, uint64_t guid, char *buf, size_t size)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(g.st->cat),
+			       "SELECT d.name, s.name FROM snapshot s JOIN dataset d ON d.id=s.dataset "
+			       "WHERE s.id=? AND s.guid=?",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, id);
+	sqlite3_bind_int64(q, 2, (int64_t)guid);
+	int r = -ENOENT;
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		int n = snprintf(buf, size, "%s@%s", (const char *)sqlite3_column_text(q, 0),
+				 (const char *)sqlite3_column_text(q, 1));
+		r = n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+	}
+	sqlite3_finalize(q);
+	return r;
+}
+
+/* Releases our hold on the snapshot (id, guid), by its current name. */
+static int release_snap(int64_t id, uint64_t guid)
 {
 	char snap[1200];
-	snprintf(snap, sizeof(snap), "%s@%s", ds, name);
+	int r = snap_name_now(id, guid, snap, sizeof(snap));
+	if (r < 0)
+		return r;
+	cairn_hold_item it = {.snapshot = snap, .tag = g.tag};
+	return cairn_release(g.st, &it, 1);
+}
+
+static view_ent_t *view_find(int64_t id, uint64_t guid)
+{
 	for (size_t i = 0; i < g.nviews; i++)
-		if (!strcmp(g.views[i].snap, snap)) {
-			*out = &g.views[i];
-			return 0;
+		if (g.views[i]->snap_id == id && g.views[i]->guid == guid)
+			return g.views[i];
+	return NULL;
+}
+
+/* Our tag is on snapshot id: the hold taken by name landed there. */
+static bool held_here(int64_t id)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(g.st->cat), "SELECT 1 FROM hold WHERE snapshot=? AND tag=?",
+			       -1, &q, NULL))
+		return false;
+	sqlite3_bind_int64(q, 1, id);
+	sqlite3_bind_text(q, 2, g.tag, -1, SQLITE_STATIC);
+	bool ok = sqlite3_step(q) == SQLITE_ROW;
+	sqlite3_finalize(q);
+	return ok;
+}
+
+/* Releases holds of ours that no view owns: a hold taken by name while
+ * another process renamed the snapshot away (and another in). */
+static void release_strays(void)
+{
+	sqlite3_stmt *q;
+	int64_t ids[8];
+	uint64_t guids[8];
+	size_t n = 0;
+	if (sqlite3_prepare_v2(catalog_db(g.st->cat),
+			       "SELECT s.id, s.guid FROM hold h JOIN snapshot s ON s.id=h.snapshot "
+			       "WHERE h.tag=?",
+			       -1, &q, NULL))
+		return;
+	sqlite3_bind_text(q, 1, g.tag, -1, SQLITE_STATIC);
+	while (n < 8 && sqlite3_step(q) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(q, 0);
+		uint64_t guid = (uint64_t)sqlite3_column_int64(q, 1);
+		if (!view_find(id, guid)) {
+			ids[n] = id;
+			guids[n++] = guid;
 		}
+	}
+	sqlite3_finalize(q);
+	for (size_t i = 0; i < n; i++)
+		release_snap(ids[i], guids[i]);
+}
+
+/* Holds and loads the snapshot s of dataset d (found as ds@name) into a new
+ * view.  -EAGAIN when the name went to another snapshot meanwhile. */
+static int view_load(const char *snap, const ds_row_t *d, const snap_row_t *s, view_ent_t **out)
+{
 	if (g.nviews == g.capviews) {
 		size_t cap = g.capviews ? g.capviews * 2 : 16;
-		view_ent_t *v = realloc(g.views, cap * sizeof(*v));
+		view_ent_t **v = realloc(g.views, cap * sizeof(*v));
 		if (!v)
 			return -ENOMEM;
-		g.views = v;
+		g.views = v; /* only the array of pointers moves, under g.lock */
 		g.capviews = cap;
 	}
-	/* Hold first: from here on gc and destroy keep its chunks. */
+	view_ent_t *e = calloc(1, sizeof(*e));
+	if (!e || !(e->snap = strdup(snap))) {
+		free(e);
+		return -ENOMEM;
+	}
+	/* Hold first: from here on gc and destroy keep its chunks.  The hold
+	 * goes by name: check it landed on the snapshot we looked up. */
 	cairn_hold_item it = {.snapshot = snap, .tag = g.tag};
 	int r = cairn_hold(g.st, &it, 1, true);
-	if (r < 0)
-		return r == -ENOENT || r == CAIRN_EBADNAME ? -ENOENT : -EIO;
-	ds_row_t d = {0};
-	snap_row_t s = {0};
+	if (r < 0) {
+		free(e->snap);
+		free(e);
+		return r == -ENOENT || r == CAIRN_EBADNAME ? -ENOENT : r == -EEXIST ? -EAGAIN : -EIO;
+	}
+	if (!g.st->temp_holds_skipped && !held_here(s->id)) {
+		release_strays();
+		free(e->snap);
+		free(e);
+		return -EAGAIN;
+	}
 	buf_t tree = {0}, idx = {0};
-	r = catalog_ds_by_name(g.st->cat, ds, &d);
-	if (r == 0)
-		r = catalog_snap_lookup(g.st->cat, d.id, name, &s);
-	if (r == 0)
-		r = catalog_snap_roots(g.st->cat, s.id, &tree, &idx);
 	snapview_t *v = NULL;
 	chunk_ref_t failed = {0};
 	crypt_keys_t *key = NULL;
 	bool keyless = false;
-	if (r == 0 && (r = encroot_keys(g.st, &d, &key)) < 0)
+	r = catalog_snap_roots(g.st->cat, s->id, &tree, &idx);
+	if (r == 0 && (r = encroot_keys(g.st, d, &key)) < 0)
 		keyless = true; /* encrypted, and its key is not loaded */
 	if (r == 0)
 		r = snapview_load(g.st->cs, key, &tree, &v, &failed);
 	buf_free(&tree);
 	buf_free(&idx);
-	ds_row_clear(&d);
-	snap_row_clear(&s);
 	if (r < 0) {
 		fprintf(stderr, "cairn: mount: %s: cannot load its tree: %s\n", snap,
 			*cairn_store_errdetail(g.st) ? cairn_store_errdetail(g.st) : cairn_strerror(r));
-		cairn_release(g.st, &it, 1);
+		release_snap(s->id, s->guid);
 		crypt_keys_free(key);
+		free(e->snap);
+		free(e);
 		return r == -ENOMEM ? r : keyless ? -EACCES : -EIO;
 	}
-	view_ent_t *e = &g.views[g.nviews];
-	e->snap = strdup(snap);
+	e->snap_id = s->id;
+	e->guid = s->guid;
 	e->v = v;
 	e->key = key;
 	e->id = (uint32_t)g.nviews + 1;
-	if (!e->snap) {
-		snapview_free(v);
-		crypt_keys_free(key);
-		cairn_release(g.st, &it, 1);
-		return -ENOMEM;
-	}
-	g.nviews++;
+	g.views[g.nviews++] = e;
 	*out = e;
 	return 0;
+}
+
+static name_ent_t *name_find(const char *snap)
+{
+	for (size_t i = 0; i < g.nnames; i++)
+		if (!strcmp(g.names[i].snap, snap))
+			return &g.names[i];
+	return NULL;
+}
+
+/* Notes that snap ("ds@name") leads to ve, as of catalog version; *reused
+ * tells whether it has led to another snapshot during this mount. */
+static int name_note(const char *snap, const view_ent_t *ve, int64_t version, bool *reused)
+{
+	name_ent_t *n = name_find(snap);
+	if (n) {
+		if (n->ve != ve) {
+			n->ve = ve;
+			n->reused = true;
+		}
+		n->version = version;
+		*reused = n->reused;
+		return 0;
+	}
+	if (g.nnames == g.capnames) {
+		size_t cap = g.capnames ? g.capnames * 2 : 16;
+		name_ent_t *n = realloc(g.names, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		g.names = n;
+		g.capnames = cap;
+	}
+	char *s = strdup(snap);
+	if (!s)
+		return -ENOMEM;
+	g.names[g.nnames++] = (name_ent_t){.snap = s, .ve = ve, .version = version};
+	*reused = false;
+	return 0;
+}
+
+/* The view of the snapshot named ds@name now, loaded (and held) on first use.
+ * Views are kept by snapshot identity, so a renamed snapshot keeps its view
+ * (under its new name too) and a reused name reaches the new snapshot. */
+static int view_get(const char *ds, const char *name, const view_ent_t **out, bool *reused)
+{
+	char snap[1200];
+	snprintf(snap, sizeof(snap), "%s@%s", ds, name);
+	/* Nothing has changed the catalog since this name was looked up. */
+	int64_t version = catalog_version();
+	name_ent_t *n = name_find(snap);
+	if (n && version >= 0 && n->version == version) {
+		*out = n->ve;
+		*reused = n->reused;
+		return 0;
+	}
+	int r = -EAGAIN;
+	for (int tries = 0; r == -EAGAIN && tries < 5; tries++) {
+		ds_row_t d = {0};
+		snap_row_t s = {0};
+		r = catalog_ds_by_name(g.st->cat, ds, &d);
+		if (r == 0)
+			r = catalog_snap_lookup(g.st->cat, d.id, name, &s);
+		view_ent_t *e = NULL;
+		if (r == 0 && !(e = view_find(s.id, s.guid)))
+			r = view_load(snap, &d, &s, &e);
+		if (r == 0)
+			r = name_note(snap, e, version, reused);
+		if (r == 0)
+			*out = e;
+		ds_row_clear(&d);
+		snap_row_clear(&s);
+	}
+	if (r == -EAGAIN)
+		fprintf(stderr, "cairn: mount: %s: it keeps being renamed, try again\n", snap);
+	return r == 0 || r == -ENOENT || r == -ENOMEM || r == -EACCES ? r : -EIO;
 }
 
 /* ---- paths ---- */
@@ -190,7 +379,7 @@ static int resolve(const char *path, res_t *r)
 				err = -ENOENT;
 			r->kind = K_SNAPDIR;
 		} else if (r->kind == K_SNAPDIR) {
-			err = view_get(r->ds, c, &r->ve);
+			err = view_get(r->ds, c, &r->ve, &r->reused);
 			r->kind = K_FILE;
 			r->idx = 0;
 			/* The rest of the path is inside the snapshot. */
@@ -373,7 +562,12 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	o->ve = r.ve;
 	o->idx = r.idx;
 	fi->fh = (uintptr_t)o;
-	fi->keep_cache = 1; /* a snapshot never changes */
+	/* A snapshot never changes, but a name can lead to another one after
+	 * a rename: the kernel caches by path, so under a reused name its
+	 * cached pages and size may be the old snapshot's.  Read those files
+	 * around its cache. */
+	fi->keep_cache = !r.reused;
+	fi->direct_io = r.reused;
 	return 0;
 }
 
@@ -453,9 +647,13 @@ static int fs_listxattr(const char *path, char *list, size_t size)
 
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-	cfg->use_ino = 1;      /* hardlinks show as one inode */
-	cfg->kernel_cache = 1; /* content never changes */
-	cfg->entry_timeout = cfg->attr_timeout = 60;
+	cfg->use_ino = 1; /* hardlinks show as one inode */
+	/* fs_open says what the kernel may keep cached (kernel_cache would
+	 * override it).  The kernel caches by path, and .zfs/snapshot/NAME is
+	 * whatever snapshot has that name now, as in zfs: with one timeout
+	 * for every entry, it is short, so a rename shows up within a second. */
+	cfg->kernel_cache = 0;
+	cfg->entry_timeout = cfg->attr_timeout = 1;
 	cfg->negative_timeout = 1; /* new snapshots show up soon */
 	return NULL;
 }
@@ -496,26 +694,47 @@ int fusefs_check(cairn_store *st, const char *dataset)
 	return 0;
 }
 
+/* Releases every hold at unmount, each on the snapshot it was taken on,
+ * by its current name (it may have been renamed, or its name reused). */
 static void release_all(void)
 {
-	if (!g.nviews)
-		return;
-	cairn_hold_item *it = calloc(g.nviews, sizeof(*it));
-	if (it) {
-		for (size_t i = 0; i < g.nviews; i++) {
-			it[i].snapshot = g.views[i].snap;
-			it[i].tag = g.tag;
+	cairn_hold_item *it = calloc(g.nviews ? g.nviews : 1, sizeof(*it));
+	char (*names)[1200] = calloc(g.nviews ? g.nviews : 1, sizeof(*names));
+	size_t n = 0;
+	for (size_t i = 0; it && names && i < g.nviews; i++) {
+		const view_ent_t *e = g.views[i];
+		int r = snap_name_now(e->snap_id, e->guid, names[n], sizeof(names[n]));
+		if (r < 0) {
+			fprintf(stderr, "cairn: mount: releasing the hold on %s (as loaded): %s\n", e->snap,
+				cairn_strerror(r));
+			continue;
 		}
-		if (cairn_release(g.st, it, g.nviews) < 0)
-			fprintf(stderr, "cairn: mount: releasing holds: %s\n", cairn_store_errdetail(g.st));
-		free(it);
+		it[n].snapshot = names[n];
+		it[n].tag = g.tag;
+		n++;
 	}
+	if (!it || !names)
+		fprintf(stderr, "cairn: mount: releasing holds: %s\n", strerror(ENOMEM));
+	else if (n && cairn_release(g.st, it, n) < 0)
+		/* All or nothing: release the rest one by one. */
+		for (size_t i = 0; i < n; i++)
+			if (cairn_release(g.st, &it[i], 1) < 0)
+				fprintf(stderr, "cairn: mount: releasing holds: %s\n",
+					cairn_store_errdetail(g.st));
+	free(it);
+	free(names);
 	for (size_t i = 0; i < g.nviews; i++) {
-		free(g.views[i].snap);
-		snapview_free(g.views[i].v);
-		crypt_keys_free(g.views[i].key);
+		free(g.views[i]->snap);
+		snapview_free(g.views[i]->v);
+		crypt_keys_free(g.views[i]->key);
+		free(g.views[i]);
 	}
 	free(g.views);
+	for (size_t i = 0; i < g.nnames; i++)
+		free(g.names[i].snap);
+	free(g.names);
+	sqlite3_finalize(g.version);
+	g.version = NULL;
 }
 
 int fusefs_run(const fusefs_opts_t *o)
