@@ -152,7 +152,6 @@ typedef struct bctx {
 	int err;
 	excl_t *excl;       /* exclude properties and .cairnignore files */
 	uint64_t excluded;  /* entries left out by it */
-	bool no_btime;      /* the source's filesystem reports no birth times */
 } bctx_t;
 
 /* ---- previous-tree cursor ---- */
@@ -1155,21 +1154,6 @@ static int visit(bctx_t *c, int dfd, const char *name, const char *path, const s
 		return -ENOMEM;
 	const tree_entry_t *prev = prev_find(c, path);
 	bool unchanged = prev && same_file(e, prev);
-	/* The birth time tells a reused inode number from a rename (diff).
-	 * The walk's fstatat has none: an unchanged object keeps its previous
-	 * one, and only a new or changed object (or one recorded before birth
-	 * times were) costs a statx. */
-	if (unchanged && prev->btime_ns) {
-		e->btime_ns = prev->btime_ns;
-	} else if (!c->no_btime) {
-		struct stat bs;
-		int64_t bt;
-		int k = tree_stat_at(dfd, name, &bs, &bt);
-		if (k == 1 && bs.st_ino == st->st_ino && bs.st_dev == st->st_dev)
-			e->btime_ns = bt;
-		else if (k == 0 && st->st_dev == c->rootdev)
-			c->no_btime = true;
-	}
 	int r = 0;
 	if (e->type == TREE_SYMLINK && unchanged && prev->link) {
 		/* A symlink's target cannot change in place: a new one is a new

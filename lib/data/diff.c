@@ -8,13 +8,8 @@
  * zfs does (by inode change time and the other stat fields).  Tree chunks both streams share are read once (a small cache
  * of chunks by digest).  Only records that differ are decoded.
  *
- * Objects are matched the way zfs matches them by object number and
- * generation: by inode number and birth time.  The same inode number with
- * another birth time is a new object that reuses the number (zfs prints
- * - and +), not the old one renamed or changed.  A tree written before
- * birth times were recorded (or from a filesystem without them) has none:
- * there the inode number alone decides, as zfs without generations would.
- * A path present on one side only whose object appears at another
+ * Objects are matched the way zfs matches them by object number: by inode
+ * number.  A path present on one side only whose inode appears at another
  * path on the other side is a rename; a changed link count is reported
  * once per object as "M ... (+N)"; children of a renamed directory that did
  * not change themselves are not listed (their objects did not change).
@@ -399,14 +394,6 @@ static bool same_kind(uint8_t a, uint8_t b)
 	return type_bits(a) == type_bits(b);
 }
 
-/* Can a and b, which have the same inode number, be the same object?  Not
- * when both know their birth time and the times differ: the number was
- * freed and given to another object. */
-static bool same_birth(const tree_entry_t *a, const tree_entry_t *b)
-{
-	return !a->btime_ns || !b->btime_ns || a->btime_ns == b->btime_ns;
-}
-
 /* Did the object change (beyond its name)?  As zfs decides: by the inode
  * change time, which every write, chmod, chown, link or xattr change moves
  * (and no user can set back).  The other stat fields are compared too so a
@@ -475,7 +462,7 @@ static int loose_add(loose_t **v, size_t *n, size_t *cap, tree_entry_t *e, uint8
 static int pair_same_path(dctx_t *c, tree_entry_t *a, uint8_t ka, tree_entry_t *b,
 			  uint8_t kb)
 {
-	if (a->ino != b->ino || !same_kind(ka, kb) || !same_birth(a, b)) {
+	if (a->ino != b->ino || !same_kind(ka, kb)) {
 		/* Another object now has this name: the old one went (or moved),
 		 * a new one came (or moved here). */
 		int r = loose_add(&c->la, &c->nla, &c->capla, a, ka);
@@ -548,41 +535,24 @@ static int resolve_renames(dctx_t *c)
 		return -ENOMEM;
 	size_t nrn = 0, i = 0, j = 0;
 	while (i < c->nla && j < c->nlb) {
-		uint64_t ino = c->la[i].e.ino;
-		if (ino < c->lb[j].e.ino) {
+		loose_t *a = &c->la[i], *b = &c->lb[j];
+		if (a->e.ino < b->e.ino) {
 			i++;
-			continue;
-		}
-		if (ino > c->lb[j].e.ino) {
+		} else if (a->e.ino > b->e.ino) {
 			j++;
-			continue;
+		} else if (!same_kind(a->kind, b->kind)) {
+			i++; /* an inode number reused by another kind of object */
+		} else {
+			a->used = b->used = true;
+			rn[nrn].from = a->e.path;
+			rn[nrn].to = b->e.path;
+			rn[nrn].later = &b->e;
+			rn[nrn].kind = b->kind;
+			rn[nrn].changed = object_changed(&a->e, &b->e);
+			nrn++;
+			i++;
+			j++;
 		}
-		/* The names of this inode number on each side, in path order: each
-		 * earlier name takes the first later one that can be the same
-		 * object.  Another kind of object, or another birth time, is
-		 * a reuse of the number: removed and created, not renamed. */
-		size_t ie = i, je = j;
-		while (ie < c->nla && c->la[ie].e.ino == ino)
-			ie++;
-		while (je < c->nlb && c->lb[je].e.ino == ino)
-			je++;
-		for (; i < ie; i++) {
-			loose_t *a = &c->la[i];
-			for (size_t k = j; k < je; k++) {
-				loose_t *b = &c->lb[k];
-				if (b->used || !same_kind(a->kind, b->kind) || !same_birth(&a->e, &b->e))
-					continue;
-				a->used = b->used = true;
-				rn[nrn].from = a->e.path;
-				rn[nrn].to = b->e.path;
-				rn[nrn].later = &b->e;
-				rn[nrn].kind = b->kind;
-				rn[nrn].changed = object_changed(&a->e, &b->e);
-				nrn++;
-				break;
-			}
-		}
-		j = je;
 	}
 	if (nrn > 1)
 		qsort(rn, nrn, sizeof(*rn), rename_from_cmp);
@@ -712,11 +682,10 @@ static const char *live_link(live_t *l, const struct stat *st, const char *path)
 }
 
 static int live_emit(live_t *l, int dfd, const char *name, const char *path,
-		     const struct stat *st, int64_t btime_ns)
+		     const struct stat *st)
 {
 	tree_entry_t e = {0};
 	tree_entry_from_stat(&e, st);
-	e.btime_ns = btime_ns;
 	e.path = (char *)path;
 	char target[PATH_MAX];
 	if (e.type == TREE_SYMLINK) {
@@ -755,14 +724,11 @@ static int live_walk(live_t *l, int dfd, const char *dirpath)
 		char path[TREE_MAX_PATH + 1];
 		int len = snprintf(path, sizeof(path), "%s%s%s", dirpath, *dirpath ? "/" : "",
 				   names[i]);
-		/* statx where a backup's walk has fstatat: the same system call
-		 * count, and the birth time a backup records as well. */
 		struct stat st;
-		int64_t btime;
-		if (len >= (int)sizeof(path) || tree_stat_at(dfd, names[i], &st, &btime) < 0 ||
+		if (len >= (int)sizeof(path) || fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    exclude_match(l->excl, path, names[i], S_ISDIR(st.st_mode)))
 			continue;
-		r = live_emit(l, dfd, names[i], path, &st, btime);
+		r = live_emit(l, dfd, names[i], path, &st);
 		if (r == 0 && S_ISDIR(st.st_mode) && st.st_dev == l->rootdev) {
 			int sub = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0) {

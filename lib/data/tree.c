@@ -7,15 +7,13 @@
 #include "data/tree.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
-#include <sys/sysmacros.h>
 
 #define BAD CAIRN_ECORRUPT
 
-/* Body bytes of a non-continuation record with empty strings, no xattrs,
- * no content and no optional fields: type, path_len, mode/uid/gid, three
- * times, size/ino/dev/rdev, nlink, link_len, nxattr, content. */
+/* Body bytes of a non-continuation record with empty strings, no xattrs
+ * and no content: type, path_len, mode/uid/gid, three times, size/ino/
+ * dev/rdev, nlink, link_len, nxattr, content. */
 #define FIXED_BODY (1 + 2 + 12 + 24 + 32 + 4 + 2 + 2 + 1)
 /* The fixed-width run between the path and link_len. */
 #define CONT_BODY (1 + 1 + 4)
@@ -24,7 +22,6 @@
 #define EXT_MIN_WIRE EXT_HOLE_WIRE
 #define XATTR_MIN_WIRE (1 + 1 + 4)
 #define BUNDLE_WIRE (CHUNK_REF_WIRE + 4)
-#define OPT_BTIME_WIRE (1 + 8)
 
 /* ---------------------------------------------------------------------
  * paths
@@ -109,36 +106,6 @@ void tree_entry_from_stat(tree_entry_t *e, const struct stat *st)
 	case S_IFIFO: e->type = TREE_FIFO; break;
 	default: e->type = TREE_SOCK; break;
 	}
-}
-
-static struct timespec stx_ts(const struct statx_timestamp *t)
-{
-	return (struct timespec){.tv_sec = t->tv_sec, .tv_nsec = t->tv_nsec};
-}
-
-int tree_stat_at(int dfd, const char *name, struct stat *st, int64_t *btime_ns)
-{
-	struct statx x;
-	int flags = AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH);
-	if (statx(dfd, name, flags, STATX_BASIC_STATS | STATX_BTIME, &x) < 0)
-		return -errno;
-	memset(st, 0, sizeof(*st));
-	st->st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
-	st->st_ino = x.stx_ino;
-	st->st_mode = x.stx_mode;
-	st->st_nlink = x.stx_nlink;
-	st->st_uid = x.stx_uid;
-	st->st_gid = x.stx_gid;
-	st->st_rdev = makedev(x.stx_rdev_major, x.stx_rdev_minor);
-	st->st_size = x.stx_size;
-	st->st_blksize = x.stx_blksize;
-	st->st_blocks = x.stx_blocks;
-	st->st_atim = stx_ts(&x.stx_atime);
-	st->st_mtim = stx_ts(&x.stx_mtime);
-	st->st_ctim = stx_ts(&x.stx_ctime);
-	bool have = x.stx_mask & STATX_BTIME;
-	*btime_ns = have ? (int64_t)x.stx_btime.tv_sec * 1000000000 + x.stx_btime.tv_nsec : 0;
-	return have;
 }
 
 void tree_entry_clear(tree_entry_t *e)
@@ -273,7 +240,7 @@ bool tree_entry_equal(const tree_entry_t *a, const tree_entry_t *b)
 	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns &&
 	       a->size == b->size && a->ino == b->ino && a->dev == b->dev &&
 	       a->rdev == b->rdev && a->nlink == b->nlink && str_equal(a->link, b->link) &&
-	       xattrs_equal(a, b) && content_equal(a, b) && a->btime_ns == b->btime_ns;
+	       xattrs_equal(a, b) && content_equal(a, b);
 }
 
 /* ---------------------------------------------------------------------
@@ -403,8 +370,6 @@ static size_t body_wire(const tree_entry_t *e, size_t path_len, size_t link_len)
 		n += extents_wire(e);
 	else if (e->content == TREE_CONTENT_BUNDLE)
 		n += BUNDLE_WIRE;
-	if (e->btime_ns)
-		n += OPT_BTIME_WIRE;
 	return n;
 }
 
@@ -490,18 +455,12 @@ static uint8_t *write_body(uint8_t *p, const tree_entry_t *e, size_t path_len,
 	p = wmem(p, e->link, link_len);
 	p = write_xattrs(p, e);
 	p = w8(p, e->content);
-	if (e->content == TREE_CONTENT_EXTENTS) {
-		p = write_extents(p, e);
-	} else if (e->content == TREE_CONTENT_BUNDLE) {
+	if (e->content == TREE_CONTENT_EXTENTS)
+		return write_extents(p, e);
+	if (e->content == TREE_CONTENT_BUNDLE) {
 		chunk_ref_pack(&e->bundle, p);
 		p += CHUNK_REF_WIRE;
 		p = w32(p, e->bundle_off);
-	}
-	/* Optional fields: written only when set, so a record without them
-	 * is the same bytes as before they existed. */
-	if (e->btime_ns) {
-		p = w8(p, TREE_OPT_BTIME);
-		p = w64(p, (uint64_t)e->btime_ns);
 	}
 	return p;
 }
@@ -774,24 +733,6 @@ static int parse_xattrs(cursor_t *c, tree_entry_t *e)
 	return 0;
 }
 
-/* The optional fields after the content.  Canonical: a field is present
- * only with a value its absence could not mean (a birth time of 0 would
- * re-encode without the field), and anything else left is corruption. */
-static int parse_options(cursor_t *c, tree_entry_t *e)
-{
-	if (!cur_left(c))
-		return 0;
-	uint8_t tag;
-	int r = cur_u8(c, &tag);
-	if (r)
-		return r;
-	const uint8_t *p;
-	if (tag != TREE_OPT_BTIME || !(p = cur_take(c, 8)))
-		return BAD;
-	e->btime_ns = (int64_t)get_u64(p);
-	return e->btime_ns ? 0 : BAD; /* trailing bytes: parse_body refuses them */
-}
-
 static void parse_stat(const uint8_t *p, tree_entry_t *e)
 {
 	e->mode = get_u32(p);
@@ -831,9 +772,7 @@ static int parse_full(cursor_t *c, tree_entry_t *e, size_t *path_len, size_t *li
 	*link_len = n;
 	if ((r = parse_xattrs(c, e)))
 		return r;
-	if ((r = parse_content(c, e)))
-		return r;
-	return parse_options(c, e);
+	return parse_content(c, e);
 }
 
 static int parse_body(const uint8_t *body, size_t len, tree_entry_t *e)

@@ -24,11 +24,6 @@
  *                  HOLE:  u64 length
  *     content TREE_CONTENT_BUNDLE: CHUNK_REF_WIRE bytes, u32 offset
  *         (offset + size <= bundle plain_len)
- *     then optional fields, each a u8 tag and its value, in increasing tag
- *     order, each at most once; an unknown tag is corruption:
- *       TREE_OPT_BTIME: i64 btime_ns, the birth time (never 0: an entry
- *         without one, as every record written before it was added, has
- *         no field)
  *   A TREE_CONT record continues the extent list of the previous REG entry
  *   (files with more than TREE_MAX_EXTENTS extents): its body is
  *     u8 type (TREE_CONT), u8 content (EXTENTS), u32 nextent, extents.
@@ -53,8 +48,6 @@
 #define TREE_STAT_LEN (12 + 24 + 32 + 4)
 #define TREE_STAT_INO 44
 #define TREE_STAT_NLINK 68
-/* Tags of the optional fields at the end of a full record. */
-#define TREE_OPT_BTIME 1
 
 enum tree_type {
 	TREE_REG = 1,
@@ -108,11 +101,6 @@ typedef struct tree_entry {
 	tree_extent_t *extents;
 	chunk_ref_t bundle;     /* TREE_CONTENT_BUNDLE */
 	uint32_t bundle_off;    /* the file is bundle[off .. off+size) */
-	/* Birth time (statx STATX_BTIME), 0 when not recorded (older trees,
-	 * filesystems that do not report it).  With ino it names an object:
-	 * the same inode number with another birth time is another object
-	 * that reuses the number, not the same one renamed (diff). */
-	int64_t btime_ns;
 } tree_entry_t;
 
 /* Decoded entries: path is never NULL ("" for the root) except in a
@@ -130,16 +118,8 @@ typedef struct tree_entry {
 void tree_entry_clear(tree_entry_t *e);
 
 /* Fills E's metadata and type from ST (no name, target, xattrs or chunks);
- * atime is left 0, as backups record it, and btime_ns untouched (a struct
- * stat has no birth time: see tree_stat_at). */
+ * atime is left 0, as backups record it. */
 void tree_entry_from_stat(tree_entry_t *e, const struct stat *st);
-
-/* The lstat of NAME under DFD (fstatat with AT_SYMLINK_NOFOLLOW; "" with
- * AT_EMPTY_PATH: DFD itself) in one statx call that also asks for the
- * birth time.  Fills st as fstatat would and *btime_ns with the birth time
- * (0 when not reported).  Returns 1 when the filesystem reported a birth
- * time, 0 when it did not, or -errno. */
-int tree_stat_at(int dfd, const char *name, struct stat *st, int64_t *btime_ns);
 
 /* Deep copy; returns 0 or -ENOMEM. */
 int tree_entry_copy(tree_entry_t *dst, const tree_entry_t *src);
