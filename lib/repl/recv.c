@@ -138,6 +138,11 @@ typedef struct rctx {
 	 * none (cleared by a commit), and the target refused the group: the
 	 * state is discarded then, as zfs refuses before any data moves. */
 	bool own_state, refused;
+	/* Refused for a missing incremental source: a resumed receive's state
+	 * can then never complete, and is discarded too (a stream cut before
+	 * the check had saved it; sending again from a source the target has
+	 * is the way on). */
+	bool source_gone;
 	/* Parents of the top that a checkpoint made (-d, -e), deepest first:
 	 * a discarded state takes them back. */
 	char **made;
@@ -488,6 +493,18 @@ static int adopt_legacy_state(rctx_t *c, uint32_t plan, rstate_t *s)
 	return r;
 }
 
+/* Another stream's partial state is in the way.  The words zfs uses for
+ * this ("contains partially-complete state from \"zfs receive -s\"") are
+ * kept: syncoid looks for them, then discards the state and sends again. */
+static int state_busy(rctx_t *c, const char *name)
+{
+	return store_err(c->st, -EBUSY,
+			 "%s: destination contains partially-complete state from \"zfs receive "
+			 "-s\" (another stream's); resume it (send -t with its "
+			 "receive_resume_token) or discard it (recv -A %s)",
+			 name, name);
+}
+
 /* Before anything is read past the top's DATASET record: partial state on
  * the top belongs to this stream (resumed, or the same stream sent again)
  * or the receive is refused - another stream must not silently drop it. */
@@ -518,10 +535,7 @@ static int check_state(rctx_t *c)
 				      "(token from another stream?)",
 				      top);
 	} else if (r == 0 && s.exists && !same) {
-		r = store_err(c->st, -EBUSY,
-			      "%s: holds the partial state of another receive; resume it (cairn send "
-			      "-t with its receive_resume_token) or discard it (cairn recv -A %s)",
-			      top, top);
+		r = state_busy(c, top);
 	}
 	if (r == 0 && (c->flags & STREAM_F_RESUMED) && s.idx.len) {
 		/* The chunks it had are listed again so the commit finds them
@@ -549,10 +563,7 @@ static int check_no_state(rctx_t *c, const char *name)
 	buf_free(&s.idx);
 	ds_row_t d = {0};
 	if (r == 0 && s.exists && catalog_ds_by_name(c->st->cat, name, &d) == 0)
-		r = store_err(c->st, -EBUSY,
-			      "%s: holds the partial state of another receive; resume it (cairn send "
-			      "-t with its receive_resume_token) or discard it (cairn recv -A %s)",
-			      name, name);
+		r = state_busy(c, name);
 	ds_row_clear(&d);
 	return r;
 }
@@ -1325,6 +1336,34 @@ static int target_has(rctx_t *c, const psnap_t *s)
 	return r;
 }
 
+static int source_not_on_target(rctx_t *c, const char *dsname, uint64_t fromguid)
+{
+	c->refused = true;
+	c->source_gone = true;
+	return store_err(c->st, -ENOENT,
+			 "%s: the stream's incremental source (guid %llu) is not on the target",
+			 dsname, (unsigned long long)fromguid);
+}
+
+/* An incremental snapshot whose source is neither on the target nor earlier
+ * in this group.  Its chunks that the source holds are then missing too;
+ * the missing source is the cause to name, as zfs names it. */
+static bool source_missing(rctx_t *c, const psnap_t *s)
+{
+	if (!s->fromguid)
+		return false;
+	for (size_t i = 0; i < c->npend; i++)
+		if (c->pend[i].rds == s->rds && c->pend[i].guid == s->fromguid)
+			return false;
+	ds_row_t ds = {0};
+	snapcache_t *sc;
+	bool missing = dataset_lookup(c->st, s->target, &ds) < 0 ||
+		       (snapcache_get(c, s->rds, ds.id, &sc) == 0 &&
+			snapcache_guid(sc, s->fromguid) == SIZE_MAX);
+	ds_row_clear(&ds);
+	return missing;
+}
+
 static int read_snap(rctx_t *c)
 {
 	char why[256], dsname[NAME_BUF], full[NAME_BUF * 2];
@@ -1780,33 +1819,6 @@ out:
 		snaptree_close(&t);
 	refset_free(&listed);
 	return r;
-}
-
-static int source_not_on_target(rctx_t *c, const char *dsname, uint64_t fromguid)
-{
-	c->refused = true;
-	return store_err(c->st, -ENOENT,
-			 "%s: the stream's incremental source (guid %llu) is not on the target",
-			 dsname, (unsigned long long)fromguid);
-}
-
-/* An incremental snapshot whose source is neither on the target nor earlier
- * in this group.  Its chunks that the source holds are then missing too;
- * the missing source is the cause to name, as zfs names it. */
-static bool source_missing(rctx_t *c, const psnap_t *s)
-{
-	if (!s->fromguid)
-		return false;
-	for (size_t i = 0; i < c->npend; i++)
-		if (c->pend[i].rds == s->rds && c->pend[i].guid == s->fromguid)
-			return false;
-	ds_row_t ds = {0};
-	snapcache_t *sc;
-	bool missing = dataset_lookup(c->st, s->target, &ds) < 0 ||
-		       (snapcache_get(c, s->rds, ds.id, &sc) == 0 &&
-			snapcache_guid(sc, s->fromguid) == SIZE_MAX);
-	ds_row_clear(&ds);
-	return missing;
 }
 
 static int read_snapend(rctx_t *c)
@@ -2312,7 +2324,8 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 			c.state_saved = checkpoint(&c) == 0;
 			memcpy(st->errdetail, saved, sizeof(saved));
 		}
-		if (r < 0 && c.refused && c.own_state)
+		bool dead = c.source_gone && (c.flags & STREAM_F_RESUMED);
+		if (r < 0 && c.refused && (c.own_state || dead))
 			discard_own_state(&c);
 		o->partial_kept = c.state_saved;
 		if (c.state_saved)

@@ -207,7 +207,7 @@ head -c 2000 <(ca send -R tank@7) | cb recv -s part >/dev/null 2>&1
 
 tok=$(cb get -H -o value receive_resume_token part)
 [ "$tok" != - ] || fail "no partial state on part"
-fails_with 1 "partial state of another receive" cb recv -s part <"$TESTDIR/lone4"
+fails_with 1 "contains partially-complete state from \"zfs receive -s\"" cb recv -s part <"$TESTDIR/lone4"
 [ "$(cb get -H -o value receive_resume_token part)" = "$tok" ] || fail "the refused receive dropped part's partial state"
 ok cb recv -A part
 ca send lone@4 | cb recv -s part || fail "recv -s after recv -A"

@@ -138,7 +138,7 @@ ok cb destroy dst@local
 cb recv -s part <"$S/R3.cut" 2>/dev/null && fail "cut receive succeeded"
 tok=$(cb get -H -o value receive_resume_token part)
 [ -n "$tok" ] && [ "$tok" != - ] || fail "no resume token after the cut ($tok)"
-dry_refused "partial state of another stream" "$S/full1" "-s part" "holds the partial state"
+dry_refused "partial state of another stream" "$S/full1" "-s part" "contains partially-complete state"
 ca send -t "$tok" >"$S/resume" || fail "send -t"
 dry_ok "resumed" "$S/resume" "-s part" "would receive incremental stream of tank/c@3 into part/c@3"
 [ "$(cb get -H -o value receive_resume_token part)" = "$tok" ] || fail "resume: the dry run changed the token"

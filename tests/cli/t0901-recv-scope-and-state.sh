@@ -124,7 +124,7 @@ second_store
 ok cb create backup
 head -c 10000000 "$TESTDIR/homeR" | cb recv -s -d backup 2>/dev/null && fail "cut -d receive succeeded"
 [ "$(prop inconsistent backup/home)" = on ] || fail "backup/home holds no partial state"
-fails_with 1 "backup/home: holds the partial state of another receive" cb recv -s -d backup <"$TESTDIR/poolR"
+fails_with 1 "backup/home: destination contains partially-complete state" cb recv -s -d backup <"$TESTDIR/poolR"
 [ "$(prop inconsistent backup/home)" = on ] || fail "the refusal dropped backup/home's state"
 ok cb recv -A backup/home
 ok cb recv -s -d backup <"$TESTDIR/poolR"
