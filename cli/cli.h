@@ -16,10 +16,13 @@ typedef struct cli {
 	const char *verb;
 	bool progress; /* stderr is a terminal */
 	bool zfs;       /* invoked as zfs: zfs's texts (cli/zfs_compat.c) */
-	bool no_header; /* a later store of a multi-pool zfs listing */
+	bool no_header; /* the header is printed (over several stores in zfs mode) */
 	bool help;      /* VERB -h/--help: cli_usage prints to stdout, returns 0 */
 	bool defer_empty;       /* zfs mode over several stores: the caller says "no datasets" */
 	unsigned long rows_out; /* rows a listing printed */
+	/* -j: a document is open (json_begin), objects are in it, and it
+	 * spans several stores (zfs mode: closed by the caller) */
+	bool json_open, json_objects, json_multi;
 } cli_t;
 
 extern cli_t g_cli;

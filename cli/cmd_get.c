@@ -8,11 +8,11 @@
 #include "props.h"
 
 static const char *u =
-	"get [-H] [-p] [-j] [-r | -d DEPTH] [-t TYPE[,TYPE]...] [-o FIELD[,FIELD]...]\n"
+	"get [-H] [-p] [-j [--json-int]] [-r | -d DEPTH] [-t TYPE[,TYPE]...] [-o FIELD[,FIELD]...]\n"
 	"       [-s SOURCE[,SOURCE]...] all | PROP[,PROP]... [DATASET|SNAPSHOT|BOOKMARK]...\n"
 	"  -d wins over -r whatever their order; -t snapshot or -t bookmark alone with\n"
 	"  a dataset means -d 1; no dataset means every dataset (recursively).\n"
-	"  FIELD: name, property, value, received, source\n"
+	"  FIELD: name, property, value, received, source, all\n"
 	"  SOURCE: local, default, inherited, temporary, received, none";
 
 enum { F_NAME, F_PROPERTY, F_VALUE, F_RECEIVED, F_SOURCE, F_COUNT };
@@ -23,6 +23,11 @@ static int parse_fields(const char *s, int *f, int *nf)
 	char *dup = strdup(s), *save;
 	*nf = 0;
 	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "all")) { /* zfs: every field, in this order */
+			for (int k = 0; k < F_COUNT && *nf < 8; k++)
+				f[(*nf)++] = k;
+			continue;
+		}
 		int k = 0;
 		while (k < F_COUNT && strcmp(names[k], t))
 			k++;
@@ -75,15 +80,17 @@ static int user_columns(cairn_store *st, const char *name, column_t **cols, size
 }
 
 /* One property of one object in zfs get -j's layout: objects keyed by
- * name, each with its properties keyed by property name. */
-static void json_prop(const char *name, int type, bool *first_ds, bool first_prop,
-		      const char *prop, const char *val, const char *src)
+ * name, each with its properties keyed by property name.  *in_obj: an
+ * object of this run is open (its properties not closed yet). */
+static void json_prop(const char *name, int type, bool *in_obj, const char *prop,
+		      const char *val, bool as_number, const char *src)
 {
 	static char last[1024];
-	if (*first_ds || strcmp(last, name)) {
-		if (!*first_ds)
-			fputs("}},", stdout);
-		*first_ds = false;
+	if (!*in_obj || strcmp(last, name)) {
+		if (*in_obj)
+			fputs("}}", stdout);
+		json_object_sep();
+		*in_obj = true;
 		snprintf(last, sizeof(last), "%s", name);
 		json_str(stdout, name);
 		fputs(":{\"name\":", stdout);
@@ -105,22 +112,12 @@ static void json_prop(const char *name, int type, bool *first_ds, bool first_pro
 	}
 	json_str(stdout, prop);
 	fputs(":{\"value\":", stdout);
-	json_str(stdout, val);
-	const char *stype = "NONE", *data = "-";
-	if (!strcmp(src, "local"))
-		stype = "LOCAL";
-	else if (!strcmp(src, "default"))
-		stype = "DEFAULT";
-	else if (!strcmp(src, "received"))
-		stype = "RECEIVED";
-	else if (!strncmp(src, "inherited from ", 15)) {
-		stype = "INHERITED";
-		data = src + 15;
-	}
-	printf(",\"source\":{\"type\":\"%s\",\"data\":", stype);
-	json_str(stdout, data);
-	fputs("}}", stdout);
-	(void)first_prop;
+	if (as_number)
+		fputs(val, stdout);
+	else
+		json_str(stdout, val);
+	json_source(stdout, src);
+	fputc('}', stdout);
 }
 
 static void cell(const char *v, int width, bool last, bool scripted)
@@ -179,9 +176,11 @@ static int source_kind(const char *src)
 int cmd_get(int argc, char **argv)
 {
 	static const struct option lo[] = {{"json", no_argument, 0, 'j'},
+					   {"json-int", no_argument, 0, 'I'},
 					   {"help", no_argument, 0, 'h'},
 					   {0}};
-	bool scripted = false, exact = false, json = false, depth_set = false, recursive = false;
+	bool scripted = false, exact = false, json = false, json_int = false, depth_set = false,
+	     recursive = false;
 	int fields[8] = {F_NAME, F_PROPERTY, F_VALUE, F_SOURCE}, nf = 4, sources = 0;
 	bool want_received = false;
 	cairn_list_spec spec = {.depth = 0,
@@ -194,6 +193,7 @@ int cmd_get(int argc, char **argv)
 		case 'H': scripted = true; break;
 		case 'p': exact = true; break;
 		case 'j': json = true; break;
+		case 'I': json_int = true; break;
 		case 'h': printf("usage: cairn %s\n", u); return 0;
 		case 'r': recursive = true; break;
 		case 'd': {
@@ -225,6 +225,8 @@ int cmd_get(int argc, char **argv)
 	}
 	if (argc - optind < 1)
 		return cli_usage(u, "missing property argument");
+	if (json_int && !json)
+		return cli_usage(u, "--json-int needs -j");
 	bool roots = argc - optind > 1;
 	if (!depth_set)
 		spec.depth = recursive || !roots ? -1
@@ -257,13 +259,8 @@ int cmd_get(int argc, char **argv)
 	for (int k = 0; k < nf; k++)
 		want_received |= fields[k] == F_RECEIVED;
 	if (json && r == 0)
-		printf("{\"output_version\":{\"command\":\"zfs get\",\"vers_major\":0,"
-		       "\"vers_minor\":1},\"datasets\":{");
-	bool first_ds = true;
-	if (r == 0 && !scripted && !json && !g_cli.no_header) {
-		for (int k = 0; k < nf; k++)
-			cell(hdr[fields[k]], width[fields[k]], k + 1 == nf, false);
-	}
+		json_begin("get");
+	bool in_obj = false;
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0) {
 		for (size_t i = 0; i < b.n && r >= 0; i++) {
 			ref.i = i;
@@ -280,7 +277,9 @@ int cmd_get(int argc, char **argv)
 				char val[8192], src[512], rcv[8192] = "-";
 				uint64_t num;
 				bool has;
-				r = column_value(&ref, col, exact, val, sizeof(val), &num, &has);
+				bool number = json_int && json_numeric(col);
+				r = column_value(&ref, col, exact || number, val, sizeof(val), &num,
+						 &has);
 				if (r >= 0)
 					r = column_source(&ref, col, src, sizeof(src));
 				if (r >= 0 && want_received)
@@ -291,9 +290,17 @@ int cmd_get(int argc, char **argv)
 					continue;
 				const char *pname = col->def ? col->def->name : col->user;
 				if (json) {
-					json_prop(b.name[i], b.type[i], &first_ds, c == 0, pname, val,
-						  src);
+					json_prop(b.name[i], b.type[i], &in_obj, pname, val,
+						  number && strcmp(val, "-"), src);
 					continue;
+				}
+				/* The header comes with the first row, as in zfs: a
+				 * listing whose rows are all filtered out is empty. */
+				if (!scripted && !g_cli.no_header) {
+					g_cli.no_header = true;
+					for (int k = 0; k < nf; k++)
+						cell(hdr[fields[k]], width[fields[k]], k + 1 == nf,
+						     false);
 				}
 				const char *v[F_COUNT] = {b.name[i], pname, val, rcv, src};
 				for (int k = 0; k < nf; k++)
@@ -302,8 +309,11 @@ int cmd_get(int argc, char **argv)
 			cols_free(ucols, nu);
 		}
 	}
-	if (json && r >= 0)
-		printf("%s}}\n", first_ds ? "" : "}}");
+	if (json && r >= 0) {
+		if (in_obj)
+			fputs("}}", stdout);
+		json_end();
+	}
 	int rc = r < 0 ? cli_fail(st, NULL, r) : 0;
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);

@@ -42,7 +42,6 @@ typedef struct lopts {
 	row_t *rows;
 	size_t nrows, caprows;
 	size_t *width;
-	bool json_first;
 } lopts_t;
 
 static lopts_t *g_sort_opts;
@@ -72,17 +71,10 @@ static const char *json_type(int type)
 	}
 }
 
-static bool json_numeric(const column_t *c)
-{
-	return c->def && (c->def->kind == K_NUM || c->def->kind == K_SIZE ||
-			  c->def->kind == K_DATE);
-}
-
 static void json_row(lopts_t *o, const row_t *r)
 {
 	FILE *f = stdout;
-	fputs(o->json_first ? "" : ",", f);
-	o->json_first = false;
+	json_object_sep();
 	json_str(f, r->name);
 	fputs(":{\"name\":", f);
 	json_str(f, r->name);
@@ -120,19 +112,8 @@ static void json_row(lopts_t *o, const row_t *r)
 			fputs(r->vals[c], f);
 		else
 			json_str(f, r->vals[c]);
-		const char *src = r->srcs[c];
-		const char *type = "NONE", *data = "-";
-		if (!strcmp(src, "local"))
-			type = "LOCAL";
-		else if (!strcmp(src, "default"))
-			type = "DEFAULT";
-		else if (!strcmp(src, "received"))
-			type = "RECEIVED";
-		else if (!strncmp(src, "inherited from ", 15))
-			type = "INHERITED", data = src + 15;
-		fprintf(f, ",\"source\":{\"type\":\"%s\",\"data\":", type);
-		json_str(f, data);
-		fputs("}}", f);
+		json_source(f, r->srcs[c]);
+		fputc('}', f);
 	}
 	fputs("}}", f);
 }
@@ -268,6 +249,7 @@ static void print_header(lopts_t *o)
 {
 	if (o->scripted || o->json || g_cli.no_header)
 		return;
+	g_cli.no_header = true; /* once, over several stores too */
 	row_t h = {.vals = calloc(o->ncols, sizeof(char *))};
 	for (size_t c = 0; c < o->ncols; c++)
 		h.vals[c] = o->cols[c].header;
@@ -369,8 +351,7 @@ static int run(cairn_store *st, cairn_list_spec *spec, lopts_t *o)
 	bool stream = !o->nkeys && (o->scripted || o->json);
 	size_t seq = 0;
 	if (o->json)
-		printf("{\"output_version\":{\"command\":\"cairn list\",\"vers_major\":0,"
-		       "\"vers_minor\":1},\"datasets\":{");
+		json_begin("list");
 	/* The reference path also takes the general formatting, so the parity
 	 * tests compare both formatters too. */
 	bool fast = fast_ok(o) && !spec->reference;
@@ -399,7 +380,7 @@ static int run(cairn_store *st, cairn_list_spec *spec, lopts_t *o)
 	if (r >= 0 && !stream)
 		flush_rows(o);
 	if (o->json)
-		printf("}}\n");
+		json_end();
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
 	return r < 0 ? r : 0;
@@ -431,7 +412,7 @@ int cmd_list(int argc, char **argv)
 					   {"json", no_argument, 0, 'j'},
 					   {"help", no_argument, 0, 'h'},
 					   {0}};
-	lopts_t o = {.json_first = true};
+	lopts_t o = {0};
 	cairn_list_spec spec = {.depth = -2};
 	const char *cols = "name,used,avail,refer,source";
 	bool recursive = false;

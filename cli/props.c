@@ -391,3 +391,51 @@ void json_str(FILE *f, const char *s)
 	}
 	fputc('"', f);
 }
+
+void json_begin(const char *verb)
+{
+	if (g_cli.json_open)
+		return;
+	printf("{\"output_version\":{\"command\":\"%s %s\",\"vers_major\":0,"
+	       "\"vers_minor\":1},\"datasets\":{",
+	       g_cli.zfs ? "zfs" : "cairn", verb);
+	g_cli.json_open = true;
+	g_cli.json_objects = false;
+}
+
+void json_object_sep(void)
+{
+	if (g_cli.json_objects)
+		fputc(',', stdout);
+	g_cli.json_objects = true;
+}
+
+void json_end(void)
+{
+	if (g_cli.json_multi)
+		return;
+	fputs("}}\n", stdout);
+	g_cli.json_open = false;
+}
+
+void json_source(FILE *f, const char *src)
+{
+	const char *type = "NONE", *data = "-";
+	if (!strcmp(src, "local"))
+		type = "LOCAL";
+	else if (!strcmp(src, "default"))
+		type = "DEFAULT";
+	else if (!strcmp(src, "received"))
+		type = "RECEIVED";
+	else if (!strncmp(src, "inherited from ", 15))
+		type = "INHERITED", data = src + 15;
+	fprintf(f, ",\"source\":{\"type\":\"%s\",\"data\":", type);
+	json_str(f, data);
+	fputc('}', f);
+}
+
+bool json_numeric(const column_t *c)
+{
+	return c->def && (c->def->kind == K_NUM || c->def->kind == K_SIZE ||
+			  c->def->kind == K_DATE);
+}

@@ -49,4 +49,17 @@ const char *type_name(int type);
 int types_parse(const char *s, int *mask, const char **bad);
 void json_str(FILE *f, const char *s);
 
+/* zfs's -j layout, shared by list and get.  json_begin prints the
+ * document's head (once per document: a zfs-mode listing over several
+ * stores is one document, closed by json_end_document in zfs_compat.c);
+ * json_object_sep the comma before each object but the document's first;
+ * json_end the tail, unless the document spans several stores. */
+void json_begin(const char *verb);
+void json_object_sep(void);
+void json_end(void);
+/* ,"source":{"type":...,"data":...} of a get/list source string. */
+void json_source(FILE *f, const char *src);
+/* Whether -j --json-int prints the column as a number. */
+bool json_numeric(const column_t *c);
+
 #endif

@@ -212,9 +212,9 @@ static int run_multi(int argc, char **argv, const scan_t *s)
 			rc = 1;
 		}
 	}
-	size_t runs = 0;
 	g_cli.defer_empty = true;
 	g_cli.rows_out = 0;
+	g_cli.json_multi = true; /* -j: one document over every store */
 	for (size_t pi = 0; pi < g_npools; pi++) {
 		const pool_t *p = &g_pools[pi];
 		if (done[pi])
@@ -238,11 +238,12 @@ static int run_multi(int argc, char **argv, const scan_t *s)
 				done[pj] = true;
 		if (s->noperand && !any)
 			continue;
-		g_cli.no_header = runs++ > 0;
 		int r = run_in(p, ac, av);
 		if (r > rc)
 			rc = r;
 	}
+	if (g_cli.json_open)
+		fputs("}}\n", stdout);
 	/* list's "no datasets available" once, over every store. */
 	if (!strcmp(argv[0], "list") && !g_cli.rows_out && !rc)
 		fprintf(stderr, "no datasets available\n");

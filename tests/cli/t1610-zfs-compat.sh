@@ -100,4 +100,19 @@ done
 # A pools file that does not parse.
 printf 'tank\n' >"$TESTDIR/bad"
 CAIRN_POOLS_FILE=$TESTDIR/bad fails_with 1 "expected 'POOLNAME STOREPATH'" zfs list
+# -j over several pools is one JSON document, and the header of get comes
+# with its first row (none when -s filters every row out).
+jsonok() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join(sorted(d["datasets"])))'; }
+got=$(zfs list -j -o name,used | jsonok) || fail "zfs list -j over two pools is not one JSON document"
+[ "$got" = "backup backup/t tank tank/b" ] || fail "zfs list -j over two pools: $got"
+got=$(zfs get -j -t filesystem used | jsonok) || fail "zfs get -j over two pools is not one JSON document"
+[ "$got" = "backup backup/t tank tank/b" ] || fail "zfs get -j over two pools: $got"
+[ "$(zfs list -j -o name tank | python3 -c 'import json,sys; print(json.load(sys.stdin)["output_version"]["command"])')" = "zfs list" ] ||
+	fail "zfs list -j names itself cairn"
+v=$(zfs get -j --json-int used tank | python3 -c 'import json,sys; v=json.load(sys.stdin)["datasets"]["tank"]["properties"]["used"]["value"]; print(type(v).__name__)') ||
+	fail "zfs get -j --json-int"
+[ "$v" = int ] || fail "get --json-int gave a $v"
+out=$(zfs get -s local used tank) || fail "get -s local"
+[ -z "$out" ] || fail "get with every row filtered out printed: $out"
+[ "$(zfs get -H -o all used tank | awk -F'\t' '{print NF}')" = 5 ] || fail "get -o all"
 done_test
