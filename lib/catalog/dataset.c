@@ -354,7 +354,8 @@ int dataset_ensure_parent(cairn_store *st, const char *name, bool parents, uint6
 		if (r == 0)
 			r = insert_one(st, pname, gp, CAIRN_TYPE_FILESYSTEM, txg, parent);
 	} else if (r == -ENOENT) {
-		r = store_err(st, r, "%s: parent dataset does not exist (use -p to create it)",
+		/* Named after the dataset asked for, as zfs names it. */
+		r = store_err(st, r, "%s: parent does not exist (%s; use -p to create it)", name,
 			      pname);
 	}
 	ds_row_clear(&p);

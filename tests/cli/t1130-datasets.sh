@@ -46,7 +46,7 @@ fails_with 1 "power of two" "$CAIRN" set chunksize=18014398509481984064K tank/ot
 ok cairn snapshot -r tank@1
 fails_with 1 "already exists" "$CAIRN" rename tank/sub tank/other
 fails_with 1 "into itself" "$CAIRN" rename tank tank/sub/x
-fails_with 1 "parent dataset does not exist" "$CAIRN" rename tank/sub nosuch/sub
+fails_with 1 "nosuch/sub: parent does not exist (nosuch; use -p" "$CAIRN" rename tank/sub nosuch/sub
 fails_with 1 "already exists" "$CAIRN" rename tank@1 tank@1
 fails_with 1 "does not exist" "$CAIRN" rename tank@nosuch tank@2
 fails_with 1 "does not exist" "$CAIRN" rename nosuch tank/x

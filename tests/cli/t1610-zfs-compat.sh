@@ -115,4 +115,5 @@ v=$(zfs get -j --json-int used tank | python3 -c 'import json,sys; v=json.load(s
 out=$(zfs get -s local used tank) || fail "get -s local"
 [ -z "$out" ] || fail "get with every row filtered out printed: $out"
 [ "$(zfs get -H -o all used tank | awk -F'\t' '{print NF}')" = 5 ] || fail "get -o all"
+fails_with 1 "cannot create 'tank/nox/y': parent does not exist" zfs create tank/nox/y
 done_test
