@@ -9,8 +9,15 @@
  * while it can be read.  The holds go at unmount (or, if the process dies,
  * at the next store open, as every temporary hold does).  Loaded snapshots
  * are known by identity (id and guid), not by name: NAME is looked up each
- * time, so after a rename it leads to the snapshot that has it now, and a
- * renamed snapshot's hold is released under its new name.
+ * time, so after a rename it leads to the snapshot that has it now.  Holds
+ * are ours by owner id (cairn_temp_holder), not by tag, and are released
+ * by guid in one transaction (cairn_release_temp), not by a name a rename
+ * may move meanwhile.
+ *
+ * The high-level libfuse API gives the kernel one inode per path: after a
+ * name is reused, files opened under it before the rename share their
+ * inode, page cache and size with the new snapshot's file of that path
+ * (cairn-mount(8) says so; telling them apart needs the low-level API).
  *
  * The catalog is used under one lock; file reads go through the shared
  * chunk cache (snapview.h) without it.  Only this file and cmd_mount.c link
@@ -44,6 +51,7 @@ typedef struct view_ent {
 	char *snap;       /* "ds@name" when it was loaded (for messages) */
 	int64_t snap_id;  /* its identity: a rename keeps both, a reused */
 	uint64_t guid;    /* name is another snapshot */
+	bool owned;       /* the hold is this process's (released at unmount) */
 	snapview_t *v;
 	crypt_keys_t *key; /* an encrypted dataset's keys, or NULL */
 	uint32_t id;       /* for inode numbers */
@@ -70,6 +78,8 @@ static struct {
 	size_t nnames, capnames;
 	sqlite3_stmt *version; /* PRAGMA data_version */
 	char tag[32];
+	int64_t holder; /* this process's owner id (cairn_temp_holder) */
+	bool holder_known;
 	time_t mounted;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -134,37 +144,12 @@ static int64_t catalog_version(void)
 	return v;
 }
 
-/* The current "ds@name" of the snapshot (id, guid), wherever renames have
- * taken it.  -ENOENT when it is gone. */
-static int snap_name_now(int64_t id, uint64_t guid, char *buf, size_t size)
+/* Releases our temporary hold on the snapshot with this guid, wherever
+ * renames have taken it: found and deleted in one transaction, so a rename
+ * meanwhile cannot turn it into a release of another snapshot's hold. */
+static int release_snap(uint64_t guid)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(g.st->cat),
-			       "SELECT d.name, s.name FROM snapshot s JOIN dataset d ON d.id=s.dataset "
-			       "WHERE s.id=? AND s.guid=?",
-			       -1, &q, NULL))
-		return -EIO;
-	sqlite3_bind_int64(q, 1, id);
-	sqlite3_bind_int64(q, 2, (int64_t)guid);
-	int r = -ENOENT;
-	if (sqlite3_step(q) == SQLITE_ROW) {
-		int n = snprintf(buf, size, "%s@%s", (const char *)sqlite3_column_text(q, 0),
-				 (const char *)sqlite3_column_text(q, 1));
-		r = n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-	}
-	sqlite3_finalize(q);
-	return r;
-}
-
-/* Releases our hold on the snapshot (id, guid), by its current name. */
-static int release_snap(int64_t id, uint64_t guid)
-{
-	char snap[1200];
-	int r = snap_name_now(id, guid, snap, sizeof(snap));
-	if (r < 0)
-		return r;
-	cairn_hold_item it = {.snapshot = snap, .tag = g.tag};
-	return cairn_release(g.st, &it, 1);
+	return cairn_release_temp(g.st, &guid, 1, g.tag);
 }
 
 static view_ent_t *view_find(int64_t id, uint64_t guid)
@@ -175,45 +160,84 @@ static view_ent_t *view_find(int64_t id, uint64_t guid)
 	return NULL;
 }
 
-/* Our tag is on snapshot id: the hold taken by name landed there. */
-static bool held_here(int64_t id)
+/* This process's owner id, carried by each of its temporary holds: the
+ * tag mount.PID alone does not tell two mounts apart (pids repeat across
+ * PID namespaces).  Known once a temporary hold has been taken. */
+static int holder(int64_t *id)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(g.st->cat), "SELECT 1 FROM hold WHERE snapshot=? AND tag=?",
-			       -1, &q, NULL))
-		return false;
-	sqlite3_bind_int64(q, 1, id);
-	sqlite3_bind_text(q, 2, g.tag, -1, SQLITE_STATIC);
-	bool ok = sqlite3_step(q) == SQLITE_ROW;
-	sqlite3_finalize(q);
-	return ok;
+	if (!g.holder_known) {
+		int r = cairn_temp_holder(g.st, &g.holder);
+		if (r < 0)
+			return r;
+		g.holder_known = true;
+	}
+	*id = g.holder;
+	return 0;
 }
 
-/* Releases holds of ours that no view owns: a hold taken by name while
- * another process renamed the snapshot away (and another in). */
+/* Whether our tag is on the snapshot (id, guid), both compared (a
+ * destroyed snapshot's id can be given to a new one): 1 by a temporary
+ * hold of this process, 0 by another hold (a user hold made with our tag,
+ * another process's), -ENOENT not at all, or a negative errno. */
+static int held_here(int64_t id, uint64_t guid)
+{
+	int64_t me;
+	int r = holder(&me);
+	if (r < 0)
+		return r;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(g.st->cat),
+			       "SELECT h.pid != 0 AND h.pstart = ? FROM hold h "
+			       "JOIN snapshot s ON s.id=h.snapshot WHERE s.id=? AND s.guid=? AND h.tag=?",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_int64(q, 1, me);
+	sqlite3_bind_int64(q, 2, id);
+	sqlite3_bind_int64(q, 3, (int64_t)guid);
+	sqlite3_bind_text(q, 4, g.tag, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q);
+	r = rc == SQLITE_ROW ? sqlite3_column_int(q, 0) != 0 : rc == SQLITE_DONE ? -ENOENT : -EIO;
+	sqlite3_finalize(q);
+	return r;
+}
+
+/* Whether a view of ours owns the hold on a snapshot with this guid. */
+static bool guid_owned(uint64_t guid)
+{
+	for (size_t i = 0; i < g.nviews; i++)
+		if (g.views[i]->owned && g.views[i]->guid == guid)
+			return true;
+	return false;
+}
+
+/* Releases holds of this process that no view owns: a hold taken by name
+ * while another process renamed the snapshot away (and another in).  Only
+ * this process's temporary holds are looked at, never another mount's
+ * with the same tag. */
 static void release_strays(void)
 {
+	int64_t me;
+	if (holder(&me) < 0)
+		return;
 	sqlite3_stmt *q;
-	int64_t ids[8];
 	uint64_t guids[8];
 	size_t n = 0;
+	/* At most 8 a time: more would take as many lost races. */
 	if (sqlite3_prepare_v2(catalog_db(g.st->cat),
-			       "SELECT s.id, s.guid FROM hold h JOIN snapshot s ON s.id=h.snapshot "
-			       "WHERE h.tag=?",
+			       "SELECT s.guid FROM hold h JOIN snapshot s ON s.id=h.snapshot "
+			       "WHERE h.tag=? AND h.pid != 0 AND h.pstart=?",
 			       -1, &q, NULL))
 		return;
 	sqlite3_bind_text(q, 1, g.tag, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, me);
 	while (n < 8 && sqlite3_step(q) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(q, 0);
-		uint64_t guid = (uint64_t)sqlite3_column_int64(q, 1);
-		if (!view_find(id, guid)) {
-			ids[n] = id;
+		uint64_t guid = (uint64_t)sqlite3_column_int64(q, 0);
+		if (!guid_owned(guid))
 			guids[n++] = guid;
-		}
 	}
 	sqlite3_finalize(q);
-	for (size_t i = 0; i < n; i++)
-		release_snap(ids[i], guids[i]);
+	if (n)
+		cairn_release_temp(g.st, guids, n, g.tag);
 }
 
 /* Holds and loads the snapshot s of dataset d (found as ds@name) into a new
@@ -237,16 +261,29 @@ static int view_load(const char *snap, const ds_row_t *d, const snap_row_t *s, v
 	 * goes by name: check it landed on the snapshot we looked up. */
 	cairn_hold_item it = {.snapshot = snap, .tag = g.tag};
 	int r = cairn_hold(g.st, &it, 1, true);
+	bool owned = !g.st->temp_holds_skipped;
+	if (r == -EEXIST) {
+		/* Our tag is on the snapshot the name leads to now.  If that is
+		 * the one looked up, the hold is there already: a stray of ours
+		 * (kept, and released at unmount) or one made by hand with our
+		 * tag (used, and left to whoever made it).  Otherwise the name
+		 * has moved on: look it up again. */
+		int h = held_here(s->id, s->guid);
+		r = h >= 0 ? 0 : h == -ENOENT ? -EAGAIN : -EIO;
+		owned = h == 1;
+	} else if (r == 0 && owned) {
+		int h = held_here(s->id, s->guid);
+		if (h != 1) {
+			release_strays();
+			r = h == -ENOENT ? -EAGAIN : -EIO;
+		}
+	} else if (r < 0) {
+		r = r == -ENOENT || r == CAIRN_EBADNAME ? -ENOENT : -EIO;
+	}
 	if (r < 0) {
 		free(e->snap);
 		free(e);
-		return r == -ENOENT || r == CAIRN_EBADNAME ? -ENOENT : r == -EEXIST ? -EAGAIN : -EIO;
-	}
-	if (!g.st->temp_holds_skipped && !held_here(s->id)) {
-		release_strays();
-		free(e->snap);
-		free(e);
-		return -EAGAIN;
+		return r;
 	}
 	buf_t tree = {0}, idx = {0};
 	snapview_t *v = NULL;
@@ -263,7 +300,8 @@ static int view_load(const char *snap, const ds_row_t *d, const snap_row_t *s, v
 	if (r < 0) {
 		fprintf(stderr, "cairn: mount: %s: cannot load its tree: %s\n", snap,
 			*cairn_store_errdetail(g.st) ? cairn_store_errdetail(g.st) : cairn_strerror(r));
-		release_snap(s->id, s->guid);
+		if (owned)
+			release_snap(s->guid);
 		crypt_keys_free(key);
 		free(e->snap);
 		free(e);
@@ -271,6 +309,7 @@ static int view_load(const char *snap, const ds_row_t *d, const snap_row_t *s, v
 	}
 	e->snap_id = s->id;
 	e->guid = s->guid;
+	e->owned = owned;
 	e->v = v;
 	e->key = key;
 	e->id = (uint32_t)g.nviews + 1;
@@ -563,11 +602,16 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	o->idx = r.idx;
 	fi->fh = (uintptr_t)o;
 	/* A snapshot never changes, but a name can lead to another one after
-	 * a rename: the kernel caches by path, so under a reused name its
-	 * cached pages and size may be the old snapshot's.  Read those files
-	 * around its cache. */
+	 * a rename, and the high-level API gives the kernel one inode per
+	 * path: under a reused name its cached pages may be the old
+	 * snapshot's.  Opening such a file drops them (no keep_cache); its
+	 * size is refreshed within the 1 s attribute timeout.  No direct_io:
+	 * the kernel refuses shared mmap of such files (ENODEV, without
+	 * FUSE_CAP_DIRECT_IO_ALLOW_MMAP), and it would not separate the old
+	 * file from the new anyway.  A file opened under the name before the
+	 * rename shares that inode, so it may see the new snapshot's size and
+	 * pages (cairn-mount(8)). */
 	fi->keep_cache = !r.reused;
-	fi->direct_io = r.reused;
 	return 0;
 }
 
@@ -694,35 +738,29 @@ int fusefs_check(cairn_store *st, const char *dataset)
 	return 0;
 }
 
-/* Releases every hold at unmount, each on the snapshot it was taken on,
- * by its current name (it may have been renamed, or its name reused). */
+/* Releases every hold of ours at unmount, each on the snapshot it was
+ * taken on (found by guid, whatever its name is now), in one transaction. */
 static void release_all(void)
 {
-	cairn_hold_item *it = calloc(g.nviews ? g.nviews : 1, sizeof(*it));
-	char (*names)[1200] = calloc(g.nviews ? g.nviews : 1, sizeof(*names));
+	uint64_t *guids = calloc(g.nviews ? g.nviews : 1, sizeof(*guids));
 	size_t n = 0;
-	for (size_t i = 0; it && names && i < g.nviews; i++) {
+	for (size_t i = 0; guids && i < g.nviews; i++) {
 		const view_ent_t *e = g.views[i];
-		int r = snap_name_now(e->snap_id, e->guid, names[n], sizeof(names[n]));
-		if (r < 0) {
-			fprintf(stderr, "cairn: mount: releasing the hold on %s (as loaded): %s\n", e->snap,
-				cairn_strerror(r));
-			continue;
-		}
-		it[n].snapshot = names[n];
-		it[n].tag = g.tag;
-		n++;
+		bool dup = !e->owned;
+		for (size_t k = 0; k < n && !dup; k++)
+			dup = guids[k] == e->guid;
+		if (!dup)
+			guids[n++] = e->guid;
 	}
-	if (!it || !names)
-		fprintf(stderr, "cairn: mount: releasing holds: %s\n", strerror(ENOMEM));
-	else if (n && cairn_release(g.st, it, n) < 0)
-		/* All or nothing: release the rest one by one. */
-		for (size_t i = 0; i < n; i++)
-			if (cairn_release(g.st, &it[i], 1) < 0)
-				fprintf(stderr, "cairn: mount: releasing holds: %s\n",
-					cairn_store_errdetail(g.st));
-	free(it);
-	free(names);
+	int r = !guids ? -ENOMEM : n ? cairn_release_temp(g.st, guids, n, g.tag) : 0;
+	if (r < 0)
+		fprintf(stderr, "cairn: mount: releasing holds: %s\n",
+			*cairn_store_errdetail(g.st) ? cairn_store_errdetail(g.st) : cairn_strerror(r));
+	else if ((size_t)r < n)
+		/* Released by hand meanwhile, or reaped by mistake. */
+		fprintf(stderr, "cairn: mount: %zu of its %zu holds (tag %s) were already gone\n",
+			n - (size_t)r, n, g.tag);
+	free(guids);
 	for (size_t i = 0; i < g.nviews; i++) {
 		free(g.views[i]->snap);
 		snapview_free(g.views[i]->v);

@@ -405,6 +405,28 @@ int cairn_hold(cairn_store *st, cairn_hold_item *items, size_t n, bool temporary
  * same transaction.  @return 0, -ENOENT (snapshot or tag not held). */
 int cairn_release(cairn_store *st, cairn_hold_item *items, size_t n);
 
+/** The owner id of this process's temporary holds in st: every hold it
+ * takes with cairn_hold(temporary) carries it (the catalog's hold.pstart,
+ * a negative number), and no other process alive has it, whatever PID
+ * namespace either runs in (pids do not tell owners apart).  The first
+ * call publishes this process's owner file if no temporary hold has yet.
+ * @return 0, -EROFS (a store on a read-only filesystem takes no temporary
+ * holds), or another negative errno. */
+int cairn_temp_holder(cairn_store *st, int64_t *id);
+
+/** Releases, in ONE transaction, the temporary holds tag that this
+ * process took on the snapshots with the n guids, whatever those snapshots
+ * are called now: unlike a release by name, a rename between finding a
+ * name and releasing cannot make it release another snapshot's hold.  User
+ * holds and other processes' holds with the same tag stay, and a guid
+ * without such a hold of this process's is no error (see the count).
+ * Every snapshot with a given guid (one, unless the same snapshot was
+ * received twice) loses the hold; one marked defer_destroy whose last hold
+ * goes is destroyed in the same transaction.
+ * @return the count of holds released, CAIRN_EBADNAME (empty or over-long
+ * tag), or a negative errno (then none is released). */
+int cairn_release_temp(cairn_store *st, const uint64_t *guids, size_t n, const char *tag);
+
 /** Calls fn for each hold on snap, by tag: pid is 0 for a user hold, the
  * owner process for a temporary one. */
 int cairn_holds_iter(cairn_store *st, const char *snap,

@@ -176,8 +176,9 @@ static int holder_publish(cairn_store *st, int64_t *id)
 	return r < 0 ? r : fd;
 }
 
-/* The id of this process's owner file in st's store, publishing it first. */
-static int holder_id(cairn_store *st, int64_t *id)
+/* The id of this process's owner file in st's store, publishing it first
+ * unless !publish (then -ENOENT when there is none). */
+static int holder_id_ex(cairn_store *st, int64_t *id, bool publish)
 {
 	struct stat sb;
 	if (fstat(st->dirfd, &sb) < 0)
@@ -195,7 +196,9 @@ static int holder_id(cairn_store *st, int64_t *id)
 	for (i = 0; i < nholders; i++)
 		if (holders[i].dev == sb.st_dev && holders[i].ino == sb.st_ino)
 			break;
-	if (i == nholders && nholders == ARRAY_SIZE(holders)) {
+	if (i == nholders && !publish) {
+		r = -ENOENT;
+	} else if (i == nholders && nholders == ARRAY_SIZE(holders)) {
 		r = -EMFILE;
 	} else if (i == nholders) {
 		int fd = holder_publish(st, &holders[i].id);
@@ -210,6 +213,20 @@ static int holder_id(cairn_store *st, int64_t *id)
 		*id = holders[i].id;
 	pthread_mutex_unlock(&holders_lock);
 	return r;
+}
+
+static int holder_id(cairn_store *st, int64_t *id)
+{
+	return holder_id_ex(st, id, true);
+}
+
+int cairn_temp_holder(cairn_store *st, int64_t *id)
+{
+	st->errdetail[0] = 0;
+	int r = holder_id(st, id);
+	if (r < 0)
+		return store_err(st, r, "holders: %s", strerror(-r));
+	return 0;
 }
 
 /* Whether the owner of temporary holds (pid, pstart) is gone. */
@@ -342,6 +359,69 @@ int cairn_release(cairn_store *st, cairn_hold_item *items, size_t n)
 		r = destroy_deferred(st, ids, n);
 	free(ids);
 	return finish(&h, r);
+}
+
+int cairn_release_temp(cairn_store *st, const uint64_t *guids, size_t n_guids, const char *tag)
+{
+	st->errdetail[0] = 0;
+	size_t len = tag ? strlen(tag) : 0;
+	if (len == 0 || len > TAG_MAX)
+		return store_err(st, CAIRN_EBADNAME, "hold tag is empty or over %d bytes long",
+				 TAG_MAX);
+	int64_t owner;
+	int r = holder_id_ex(st, &owner, false);
+	if (r == -ENOENT)
+		return 0; /* no temporary hold taken in this store */
+	if (r < 0)
+		return store_err(st, r, "holders: %s", strerror(-r));
+	uint64_t txg;
+	r = catalog_begin_write(st->cat, &txg);
+	if (r == -EROFS && st->temp_holds_skipped)
+		return 0;
+	if (r < 0)
+		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
+	/* Found by guid and deleted in this one statement: no name involved. */
+	sqlite3_stmt *q = NULL, *dec = NULL;
+	if (sqlite3_prepare_v2(catalog_db(st->cat),
+			       "DELETE FROM hold WHERE tag = ?1 AND pid != 0 AND pstart = ?2"
+			       " AND snapshot IN (SELECT id FROM snapshot WHERE guid = ?3)"
+			       " RETURNING snapshot",
+			       -1, &q, NULL) ||
+	    sqlite3_prepare_v2(catalog_db(st->cat),
+			       "UPDATE snapshot SET userrefs = userrefs - 1 WHERE id = ?", -1, &dec,
+			       NULL))
+		r = store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+	int64_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t k = 0; r == 0 && k < n_guids; k++) {
+		sqlite3_bind_text(q, 1, tag, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(q, 2, owner);
+		sqlite3_bind_int64(q, 3, (int64_t)guids[k]);
+		int rc;
+		while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+			if (array_reserve(&ids, &cap, n + 1, sizeof(*ids)) < 0) {
+				r = -ENOMEM;
+				break;
+			}
+			ids[n++] = sqlite3_column_int64(q, 0);
+		}
+		if (r == 0 && rc != SQLITE_DONE)
+			r = store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+		sqlite3_reset(q);
+	}
+	sqlite3_finalize(q);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		sqlite3_bind_int64(dec, 1, ids[i]);
+		if (sqlite3_step(dec) != SQLITE_DONE)
+			r = store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
+		sqlite3_reset(dec);
+	}
+	sqlite3_finalize(dec);
+	if (r == 0)
+		r = destroy_deferred(st, ids, n);
+	free(ids);
+	r = store_txn_end(st, r);
+	return r < 0 ? r : (int)n;
 }
 
 int cairn_holds_iter(cairn_store *st, const char *snap,
