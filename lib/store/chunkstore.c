@@ -881,11 +881,16 @@ static bool sealed_possible(chunkstore_t *cs)
 	if (atomic_load(&cs->sealed_seen))
 		return true;
 	int64_t now = mono_ns(), last = atomic_load(&cs->sealed_looked_ns);
+	/* Looked within the last second: what that look found.  The time is
+	 * stored only once the look is done and its finding stored, so a
+	 * thread never takes another's look in progress for "no mark" (it
+	 * did, under load: a plain backup then deduplicated onto a planted
+	 * sealed blob, t1341 under ASan). */
 	if (last && now - last < 1000000000)
-		return false;
-	atomic_store(&cs->sealed_looked_ns, now);
+		return atomic_load(&cs->sealed_seen);
 	if (faccessat(cs->dirfd, SEALED_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		atomic_store(&cs->sealed_seen, true);
+	atomic_store(&cs->sealed_looked_ns, now);
 	return atomic_load(&cs->sealed_seen);
 }
 

@@ -75,7 +75,15 @@ for d in $digs; do
 	[ -f "$f.bad" ] && cp "$f.bad" "$f" # a planted blob, set aside by the sync
 done
 ok cairn create -o source="$TESTDIR/victim" again
-ok cairn snapshot again@1
+# The backup's threads look for the store's mark of received sealed blobs
+# at once: one look is held up (strace) while the others put their
+# chunks, which must not take it for "no mark".
+[ -e "$CAIRN_STORE/.chunks/.sealed-received" ] || fail "no mark of received sealed blobs"
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -o "$TESTDIR/trace" -P "$CAIRN_STORE/.chunks" \
+	-e trace=faccessat2 -e inject=faccessat2:delay_exit=300000 "$CAIRN" snapshot again@1 ||
+	fail "snapshot again@1"
+grep -q 'faccessat2(.*sealed-received.*DELAYED' "$TESTDIR/trace" ||
+	fail "the look for the mark was not held: $(head -5 "$TESTDIR/trace")"
 ok cairn restore again@1 "$TESTDIR/out2"
 cmp "$TESTDIR/victim/data.bin" "$TESTDIR/out2/data.bin" || fail "a backup deduplicated onto a planted blob"
 done_test
