@@ -140,6 +140,16 @@ claim_race() {
 	[ -s "$a.id" ] || fail "the winner recorded no store_id"
 }
 
+# The mount tests need /dev/fuse and fusermount3: a skip outside CI, a
+# failure under CI.
+need_fuse() {
+	if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+		[ "${CI:-}" = true ] && { echo "FAIL: /dev/fuse or fusermount3 missing under CI"; exit 1; }
+		echo "no /dev/fuse or fusermount3"
+		exit 77
+	fi
+}
+
 new_store() {
 	rm -rf "$CAIRN_STORE"
 	"$CAIRN" init >/dev/null || fail "init"

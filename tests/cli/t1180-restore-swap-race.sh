@@ -36,20 +36,29 @@ held_at() { # SYSCALL NAME: until the restore is held in SYSCALL on NAME (10 s a
 	return 1
 }
 
+# swap_race TARGET SYSCALL NAME VICTIM MODE: restores into TARGET held in
+# SYSCALL on NAME, swaps NAME for a symlink to VICTIM meanwhile, and
+# requires the swap to have happened, VICTIM to keep MODE and the restore
+# to report it.
+swap_race() {
+	local t=$1 call=$2 name=$3 victim=$4 mode=$5
+	held_restore "$call" "$t" &
+	local pid=$!
+	if held_at "$call" "$name"; then
+		mv -T "$t/$name" "$t/$name.old" && ln -s "$victim" "$t/$name"
+	else
+		fail "the restore was not held in $call on $name"
+	fi
+	wait $pid
+	[ -L "$t/$name" ] || fail "the swap of $name did not happen"
+	[ "$(stat -c %a "$victim")" = "$mode" ] ||
+		fail "restore changed the mode of $victim, outside its target: $(stat -c %a "$victim")"
+	[ "$(cat "$TESTDIR/rc")" = 1 ] || fail "the swapped $name was not reported (exit $(cat "$TESTDIR/rc"))"
+}
+
 # 1. the FIFO is swapped for a symlink to a file outside, after mknod
 mkdir -m 0777 "$TESTDIR/t1"
-held_restore mknodat "$TESTDIR/t1" &
-pid=$!
-if held_at mknodat p; then
-	ln -s "$TESTDIR/victim" "$TESTDIR/t1/p.new" && mv -T "$TESTDIR/t1/p.new" "$TESTDIR/t1/p"
-else
-	fail "the restore was not held after making the FIFO"
-fi
-wait $pid
-[ -L "$TESTDIR/t1/p" ] || fail "the swap did not happen"
-[ "$(stat -c %a "$TESTDIR/victim")" = 600 ] ||
-	fail "restore changed the mode of a file outside its target: $(stat -c %a "$TESTDIR/victim")"
-[ "$(cat "$TESTDIR/rc")" = 1 ] || fail "the swapped FIFO was not reported (exit $(cat "$TESTDIR/rc"))"
+swap_race "$TESTDIR/t1" mknodat p "$TESTDIR/victim" 600
 grep -q "p: replaced by another file while being restored" "$TESTDIR/out" ||
 	fail "no message names the swapped FIFO: $(cat "$TESTDIR/out")"
 [ "$(cat "$TESTDIR/t1/top")" = top ] || fail "the rest of the tree was not restored"
@@ -58,18 +67,7 @@ grep -q "p: replaced by another file while being restored" "$TESTDIR/out" ||
 # outside, right after restore found it was a directory
 mkdir -m 0777 "$TESTDIR/t2"
 mkdir -m 0500 "$TESTDIR/t2/d"
-held_restore newfstatat "$TESTDIR/t2" &
-pid=$!
-if held_at newfstatat d; then
-	mv -T "$TESTDIR/t2/d" "$TESTDIR/t2/d.old" && ln -s "$TESTDIR/victimdir" "$TESTDIR/t2/d"
-else
-	fail "the restore was not held after looking at the directory"
-fi
-wait $pid
-[ -L "$TESTDIR/t2/d" ] || fail "the directory swap did not happen"
-[ "$(stat -c %a "$TESTDIR/victimdir")" = 750 ] ||
-	fail "restore changed the mode of a directory outside its target: $(stat -c %a "$TESTDIR/victimdir")"
-[ "$(cat "$TESTDIR/rc")" = 1 ] || fail "the swapped directory was not reported"
+swap_race "$TESTDIR/t2" newfstatat d "$TESTDIR/victimdir" 750
 [ -e "$TESTDIR/victimdir/f" ] && fail "restore wrote into a directory outside its target"
 
 # 3. "/" and "." name the whole tree

@@ -3,11 +3,7 @@
 # full fidelity, random-offset and concurrent reads, sparse files, and
 # temporary holds that keep destroy away while mounted.
 . "$(dirname "$0")/lib.sh"
-if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-	[ "${CI:-}" = true ] && { echo "FAIL: /dev/fuse or fusermount3 missing under CI"; exit 1; }
-	echo "no /dev/fuse or fusermount3"
-	exit 77
-fi
+need_fuse
 M=$TESTDIR/mnt
 M2=$TESTDIR/mnt2
 mkdir -p "$M" "$M2"

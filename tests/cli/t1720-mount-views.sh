@@ -13,11 +13,7 @@
 # Holds are read from the catalog directly: any cairn command would reap a
 # dead mount's temporary holds first, hiding holds unmount failed to release.
 . "$(dirname "$0")/lib.sh"
-if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-	[ "${CI:-}" = true ] && { echo "FAIL: /dev/fuse or fusermount3 missing under CI"; exit 1; }
-	echo "no /dev/fuse or fusermount3"
-	exit 77
-fi
+need_fuse
 M=$TESTDIR/mnt
 M2=$TESTDIR/mnt2
 mkdir -p "$M" "$M2"
