@@ -274,8 +274,9 @@ static int view_load(const char *snap, const ds_row_t *d, const snap_row_t *s, v
 	} else if (r == 0 && owned) {
 		int h = held_here(s->id, s->guid);
 		if (h != 1) {
+			/* The name moved on (our hold is elsewhere): again. */
 			release_strays();
-			r = h == -ENOENT ? -EAGAIN : -EIO;
+			r = h == -ENOENT || h == 0 ? -EAGAIN : -EIO;
 		}
 	} else if (r < 0) {
 		r = r == -ENOENT || r == CAIRN_EBADNAME ? -ENOENT : -EIO;
@@ -300,7 +301,10 @@ static int view_load(const char *snap, const ds_row_t *d, const snap_row_t *s, v
 	if (r < 0) {
 		fprintf(stderr, "cairn: mount: %s: cannot load its tree: %s\n", snap,
 			*cairn_store_errdetail(g.st) ? cairn_store_errdetail(g.st) : cairn_strerror(r));
-		if (owned)
+		/* (Released by guid: not while a loaded view of another
+		 * snapshot with this guid, a second received copy, needs it.
+		 * Unmount releases it then.) */
+		if (owned && !guid_owned(s->guid))
 			release_snap(s->guid);
 		crypt_keys_free(key);
 		free(e->snap);
