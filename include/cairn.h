@@ -423,8 +423,12 @@ int cairn_temp_holder(cairn_store *st, int64_t *id);
  * Every snapshot with a given guid (one, unless the same snapshot was
  * received twice) loses the hold; one marked defer_destroy whose last hold
  * goes is destroyed in the same transaction.
- * @return the count of holds released, CAIRN_EBADNAME (empty or over-long
- * tag), or a negative errno (then none is released). */
+ * @return the count of holds released (it can exceed n, a guid counting
+ * once per snapshot that had it; 0 also when this process has taken no
+ * temporary hold in st, or the store is read-only and took none),
+ * CAIRN_EBADNAME (empty or over-long tag), or a negative errno: then none
+ * is released, except that an error publishing the catalog of a bucket
+ * store after the commit leaves the commit in place. */
 int cairn_release_temp(cairn_store *st, const uint64_t *guids, size_t n, const char *tag);
 
 /** Calls fn for each hold on snap, by tag: pid is 0 for a user hold, the
