@@ -74,8 +74,21 @@ echo "90 changed files ($changed bytes): $read4 bytes read"
 [ -n "$read4" ] && [ "$read4" -gt "$changed" ] ||
 	fail "no unchanged neighbour was re-packed (${read4:-?} bytes read, $changed changed): a mostly superseded bundle stays alive: $out"
 out=$(cairn snapshot -v -p tank@5 2>&1) || fail "unchanged backup: $out"
-echo "$out" | grep -q ' 0 read,' ||
-	fail "an unchanged backup after a re-pack read files: $out; tank@4 was: $out4; diff -H tank@4 tank@5: $(cairn diff -H tank@4 tank@5 2>&1 | head -20)"
+read5=$(echo "$out" | sed -n 's/.* files, \([0-9]*\) read,.*/\1/p')
+# A bundle is judged on the previous snapshot's use less the changes in the
+# group at hand, so one whose members sat in two groups of tank@4, each
+# with changes, is seen to be mostly superseded only now: its unchanged
+# members are re-packed once more (the file sizes are random, so some runs
+# have such a bundle).  The backup after that reads nothing.
+if [ "${read5:-x}" != 0 ]; then
+	echo "tank@5 re-packed what two groups of tank@4 shared: $read5 bytes read"
+	[ -n "$read5" ] && [ "$read5" -lt "$read4" ] ||
+		fail "an unchanged backup after a re-pack read ${read5:-?} bytes: $out; tank@4 was: $out4"
+	[ -z "$(cairn diff -H tank@4 tank@5 2>&1)" ] || fail "tank@4 and tank@5 differ"
+	out=$(cairn snapshot -v -p tank@6 2>&1) || fail "unchanged backup: $out"
+	echo "$out" | grep -q ' 0 read,' ||
+		fail "the second unchanged backup after a re-pack read files: $out; tank@5 read $read5"
+fi
 
 # every snapshot restores exactly, also after its predecessors are gone
 ok cairn restore tank@5 "$TESTDIR/r5"
