@@ -1,16 +1,59 @@
 /* cmd_holds.c - cairn holds: NAME, TAG, TIMESTAMP of each hold. */
+#include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
+#include "props.h"
 
-static const char *u = "holds [-r] [-H] [-p] SNAPSHOT...";
+static const char *u = "holds [-r] [-H] [-p] [-j [--json-int]] SNAPSHOT...";
 
 typedef struct hopts {
-	bool scripted, exact;
+	bool scripted, exact, json, json_int;
+	char *open_snap; /* -j: the snapshot whose object is open (a copy) */
 } hopts_t;
+
+/* -j: a snapshot's object opens at its first hold and closes at the next
+ * snapshot's (or the end): snapshots without holds print nothing, as in
+ * the table. */
+static void json_close_snap(hopts_t *o)
+{
+	if (o->open_snap)
+		fputs("}}", stdout);
+	free(o->open_snap);
+	o->open_snap = NULL;
+}
+
+static int json_hold(hopts_t *o, const char *snap, const char *tag, const char *ts, int64_t t,
+		      int pid)
+{
+	if (!o->open_snap || strcmp(o->open_snap, snap)) {
+		json_close_snap(o);
+		if (!(o->open_snap = strdup(snap)))
+			return -ENOMEM;
+		json_object_sep();
+		json_str(stdout, snap);
+		fputs(":{\"name\":", stdout);
+		json_str(stdout, snap);
+		fputs(",\"holds\":{", stdout);
+	} else {
+		putchar(',');
+	}
+	json_str(stdout, tag);
+	fputs(":{\"timestamp\":", stdout);
+	if (o->json_int)
+		printf("%lld", (long long)t);
+	else
+		json_str(stdout, ts);
+	printf(",\"temporary\":%s", pid ? "true" : "false");
+	if (pid)
+		printf(o->json_int ? ",\"pid\":%d" : ",\"pid\":\"%d\"", pid);
+	putchar('}');
+	return 0;
+}
 
 static int print_hold(const char *snap, const char *tag, int64_t t, int pid, void *arg)
 {
@@ -24,6 +67,8 @@ static int print_hold(const char *snap, const char *tag, int64_t t, int pid, voi
 		localtime_r(&tt, &tm);
 		strftime(ts, sizeof(ts), "%a %b %e %H:%M %Y", &tm);
 	}
+	if (o->json)
+		return json_hold(o, snap, tag, ts, t, pid);
 	if (pid)
 		snprintf(owner, sizeof(owner), "%s(temporary, pid %d)", o->scripted ? "\t" : "  ",
 			 pid);
@@ -36,47 +81,58 @@ static int print_hold(const char *snap, const char *tag, int64_t t, int pid, voi
 
 int cmd_holds(int argc, char **argv)
 {
+	static const struct option lo[] = {{"json", no_argument, 0, 'j'},
+					   {"json-int", no_argument, 0, 'I'},
+					   {"help", no_argument, 0, 'h'},
+					   {0}};
 	hopts_t o = {0};
 	bool recursive = false;
 	int ch;
-	while ((ch = getopt(argc, argv, "rHp")) != -1) {
-		if (ch == 'r')
-			recursive = true;
-		else if (ch == 'H')
-			o.scripted = true;
-		else if (ch == 'p')
-			o.exact = true;
-		else
-			return cli_usage(u, NULL);
+	while ((ch = getopt_long(argc, argv, "rHpjh", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'r': recursive = true; break;
+		case 'H': o.scripted = true; break;
+		case 'p': o.exact = true; break;
+		case 'j': o.json = true; break;
+		case 'I': o.json_int = true; break;
+		case 'h': printf("usage: cairn %s\n", u); return 0;
+		default: return cli_usage(u, NULL);
+		}
 	}
 	if (optind >= argc)
 		return cli_usage(u, "expected at least one snapshot");
+	if (o.json_int && !o.json)
+		return cli_usage(u, "--json-int needs -j");
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;
-	if (!o.scripted)
+	if (o.json)
+		json_begin_section("holds", "snapshots");
+	else if (!o.scripted)
 		printf("%-32s %-20s %s\n", "NAME", "TAG", "TIMESTAMP");
 	int rc = 0;
 	for (int i = optind; i < argc && !rc; i++) {
 		char **names = NULL;
 		size_t n = 0;
 		int r;
-		if (recursive)
+		if (recursive) {
 			r = cairn_snapshot_expand(st, argv[i], &names, &n);
-		else {
+		} else {
 			names = malloc(sizeof(char *));
-			names[0] = strdup(argv[i]);
-			n = 1;
-			r = 0;
+			r = names && (names[0] = strdup(argv[i])) ? 0 : -ENOMEM;
+			n = r == 0;
 		}
 		for (size_t k = 0; r == 0 && k < n; k++)
 			r = cairn_holds_iter(st, names[k], print_hold, &o);
 		if (r < 0)
 			rc = cli_fail(st, argv[i], r);
+		json_close_snap(&o);
 		for (size_t k = 0; k < n; k++)
 			free(names[k]);
 		free(names);
 	}
+	if (o.json)
+		json_end();
 	cairn_store_close(st);
 	return rc;
 }

@@ -394,11 +394,16 @@ void json_str(FILE *f, const char *s)
 
 void json_begin(const char *verb)
 {
+	json_begin_section(verb, "datasets");
+}
+
+void json_begin_section(const char *verb, const char *section)
+{
 	if (g_cli.json_open)
 		return;
 	printf("{\"output_version\":{\"command\":\"%s %s\",\"vers_major\":0,"
-	       "\"vers_minor\":1},\"datasets\":{",
-	       g_cli.zfs ? "zfs" : "cairn", verb);
+	       "\"vers_minor\":1},\"%s\":{",
+	       g_cli.zfs ? "zfs" : "cairn", verb, section);
 	g_cli.json_open = true;
 	g_cli.json_objects = false;
 }

@@ -55,6 +55,9 @@ void json_str(FILE *f, const char *s);
  * json_object_sep the comma before each object but the document's first;
  * json_end the tail, unless the document spans several stores. */
 void json_begin(const char *verb);
+/* The same with another name than "datasets" for the document's one
+ * object (holds, config). */
+void json_begin_section(const char *verb, const char *section);
 void json_object_sep(void);
 void json_end(void);
 /* ,"source":{"type":...,"data":...} of a get/list source string. */

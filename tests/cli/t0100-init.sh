@@ -12,7 +12,7 @@ fails_with 1 "not empty" "$CAIRN" init
 
 # -s beats $CAIRN_STORE
 ok "$CAIRN" -s "$TESTDIR/other" init --chunk-size 256K >/dev/null
-"$CAIRN" -s "$TESTDIR/other" config chunk_size | grep -q 262144 || fail "chunk size not kept"
+"$CAIRN" -s "$TESTDIR/other" config -p chunk_size | grep -q 262144 || fail "chunk size not kept"
 fails_with 2 "power of two" "$CAIRN" -s "$TESTDIR/x" init --chunk-size 100K
 # (2^54 + 64) K wraps round to 64K when scaled before the range check
 fails_with 2 "power of two" "$CAIRN" -s "$TESTDIR/x" init --chunk-size 18014398509481984064K
@@ -28,6 +28,24 @@ CAIRN_LIST_BATCH_SIZE=9 cairn config list_batch_size | grep -q ' 9 .*env' || fai
 fails_with 1 "CAIRN_LIST_BATCH_SIZE" env CAIRN_LIST_BATCH_SIZE=99999 "$CAIRN" config list_batch_size
 fails_with 1 "unknown setting" cairn config nosuch=1
 cairn config | grep -q gc_atime_cutoff || fail "config listing"
+[ "$(cairn config | head -1 | tr -s ' ')" = "KEY VALUE SOURCE RANGE UNIT" ] || fail "config header"
+[ "$(cairn config -p chunk_size | awk '$1 == "chunk_size" {print $2}')" = 1048576 ] || fail "config -p: exact size"
+[ "$(cairn config chunk_size | awk '$1 == "chunk_size" {print $2}')" = 1.00M ] || fail "config: size as list shows sizes"
+[ "$(cairn config -H -p list_batch_size)" = "$(printf 'list_batch_size\t7\tstore\t1..4096\tentries')" ] ||
+	fail "config -H -p: $(cairn config -H -p list_batch_size)"
+[ "$(cairn config -H | wc -l)" = "$(cairn config | sed 1d | wc -l)" ] || fail "config -H prints a header"
+out=$(cairn config -j --json-int) || fail "config -j"
+echo "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["settings"]
+assert d["list_batch_size"]["value"] == 7 and d["list_batch_size"]["source"] == "store", d
+assert d["chunk_size"]["min"] == 65536 and d["chunk_size"]["unit"] == "bytes", d
+assert "gc_atime_cutoff" in d and len(d) >= 10, d
+' || fail "config -j document: $out"
+[ "$(cairn config -j list_batch_size | python3 -c 'import json,sys; print(json.load(sys.stdin)["settings"]["list_batch_size"]["value"])')" = 7 ] ||
+	fail "config -j KEY"
+fails_with 2 "needs -j" cairn config --json-int
+fails_with 2 "usage" cairn config -x
 
 # a filesystem without working atimes is refused
 fails_with 1 "access times" env CAIRN_TEST_NO_ATIME=1 "$CAIRN" -s "$TESTDIR/noatime" init

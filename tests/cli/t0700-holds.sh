@@ -80,6 +80,25 @@ human=$(cairn holds -H tank@s1 | head -1 | cut -f3)
 out=$(cairn holds -H tank@s1 tank/b@s1)
 [ "$(echo "$out" | cut -f1,2 | tr '\t' ' ')" = "tank@s1 keep
 tank@s1 other" ] || fail "holds of two snapshots: $out"
+# -j: one document, snapshots by name, tags by name; --json-int numbers
+out=$(cairn holds -j tank@s1 tank/b@s1) || fail "holds -j"
+echo "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["output_version"]["command"] == "cairn holds", d
+s = d["snapshots"]
+assert list(s) == ["tank@s1"], s
+assert sorted(s["tank@s1"]["holds"]) == ["keep", "other"], s
+h = s["tank@s1"]["holds"]["keep"]
+assert isinstance(h["timestamp"], str) and h["temporary"] is False, h
+' || fail "holds -j document: $out"
+out=$(cairn holds -j -p --json-int tank@s1) || fail "holds -j --json-int"
+[ "$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshots"]["tank@s1"]["holds"]["keep"]["timestamp"])')" = "$ts" ] ||
+	fail "holds --json-int timestamp: $out"
+fails_with 2 "needs -j" cairn holds --json-int tank@s1
+out=$(cairn holds -j tank@nosuch 2>/dev/null) && fail "holds -j of a missing snapshot succeeded"
+echo "$out" | python3 -c 'import json,sys; assert json.load(sys.stdin)["snapshots"] == {}' ||
+	fail "holds -j of a missing snapshot: not a valid empty document: $out"
 # a snapshot with no holds: header only, success
 out=$(cairn holds tank@s2) || fail "holds of an unheld snapshot failed"
 [ "$(echo "$out" | wc -l)" = 1 ] || fail "unheld snapshot listed holds: $out"
