@@ -1,24 +1,80 @@
 /* cmd_prune.c - cairn prune: keep rules over each dataset's snapshots. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "parse.h"
+#include "props.h"
 
 static const char *u =
-	"prune [-n] [-v] [-r] [--keep-last N] [--keep-hourly N] [--keep-daily N]\n"
-	"       [--keep-weekly N] [--keep-monthly N] [--keep-yearly N] [--keep-within DURATION]\n"
+	"prune [-n] [-v] [-H] [-j [--json-int]] [-r] [--keep-last N] [--keep-hourly N]\n"
+	"       [--keep-daily N] [--keep-weekly N] [--keep-monthly N] [--keep-yearly N]\n"
+	"       [--keep-within DURATION]\n"
 	"       DATASET...";
+
+typedef struct popts {
+	bool dry, scripted, json, json_int;
+	FILE *out; /* one dataset's lines, printed once its prune committed */
+	bool objects, objects_pending; /* -j: objects printed, and in out */
+} popts_t;
 
 static void item(const char *snap, bool keep, const char *reason, void *arg)
 {
-	bool dry = *(bool *)arg;
-	if (keep)
-		printf("keep    %s (%s)\n", snap, !strcmp(reason, "held") ? "kept because held" : reason);
-	else
-		printf("%s  %s\n", dry ? "remove" : "removed", snap);
+	popts_t *p = arg;
+	const char *action = keep ? "keep" : p->dry ? "remove" : "removed";
+	if (p->json) {
+		if (p->objects || p->objects_pending)
+			fputc(',', p->out);
+		p->objects_pending = true;
+		json_str(p->out, snap);
+		fputs(":{\"name\":", p->out);
+		json_str(p->out, snap);
+		fprintf(p->out, ",\"action\":\"%s\",\"reason\":", action);
+		json_str(p->out, reason);
+		fputc('}', p->out);
+	} else if (p->scripted) {
+		fprintf(p->out, "%s\t%s\t%s\n", action, snap, reason);
+	} else if (keep) {
+		fprintf(p->out, "keep    %s (%s)\n", snap,
+			!strcmp(reason, "held") ? "kept because held" : reason);
+	} else {
+		fprintf(p->out, "%s  %s\n", action, snap);
+	}
+}
+
+/* Prunes one dataset; its lines reach stdout only if the prune (or the
+ * dry run) went through, so nothing is listed as removed that was not. */
+static int prune_one(cairn_store *st, const char *ds, cairn_prune_opts *o, popts_t *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	if (o->item && !(p->out = open_memstream(&buf, &len)))
+		return -ENOMEM;
+	int r = cairn_prune(st, ds, o);
+	if (p->out && fclose(p->out) && r == 0)
+		r = -ENOMEM;
+	p->out = NULL;
+	if (r == 0 && len)
+		fwrite(buf, 1, len, stdout);
+	p->objects |= r == 0 && p->objects_pending;
+	p->objects_pending = false;
+	free(buf);
+	return r;
+}
+
+static void summary(const cairn_prune_opts *o, const popts_t *p)
+{
+	if (p->json)
+		printf(p->json_int ? "},\"dry_run\":%s,\"removed\":%llu,\"kept\":%llu}\n"
+				   : "},\"dry_run\":%s,\"removed\":\"%llu\",\"kept\":\"%llu\"}\n",
+		       p->dry ? "true" : "false", (unsigned long long)o->removed,
+		       (unsigned long long)o->kept);
+	else if (!p->scripted)
+		printf("%s %llu, kept %llu\n", p->dry ? "would remove" : "removed",
+		       (unsigned long long)o->removed, (unsigned long long)o->kept);
 }
 
 int cmd_prune(int argc, char **argv)
@@ -27,16 +83,21 @@ int cmd_prune(int argc, char **argv)
 		{"keep-last", required_argument, 0, 'l'},   {"keep-hourly", required_argument, 0, 'h'},
 		{"keep-daily", required_argument, 0, 'd'},  {"keep-weekly", required_argument, 0, 'w'},
 		{"keep-monthly", required_argument, 0, 'm'}, {"keep-yearly", required_argument, 0, 'y'},
-		{"keep-within", required_argument, 0, 'W'}, {0}};
+		{"keep-within", required_argument, 0, 'W'}, {"json", no_argument, 0, 'j'},
+		{"json-int", no_argument, 0, 'I'},          {0}};
 	cairn_prune_opts o = {0};
+	popts_t p = {0};
 	bool verbose = false, recursive = false;
 	unsigned seen = 0; /* keep options given, so a repeat is refused */
 	int ch;
-	while ((ch = getopt_long(argc, argv, "nvr", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "nvrHj", lo, NULL)) != -1) {
 		uint32_t *slot = NULL;
 		switch (ch) {
 		case 'n': o.dry_run = true; continue;
 		case 'v': verbose = true; continue;
+		case 'H': p.scripted = true; continue;
+		case 'j': p.json = true; continue;
+		case 'I': p.json_int = true; continue;
 		case 'r': recursive = true; continue;
 		case 'l': slot = &o.keep_last; break;
 		case 'h': slot = &o.keep_hourly; break;
@@ -76,14 +137,19 @@ int cmd_prune(int argc, char **argv)
 	    !o.keep_yearly && !o.keep_within)
 		return cli_usage(u, "no keep option given (or all zero): that would remove every "
 				    "snapshot");
-	bool dry = o.dry_run;
-	if (verbose || dry) {
+	if (p.json_int && !p.json)
+		return cli_usage(u, "--json-int needs -j");
+	p.dry = o.dry_run;
+	bool listing = verbose || p.dry || p.scripted || p.json;
+	if (listing) {
 		o.item = item;
-		o.arg = &dry;
+		o.arg = &p;
 	}
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;
+	if (p.json)
+		json_begin_section("prune", "snapshots");
 	int rc = 0;
 	for (int i = optind; i < argc && !rc; i++) {
 		cairn_list_spec spec = {.roots = (const char *const *)&argv[i], .nroots = 1,
@@ -96,23 +162,27 @@ int cmd_prune(int argc, char **argv)
 		char **names = NULL;
 		size_t n = 0;
 		while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
-			for (size_t k = 0; k < b.n; k++) {
-				names = realloc(names, (n + 1) * sizeof(char *));
-				names[n++] = strdup(b.name[k]);
+			for (size_t k = 0; r >= 0 && k < b.n; k++) {
+				char **more = realloc(names, (n + 1) * sizeof(char *));
+				if (!more || !(more[n] = strdup(b.name[k])))
+					r = -ENOMEM;
+				if (more)
+					names = more;
+				n += r >= 0;
 			}
 		cairn_list_batch_free(&b);
 		cairn_list_close(l);
 		for (size_t k = 0; r >= 0 && k < n; k++)
-			r = cairn_prune(st, names[k], &o);
+			r = prune_one(st, names[k], &o, &p);
 		if (r < 0)
 			rc = cli_fail(st, argv[i], r);
 		for (size_t k = 0; k < n; k++)
 			free(names[k]);
 		free(names);
 	}
-	if (!rc && (verbose || dry))
-		printf("%s %llu, kept %llu\n", dry ? "would remove" : "removed",
-		       (unsigned long long)o.removed, (unsigned long long)o.kept);
+	/* The document is closed even after a failure, so it stays valid. */
+	if (listing && (!rc || p.json))
+		summary(&o, &p);
 	cairn_store_close(st);
 	return rc;
 }

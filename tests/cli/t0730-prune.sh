@@ -372,6 +372,26 @@ for s in r1 r2 r3; do ok cairn snapshot -r "tree@$s"; done
 before=$(state)
 out=$(cairn prune -n -r --keep-last 1 tree)
 [ "$(echo "$out" | grep -c '^remove ')" = 6 ] || fail "prune -n -r plan: $out"
+# -H: action, snapshot, reason, tab-separated, no summary
+out=$(cairn prune -n -H -r --keep-last 1 tree) || fail "prune -n -H"
+[ "$(echo "$out" | wc -l)" = 9 ] || fail "prune -H lines: $out"
+echo "$out" | awk -F'\t' 'NF != 3 { exit 1 }' || fail "prune -H is not 3 tab-separated fields: $out"
+[ "$(echo "$out" | grep -c "^remove$(printf '\t')tree/a@")" = 2 ] || fail "prune -H removals: $out"
+[ "$(echo "$out" | grep "tree/b@r3")" = "$(printf 'keep\ttree/b@r3\tlast 1')" ] || fail "prune -H keep: $out"
+# -j: one document over the three datasets; --json-int counts as numbers
+out=$(cairn prune -n -j --json-int -r --keep-last 1 tree) || fail "prune -n -j"
+echo "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["output_version"]["command"] == "cairn prune", d
+s = d["snapshots"]
+assert len(s) == 9, s
+assert s["tree/a@r3"] == {"name": "tree/a@r3", "action": "keep", "reason": "last 1"}, s
+assert s["tree/b@r1"]["action"] == "remove", s
+assert d["dry_run"] is True and d["removed"] == 6 and d["kept"] == 3, d
+' || fail "prune -j document: $out"
+[ "$(state)" = "$before" ] || fail "prune -n -H / -j changed the store"
+fails_with 2 "needs -j" cairn prune -n --json-int --keep-last 1 tree
 [ "$(state)" = "$before" ] || fail "prune -n -r changed the store"
 t0=$(txg)
 ok cairn prune -r --keep-last 1 tree
