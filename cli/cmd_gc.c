@@ -118,6 +118,7 @@ int cmd_gc(int argc, char **argv)
 					   {0}};
 	cairn_gc_opts o = {.cache_capacity = -1, .progress = cli_progress, .warn = warn};
 	bool verbose = false, json = false, status = false;
+	bool tuned = false; /* an option for a run, not for --status */
 	int ch;
 	int64_t v;
 	while ((ch = getopt_long(argc, argv, "nvj", lo, NULL)) != -1) {
@@ -127,22 +128,26 @@ int cmd_gc(int argc, char **argv)
 		case 'j': json = true; break;
 		case 'S': status = true; break;
 		case 'c':
+			tuned = true;
 			if (parse_count(optarg, 64 << 20, &v) < 0)
 				return cli_usage(u, "invalid cache capacity '%s' (0..64M digests)",
 						 optarg);
 			o.cache_capacity = v;
 			break;
 		case 'b':
+			tuned = true;
 			if (parse_count(optarg, 16 << 20, &v) < 0 || v < 1)
 				return cli_usage(u, "invalid batch '%s' (1..16M entries)", optarg);
 			o.batch = v;
 			break;
 		case 't':
+			tuned = true;
 			if (parse_count(optarg, 64, &v) < 0 || v < 1)
 				return cli_usage(u, "invalid thread count '%s' (1..64)", optarg);
 			o.threads = v;
 			break;
 		case 'o':
+			tuned = true;
 			if (!strcmp(optarg, "inode"))
 				o.order = CAIRN_GC_ORDER_INODE;
 			else if (!strcmp(optarg, "digest"))
@@ -159,7 +164,7 @@ int cmd_gc(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage(u, "unexpected argument '%s'", argv[optind]);
-	if (status && (o.dry_run || verbose || o.batch || o.cache_capacity >= 0))
+	if (status && (o.dry_run || verbose || tuned))
 		return cli_usage(u, "--status takes only -j");
 	/* The first signal stops GC at its next safe point; a second one
 	 * (SA_RESETHAND) kills as usual.  Installed before the store is
@@ -197,7 +202,8 @@ int cmd_gc(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	bool dry = o.dry_run;
-	if (verbose) {
+	/* With -j standard output is one JSON document: no chunk lines. */
+	if (verbose && !json) {
 		o.item = item;
 		o.arg = &dry;
 	}

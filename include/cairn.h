@@ -633,7 +633,8 @@ typedef struct cairn_gc_status {
  * time (-EBUSY "GC already running").  Refuses with CAIRN_ENOATIME where
  * the filesystem does not update atimes.  Missing referenced chunks are
  * reported through opts->warn, counted, and make the call return
- * CAIRN_ECORRUPT after sweep has run.  SIGINT/SIGTERM: see
+ * CAIRN_ECORRUPT after sweep has run (a dry run looks for them too, except
+ * on a store whose chunks are in a bucket).  SIGINT/SIGTERM: see
  * cairn_gc_interrupt(). */
 int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out);
 

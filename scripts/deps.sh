@@ -11,7 +11,7 @@ want() {
 # build
 want build-essential pkg-config libzstd-dev libxxhash-dev libsqlite3-dev libssl-dev zlib1g-dev
 # tests
-want attr strace python3 sqlite3 bc clang libclang-rt-14-dev zstd acl fuse3 e2fsprogs dosfstools fusefat python3-xxhash mount util-linux coreutils
+want attr strace gdb python3 sqlite3 bc clang libclang-rt-14-dev zstd acl fuse3 e2fsprogs dosfstools fusefat python3-xxhash mount util-linux coreutils
 # S3 backend (libcurl, libxml2) and the single-node Ceph its tests run against
 want libcurl4-openssl-dev libxml2-dev curl ceph-mon ceph-osd radosgw ceph-common
 # encryption: the kernel key retention service

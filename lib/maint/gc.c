@@ -1946,6 +1946,13 @@ typedef struct gcctx {
 	bool unkept_missing; /* one of them could not be remembered */
 	encroot_keyset_t keys; /* loaded keys, for sealed lost markers */
 	bool keys_loaded;      /* (on the first one) */
+	/* Dry run: the chunk directory, to look for the referenced chunks a
+	 * real mark would find missing (-1: not looked for, remote store), and
+	 * those found missing in the current range, with a snapshot needing
+	 * each, reported once the range is final. */
+	int dry_chunkfd;
+	struct drymiss { digest_t d; int64_t owner; } *dmiss;
+	size_t ndmiss, capdmiss;
 } gcctx_t;
 
 static void progress(gcctx_t *c, const char *phase, bool force)
@@ -2014,6 +2021,67 @@ static void on_missing(const digest_t *d, int64_t owner, void *arg)
 	c->opts->warn(obj, -ENOENT, c->opts->arg);
 }
 
+/* Dry run: would a real mark find chunk d?  Its touch succeeds on any
+ * entry under the name, and a "<hex>.gc" left by a killed sweep is put
+ * back first (touch_one), so either name counts as present. */
+static bool dry_present(int chunkfd, const digest_t *d)
+{
+	char path[5 + DIGEST_HEX_LEN + 4];
+	struct stat st;
+	hex_encode(d, path + 5);
+	memcpy(path, path + 5, 4);
+	path[4] = '/';
+	if (fstatat(chunkfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+		return true; /* another error: not known to be missing */
+	memcpy(path + 5 + DIGEST_HEX_LEN, ".gc", 4);
+	return fstatat(chunkfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+}
+
+/* Dry run: adds refs to the range set one by one, so that each chunk new
+ * to the set is looked for once; a missing one is remembered with its
+ * snapshot (reported by dry_report_missing once the range is final). */
+static int dry_add(gcctx_t *c, const chunk_ref_t *refs, size_t n)
+{
+	if (c->dry_chunkfd < 0)
+		return gc_range_add(c->range, refs, n);
+	int past = 0;
+	for (size_t i = 0; i < n; i++) {
+		const digest_t *d = &refs[i].digest;
+		unsigned dir = gc_dir_of(d);
+		bool fresh = dir >= c->range->lo && dir < c->range->hi &&
+			     !refset_has(&c->range->set, d);
+		int r = gc_range_add(c->range, &refs[i], 1);
+		if (r < 0)
+			return r;
+		past |= r;
+		if (!fresh || dry_present(c->dry_chunkfd, d))
+			continue;
+		if (c->ndmiss == c->capdmiss) {
+			size_t nc = c->capdmiss ? c->capdmiss * 2 : 64;
+			struct drymiss *v = realloc(c->dmiss, nc * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			c->dmiss = v;
+			c->capdmiss = nc;
+		}
+		c->dmiss[c->ndmiss++] = (struct drymiss){.d = *d, .owner = c->src->owner};
+	}
+	return past;
+}
+
+static void on_missing(const digest_t *d, int64_t owner, void *arg);
+
+/* Dry run, after a range's walk: reports its missing chunks.  Those the
+ * range dropped when it shrank belong to a later range, which looks for
+ * them again. */
+static void dry_report_missing(gcctx_t *c)
+{
+	for (size_t i = 0; i < c->ndmiss; i++)
+		if (gc_dir_of(&c->dmiss[i].d) < c->range->hi)
+			on_missing(&c->dmiss[i].d, c->dmiss[i].owner, c);
+	c->ndmiss = 0;
+}
+
 static int mark_refs(const chunk_ref_t *refs, size_t n, void *arg)
 {
 	gcctx_t *c = arg;
@@ -2023,7 +2091,7 @@ static int mark_refs(const chunk_ref_t *refs, size_t n, void *arg)
 	}
 	c->refs += n;
 	if (c->range) {
-		int r = gc_range_add(c->range, refs, n);
+		int r = dry_add(c, refs, n);
 		if (r < 0)
 			c->fatal = r;
 		progress(c, "gc -n mark", false);
@@ -2238,7 +2306,11 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 	if (r < 0)
 		store_err(st, r, "gc: reading the clock or the writer registry: %s", strerror(-r));
 
-	gcctx_t c = {.st = st, .opts = opts, .s = s, .t0 = mono_ns()};
+	/* A dry run looks for the referenced chunks itself (a real mark's
+	 * touches find the missing ones).  Not on a bucket store: there a
+	 * lost marker is not a lost chunk, and only the bucket can tell. */
+	gcctx_t c = {.st = st, .opts = opts, .s = s, .t0 = mono_ns(),
+		     .dry_chunkfd = opts->dry_run && !chunkstore_backend(st->cs) ? chunkfd : -1};
 	gc_idxwalk_t *w = NULL;
 	size_t edges = cap > 0 ? MAX((size_t)cap / 16, 256) : 0;
 	if (r == 0)
@@ -2314,7 +2386,10 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 			c.range = &range;
 			gc_idxwalk_reset(w);
 			uint64_t snaps = s->snapshots, ib = s->index_bytes;
+			c.ndmiss = 0;
 			r = walk_sources(&c, w);
+			if (r == 0)
+				dry_report_missing(&c);
 			if (lo > 0) { /* counted once */
 				s->snapshots = snaps;
 				s->index_bytes = ib;
@@ -2358,9 +2433,9 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 		r = store_err(st, sw.err, "gc sweep: %s: %s", sw.errobj, strerror(-sw.err));
 	if (r == 0 && s->missing)
 		r = store_err(st, CAIRN_ECORRUPT,
-			      "%llu referenced chunks are missing (see the warnings); the rest "
-			      "was collected",
-			      (unsigned long long)s->missing);
+			      "%llu referenced chunks are missing (see the warnings); %s",
+			      (unsigned long long)s->missing,
+			      opts->dry_run ? "dry run: nothing was removed" : "the rest was collected");
 	if (r == 0 && c.damaged)
 		r = store_err(st, CAIRN_ECORRUPT,
 			      "%llu index streams could not be read (see the warnings); their "
@@ -2382,6 +2457,7 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 	free(c.dbuf);
 	free(c.name_cache);
 	free(c.missing);
+	free(c.dmiss);
 	encroot_keyset_free(&c.keys);
 	gc_marker_free(c.mk);
 	gc_idxwalk_free(w);

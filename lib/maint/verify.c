@@ -50,6 +50,7 @@ typedef struct vbad {
 	int err;
 	bool renamed;
 	bool unmarked; /* a remote store's marker of a missing object, removed */
+	bool gone;     /* missing, and no target snapshot needs it any more */
 	size_t nusers;
 } vbad_t;
 
@@ -447,6 +448,7 @@ typedef struct usectx {
 	vuse_t *uses;
 	size_t nuses, capuses;
 	size_t first_of_snap; /* uses of the current snapshot start here */
+	bool incomplete;      /* some use may not be listed (no memory, unreadable) */
 } usectx_t;
 
 static vuse_t *use_add(usectx_t *u, size_t bad, int64_t snap, const char *what)
@@ -472,8 +474,10 @@ static int find_uses(const chunk_ref_t *refs, size_t n, void *arg)
 	usectx_t *u = arg;
 	for (size_t i = 0; i < n; i++) {
 		vbad_t *b = bad_find(u->c, &refs[i].digest);
-		if (b && !use_add(u, b - u->c->bad, u->c->src->owner, NULL))
+		if (b && !use_add(u, b - u->c->bad, u->c->src->owner, NULL)) {
+			u->incomplete = true;
 			return -ENOMEM;
+		}
 	}
 	return 0;
 }
@@ -484,8 +488,8 @@ static void roots_uses(usectx_t *u, const buf_t *roots, const char *what)
 		chunk_ref_t r;
 		chunk_ref_unpack(roots->data + i * CHUNK_REF_WIRE, &r);
 		vbad_t *b = bad_find(u->c, &r.digest);
-		if (b)
-			use_add(u, b - u->c->bad, u->c->src->owner, what);
+		if (b && !use_add(u, b - u->c->bad, u->c->src->owner, what))
+			u->incomplete = true;
 	}
 }
 
@@ -535,15 +539,21 @@ static void map_files(usectx_t *u)
 	crypt_keys_free(key);
 }
 
-static void report(vctx_t *c)
+/* Reports the bad chunks with the snapshots and files that use them.
+ * Returns how many of them no longer matter: missing chunks that no target
+ * snapshot uses now (its snapshots were destroyed after the chunk set was
+ * collected, and a GC then removed them, as it may: verify holds nothing).
+ * Those are not damage, and are not reported. */
+static size_t report(vctx_t *c)
 {
 	usectx_t u = {.c = c};
 	gc_idxwalk_t *w = NULL;
 	if (gc_idxwalk_new(0, &w) < 0)
-		return;
+		return 0;
 	gc_srciter_t it;
 	gc_srciter_init(&it, c->st, c->ids, c->nids, false);
-	while (gc_srciter_next(&it, &c->src) == 1) {
+	int more;
+	while ((more = gc_srciter_next(&it, &c->src)) == 1) {
 		u.first_of_snap = u.nuses;
 		roots_uses(&u, &c->src->tree, "tree stream");
 		roots_uses(&u, &c->src->idx, "index stream");
@@ -552,8 +562,9 @@ static void report(vctx_t *c)
 		int r = nroots ? gc_idxwalk_stream(w, c->st->cs, c->src->idx.data, nroots,
 						   find_uses, &u, &failed)
 			       : CAIRN_ECORRUPT;
-		if (r < 0)
-			gc_tree_refs(c->st->cs, &c->src->tree, find_uses, &u, &failed);
+		if (r < 0 &&
+		    gc_tree_refs(c->st->cs, &c->src->tree, find_uses, &u, &failed) < 0)
+			u.incomplete = true;
 		bool content = false;
 		for (size_t i = u.first_of_snap; i < u.nuses; i++) {
 			u.uses[i].snap = c->src->owner;
@@ -562,14 +573,33 @@ static void report(vctx_t *c)
 		if (content)
 			map_files(&u);
 	}
+	if (more < 0)
+		u.incomplete = true;
 	c->src = NULL;
 	gc_srciter_free(&it);
 	gc_idxwalk_free(w);
+
+	/* Missing chunks that no target snapshot uses now: see above.  (One
+	 * that a snapshot needs is found here through its index, or its tree
+	 * where the index cannot be read, or as a root of either; if a list
+	 * could not be read to the end, every one is reported.) */
+	size_t gone = 0;
+	for (size_t b = 0; !u.incomplete && b < c->nbad; b++) {
+		vbad_t *bd = &c->bad[b];
+		if (bd->err != -ENOENT || bd->unmarked)
+			continue;
+		bd->gone = true;
+		for (size_t i = 0; bd->gone && i < u.nuses; i++)
+			bd->gone = u.uses[i].bad != b;
+		gone += bd->gone;
+	}
 
 	/* One warning per (chunk, snapshot), chunk by chunk. */
 	char *path = NULL;
 	for (size_t b = 0; b < c->nbad; b++) {
 		vbad_t *bd = &c->bad[b];
+		if (bd->gone)
+			continue;
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&bd->d, hex);
 		free(path);
@@ -622,6 +652,7 @@ static void report(vctx_t *c)
 		free(u.uses[i].files);
 	}
 	free(u.uses);
+	return gone;
 }
 
 static int record_verified(vctx_t *c, int64_t when)
@@ -716,7 +747,7 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 	gc_idxwalk_free(w);
 	opts->chunks = atomic_load(&c.chunks);
 	opts->bytes = atomic_load(&c.bytes);
-	opts->bad = c.nbad;
+	size_t nbad = c.nbad; /* less those that no longer matter (report) */
 	if (r == 0 && c.nbad) {
 		qsort(c.bad, c.nbad, sizeof(vbad_t), bad_cmp);
 		/* On a remote store an I/O error is the bucket's or the
@@ -735,8 +766,9 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 			else if (b->err == CAIRN_ECORRUPT || (b->err == -EIO && !remote))
 				b->renamed = renameat(c.chunkfd, from, c.chunkfd, to) == 0;
 		}
-		report(&c);
+		nbad -= report(&c);
 	}
+	opts->bad = nbad;
 	if (r == 0 && c.nseen) {
 		int e = record_verified(&c, start);
 		/* A read-only store can be verified; it just cannot remember it. */
@@ -745,8 +777,8 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 		if (e < 0)
 			r = store_err(st, e, "recording lastverified: %s", catalog_errmsg(st->cat));
 	}
-	if (r == 0 && (c.nbad || c.nbroken))
-		r = store_err(st, CAIRN_ECORRUPT, "%zu bad chunks%s", c.nbad,
+	if (r == 0 && (nbad || c.nbroken))
+		r = store_err(st, CAIRN_ECORRUPT, "%zu bad chunks%s", nbad,
 			      c.nbroken ? " (the snapshots using them were not marked verified)"
 					: "");
 	if (c.chunkfd >= 0)

@@ -183,6 +183,24 @@ sqlite3 "$CAIRN_STORE/catalog.db" 'SELECT disk_chunks FROM gcstatus' >/dev/null 
 fails_with 2 "invalid order" "$CAIRN" gc --order random
 fails_with 2 "invalid batch" "$CAIRN" gc --batch 0
 fails_with 2 "status" "$CAIRN" gc --status -n
+# --status shows the last run: the run's tuning is refused, not ignored.
+fails_with 2 "status" "$CAIRN" gc --status --threads 2
+fails_with 2 "status" "$CAIRN" gc --status --order digest
+
+# -v -j: standard output is one JSON document (the removed chunks' lines
+# went there first).
+mkdir "$TESTDIR/gj"
+head -c 200000 /dev/urandom >"$TESTDIR/gj/f"
+ok cairn create -o source="$TESTDIR/gj" tank2
+ok cairn snapshot tank2@a
+ok cairn destroy -r tank2
+sleep 1
+"$CAIRN" gc -v -j >"$TESTDIR/gj.out" || fail "gc -v -j"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["removed_chunks"] > 0, d
+' "$TESTDIR/gj.out" || fail "gc -v -j is not JSON: $(head -c 300 "$TESTDIR/gj.out")"
 rm -rf "$TESTDIR/empty"
 CAIRN_STORE=$TESTDIR/empty "$CAIRN" init >/dev/null
 out=$(CAIRN_STORE=$TESTDIR/empty "$CAIRN" gc --status 2>&1) && fail "status on a fresh store"

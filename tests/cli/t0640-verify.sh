@@ -5,7 +5,7 @@
 # chunk's path, the snapshot and the file that use it; damaged chunks are
 # renamed <digest>.bad, verify exits 1, and lastverified is set only on
 # the snapshots that verified clean.  GC then reports the missing chunk
-# (exit 1) but still sweeps.  A later backup of the same data writes the
+# (exit 1) but still sweeps; its dry run reports them the same way.  A later backup of the same data writes the
 # chunk anew, after which the old snapshot verifies and restores again.
 # A damaged index stream chunk: verify and GC fall back to the tree.
 . "$(dirname "$0")/lib.sh"
@@ -68,6 +68,14 @@ echo "$out" | grep "$(basename "$wrong")" | grep -q "snapshot tank/sub@one, file
 
 # GC: the referenced chunks are missing now: reported, exit 1, sweep ran.
 ok cairn config gc_atime_cutoff=0
+# The dry run finds them too, as the real run will (it said nothing and
+# exited 0), and still removes nothing.
+out=$("$CAIRN" gc -n -j 2>&1)
+rc=$?
+[ $rc = 1 ] || fail "gc -n with missing chunks: exit $rc"
+echo "$out" | grep -q "chunk $(basename "$flip") .*needed by tank@one" || fail "gc -n missing warning: $out"
+echo "$out" | grep -q '"missing":3,' || fail "gc -n missing count: $out"
+echo "$out" | grep -q 'dry run: nothing was removed' || fail "gc -n missing summary: $out"
 out=$("$CAIRN" gc -v 2>&1)
 rc=$?
 [ $rc = 1 ] || fail "gc with missing chunks: exit $rc"
