@@ -709,8 +709,12 @@ static int read_xattrs_at(const bctx_t *c, const char *path, tree_entry_t *e)
  * only the part of the path below it.  The walk saw a regular file, but
  * the name may be another object by now: O_NONBLOCK keeps the open of a
  * FIFO from waiting for a writer forever, and anything but a regular file
- * is refused before it is read. */
-static int source_open(int at, const char *name)
+ * is refused before it is read.  So is another regular file (one renamed
+ * over the name since the stat, as editors and atomic writers do): the
+ * entry holds the stat's mode, owner, times and size, and reading the new
+ * file's bytes into it would record a file that never existed (the old
+ * one's metadata, the new one's content cut to the old size). */
+static int source_open(int at, const char *name, const tree_entry_t *want)
 {
 	int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOATIME;
 	int fd = openat(at, name, flags);
@@ -722,6 +726,8 @@ static int source_open(int at, const char *name)
 		return -errno;
 	struct stat st;
 	int r = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : CAIRN_ECHANGED;
+	if (r == 0 && (st.st_ino != want->ino || st.st_dev != want->dev))
+		r = CAIRN_ECHANGED;
 	/* Local filesystems ignore O_NONBLOCK on a regular file; a FUSE or
 	 * network one may pass it on, so reads go without it. */
 	if (r == 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
@@ -744,7 +750,7 @@ static int xattrs_from_fd(pending_t *p, int fd)
 
 static int read_small(bctx_t *c, pending_t *p, buf_t *into)
 {
-	int fd = source_open(c->rootfd, p->e.path);
+	int fd = source_open(c->rootfd, p->e.path, &p->e);
 	if (fd < 0)
 		return fd;
 	size_t before = into->len;
@@ -1125,7 +1131,7 @@ static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *s
 		}
 		/* A reused chunk is gone (or damaged and renamed): read again. */
 	}
-	int fd = source_open(dfd, name);
+	int fd = source_open(dfd, name, e);
 	if (fd < 0)
 		return fd;
 	e->content = TREE_CONTENT_EXTENTS;
