@@ -44,7 +44,7 @@ extern "C" {
 #define CAIRN_EPARTIAL -10008  /**< done, but some files could not be read */
 #define CAIRN_EHELD -10009     /**< the snapshot has holds */
 #define CAIRN_EEXIST_DS -10010 /**< reserved */
-#define CAIRN_ECHANGED -10011  /**< a source file became another kind of object while read */
+#define CAIRN_ECHANGED -10011  /**< a source file was replaced (another inode or kind of object) before it was read */
 #define CAIRN_EBADKEY -10020  /**< incorrect key (wrong passphrase or key file) */
 #define CAIRN_ENOKEY -10021   /**< the encryption key is not loaded */
 #define CAIRN_E_LAST -10099

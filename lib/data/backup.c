@@ -709,8 +709,12 @@ static int read_xattrs_at(const bctx_t *c, const char *path, tree_entry_t *e)
  * only the part of the path below it.  The walk saw a regular file, but
  * the name may be another object by now: O_NONBLOCK keeps the open of a
  * FIFO from waiting for a writer forever, and anything but a regular file
- * is refused before it is read. */
-static int source_open(int at, const char *name)
+ * is refused before it is read.  So is another regular file (one renamed
+ * over the name since the stat, as editors and atomic writers do): the
+ * entry holds the stat's mode, owner, times and size, and reading the new
+ * file's bytes into it would record a file that never existed (the old
+ * one's metadata, the new one's content cut to the old size). */
+static int source_open(int at, const char *name, const tree_entry_t *want)
 {
 	int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOATIME;
 	int fd = openat(at, name, flags);
@@ -722,6 +726,8 @@ static int source_open(int at, const char *name)
 		return -errno;
 	struct stat st;
 	int r = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : CAIRN_ECHANGED;
+	if (r == 0 && (st.st_ino != want->ino || st.st_dev != want->dev))
+		r = CAIRN_ECHANGED;
 	/* Local filesystems ignore O_NONBLOCK on a regular file; a FUSE or
 	 * network one may pass it on, so reads go without it. */
 	if (r == 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
@@ -744,7 +750,7 @@ static int xattrs_from_fd(pending_t *p, int fd)
 
 static int read_small(bctx_t *c, pending_t *p, buf_t *into)
 {
-	int fd = source_open(c->rootfd, p->e.path);
+	int fd = source_open(c->rootfd, p->e.path, &p->e);
 	if (fd < 0)
 		return fd;
 	size_t before = into->len;
@@ -1125,7 +1131,7 @@ static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *s
 		}
 		/* A reused chunk is gone (or damaged and renamed): read again. */
 	}
-	int fd = source_open(dfd, name);
+	int fd = source_open(dfd, name, e);
 	if (fd < 0)
 		return fd;
 	e->content = TREE_CONTENT_EXTENTS;
@@ -1141,8 +1147,11 @@ static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *s
 }
 
 /* Records one object; regular files get their content here or in the
- * bundle group.  Returns <0 only for errors that stop the snapshot. */
-static int visit(bctx_t *c, int dfd, const char *name, const char *path, const struct stat *st)
+ * bundle group.  Returns <0 only for errors that stop the snapshot.
+ * Not inlined: its buffers (a symlink target, a whole path for the xattr
+ * calls) would otherwise sit in every level of the recursive walk, whose
+ * frame then limits how deep a tree can be backed up (see walk). */
+static __attribute__((noinline)) int visit(bctx_t *c, int dfd, const char *name, const char *path, const struct stat *st)
 {
 	pending_t *p = pending_push(c);
 	if (!p)
@@ -1268,8 +1277,9 @@ static int walk_into(bctx_t *c, sa_dir_t *d, size_t i, const char *path)
 	return r;
 }
 
-/* Reads the directory's .cairnignore; a bad line is reported, not fatal. */
-static int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath, const dirlist_t *l)
+/* Reads the directory's .cairnignore; a bad line is reported, not fatal.
+ * Not inlined into walk, for the same reason as visit. */
+static __attribute__((noinline)) int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath, const dirlist_t *l)
 {
 	unsigned bad_line;
 	char why[512];
@@ -1283,12 +1293,20 @@ static int exclude_walk_enter(bctx_t *c, int dfd, const char *dirpath, const dir
 	return r;
 }
 
-/* Walks the listed directory d, whose entries' paths start with dirpath. */
+/* Walks the listed directory d, whose entries' paths start with dirpath.
+ * It recurses once per level, and a path of PATH_MAX bytes can be 2,048
+ * levels deep: the frame must stay small (the path buffer is on the heap),
+ * or a deep tree overflows the stack (at about 600 levels it did). */
 static int walk(bctx_t *c, sa_dir_t *d, const char *dirpath)
 {
+	char *path = malloc(PATH_MAX);
+	if (!path)
+		return -ENOMEM;
 	int r = exclude_walk_enter(c, d->dfd, dirpath, &d->list);
-	if (r < 0)
+	if (r < 0) {
+		free(path);
 		return r;
+	}
 	/* The helper may read subdirectories ahead only where no exclude rule
 	 * could leave them out: it must not open what the walk skips. */
 	if (!exclude_any(c->excl))
@@ -1296,9 +1314,8 @@ static int walk(bctx_t *c, sa_dir_t *d, const char *dirpath)
 	char *const *names = d->list.names;
 	size_t dirlen = strlen(dirpath);
 	for (size_t i = 0; i < d->list.n && r == 0; i++) {
-		char path[PATH_MAX];
-		size_t len = path_join(path, sizeof(path), dirpath, dirlen, names[i]);
-		if (len >= sizeof(path) || len > TREE_MAX_PATH) {
+		size_t len = path_join(path, PATH_MAX, dirpath, dirlen, names[i]);
+		if (len >= PATH_MAX || len > TREE_MAX_PATH) {
 			r = skip_item(c, path, -ENAMETOOLONG);
 			continue;
 		}
@@ -1318,6 +1335,7 @@ static int walk(bctx_t *c, sa_dir_t *d, const char *dirpath)
 			r = walk_into(c, d, i, path);
 	}
 	exclude_leave(c->excl);
+	free(path);
 	return r;
 }
 

@@ -75,7 +75,7 @@ const char *cairn_strerror(int err)
 	case CAIRN_EHELD:
 		return "snapshot has holds";
 	case CAIRN_ECHANGED:
-		return "no longer a regular file (changed during the backup)";
+		return "replaced by another file or no longer a regular file (changed during the backup)";
 	case CAIRN_EBADKEY:
 		return "incorrect key";
 	case CAIRN_ENOKEY:
