@@ -27,4 +27,28 @@ mv "$TESTDIR/cur.away" "$TESTDIR/cur"
 printf '%s\n' "$PASS2" | ok cairn change-key -o keylocation=prompt tank
 printf '%s\n' "$PASS2" | ok cairn load-key -n tank
 [ "$(keystatus tank)" = unavailable ] || fail "change-key from a key file loaded the key"
+
+# recv -o encryption=on: refused before anything is created, and no key of
+# a root that was never committed stays in the keyring (it did: the new
+# root's key was loaded, then the plain stream was refused below it).
+SRC=$TESTDIR/src
+mkdir -p "$SRC" && echo content >"$SRC/f"
+ok cairn create -o source="$SRC" plain
+ok cairn snapshot plain@a
+cairn send plain@a >"$TESTDIR/plain.stream" || fail "send plain"
+printf '%s\n' "$PASS1" >"$TESTDIR/p.key"
+keys0=$(keyctl rlist @s | wc -w)
+fails_with 1 "enc: -o encryption: a receive cannot encrypt" cairn recv -o encryption=on \
+	-o keyformat=passphrase -o keylocation="file://$TESTDIR/p.key" enc <"$TESTDIR/plain.stream"
+[ "$(keyctl rlist @s | wc -w)" = "$keys0" ] || fail "a refused recv left a key in the keyring: $(keyctl show @s)"
+cairn get name enc >/dev/null 2>&1 && fail "refused recv created enc"
+# a raw stream: the sender's keys, never new ones (zfs refuses this too)
+printf '%s\n' "$PASS2" | ok cairn load-key tank
+ok cairn create -o source="$SRC" tank/d
+ok cairn snapshot tank/d@a
+cairn send -w tank/d@a >"$TESTDIR/raw.stream" || fail "send -w"
+fails_with 1 "-o keyformat: a receive cannot encrypt" cairn recv -o keyformat=hex enc <"$TESTDIR/raw.stream"
+ok cairn recv enc <"$TESTDIR/raw.stream"
+[ "$(cairn get -H -o value encryptionroot,keystatus enc | tr '\n' ' ')" = "enc unavailable " ] ||
+	fail "raw receive: $(cairn get -H -o value encryptionroot,keystatus enc)"
 done_test
