@@ -51,4 +51,13 @@ fails_with 1 "-o keyformat: a receive cannot encrypt" cairn recv -o keyformat=he
 ok cairn recv enc <"$TESTDIR/raw.stream"
 [ "$(cairn get -H -o value encryptionroot,keystatus enc | tr '\n' ' ')" = "enc unavailable " ] ||
 	fail "raw receive: $(cairn get -H -o value encryptionroot,keystatus enc)"
+
+# a snapshot shows its dataset's encryption, encryptionroot and keystatus,
+# as zfs does (they were -); keyformat and keylocation stay -.
+[ "$(cairn get -H -o value encryption,encryptionroot,keystatus,keyformat,keylocation tank/d@a | tr '\n' ' ')" = \
+	"aes-256-gcm tank available - - " ] || fail "snapshot props: $(cairn get encryption,encryptionroot,keystatus tank/d@a)"
+[ "$(cairn list -H -t snapshot -o name,keystatus,encryptionroot enc@a)" = "enc@a	unavailable	enc" ] ||
+	fail "list snapshot: $(cairn list -H -t snapshot -o name,keystatus,encryptionroot enc@a)"
+[ "$(cairn get -H -o value encryption,encryptionroot,keystatus plain@a | tr '\n' ' ')" = "off - - " ] ||
+	fail "plain snapshot props: $(cairn get encryption,encryptionroot,keystatus plain@a)"
 done_test
