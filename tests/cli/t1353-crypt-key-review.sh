@@ -60,4 +60,18 @@ ok cairn recv enc <"$TESTDIR/raw.stream"
 	fail "list snapshot: $(cairn list -H -t snapshot -o name,keystatus,encryptionroot enc@a)"
 [ "$(cairn get -H -o value encryption,encryptionroot,keystatus plain@a | tr '\n' ' ')" = "off - - " ] ||
 	fail "plain snapshot props: $(cairn get encryption,encryptionroot,keystatus plain@a)"
+
+# load-key -a/-r -L file://: one key file would be tried on every root;
+# refused as zfs does, with nothing loaded.  -L prompt stays allowed.
+printf '%s\n' "$PASS2" >"$TESTDIR/tank.key"
+ok cairn unload-key -a >/dev/null
+fails_with 2 "alternate keylocation may only be 'prompt' with -r or -a" \
+	cairn load-key -a -L "file://$TESTDIR/tank.key"
+fails_with 2 "alternate keylocation may only be 'prompt' with -r or -a" \
+	cairn load-key -r -L "file://$TESTDIR/tank.key" tank
+[ "$(keystatus tank)" = unavailable ] || fail "refused load-key -a -L loaded a key"
+ok cairn load-key -L "file://$TESTDIR/tank.key" tank
+ok cairn unload-key tank
+out=$(printf '%s\n' "$PASS2" | cairn load-key -r -L prompt tank) || fail "load-key -r -L prompt: $out"
+[ "$out" = "1 / 1 keys loaded" ] || fail "load-key -r -L prompt said: $out"
 done_test
