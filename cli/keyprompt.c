@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,14 @@ void keyprompt_wipe(uint8_t *buf, size_t len)
 	OPENSSL_cleanse(buf, len);
 }
 
+/* A signal that came while the terminal's echo was off (tty_line). */
+static volatile sig_atomic_t caught;
+
+static void on_signal(int sig)
+{
+	caught = sig;
+}
+
 /* One line from standard input, the newline dropped.  A byte at a time,
  * so the next line stays for the next read (change-key's second key). */
 static int read_line(uint8_t *buf, size_t cap, size_t *len)
@@ -27,7 +36,7 @@ static int read_line(uint8_t *buf, size_t cap, size_t *len)
 	for (;;) {
 		char c;
 		ssize_t k = read(0, &c, 1);
-		if (k < 0 && errno == EINTR)
+		if (k < 0 && errno == EINTR && !caught)
 			continue;
 		if (k < 0)
 			r = -errno;
@@ -43,9 +52,15 @@ static int read_line(uint8_t *buf, size_t cap, size_t *len)
 	return r;
 }
 
-/* One line from the terminal with echo off. */
+/* One line from the terminal with echo off.  A signal that would end the
+ * process (^C, ^\, a hangup, kill) ends the read instead: echo is turned
+ * back on first and the signal then raised again, with the handler the
+ * process had, so the user's terminal is not left without echo (as zfs
+ * does at its passphrase prompt). */
 static int tty_line(const char *prompt, uint8_t *buf, size_t cap, size_t *len)
 {
+	static const int sigs[] = {SIGINT, SIGQUIT, SIGHUP, SIGTERM};
+	struct sigaction act = {.sa_handler = on_signal}, olds[4];
 	struct termios old, quiet;
 	if (tcgetattr(0, &old) < 0)
 		return -errno;
@@ -53,11 +68,20 @@ static int tty_line(const char *prompt, uint8_t *buf, size_t cap, size_t *len)
 	quiet.c_lflag &= ~(ECHO | ECHONL);
 	fputs(prompt, stderr);
 	fflush(stderr);
-	if (tcsetattr(0, TCSAFLUSH, &quiet) < 0)
-		return -errno;
-	int r = read_line(buf, cap, len);
+	caught = 0;
+	sigemptyset(&act.sa_mask);
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &act, &olds[i]); /* no SA_RESTART: read stops */
+	int r = tcsetattr(0, TCSAFLUSH, &quiet) < 0 ? -errno : read_line(buf, cap, len);
 	tcsetattr(0, TCSAFLUSH, &old);
 	fputc('\n', stderr);
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &olds[i], NULL);
+	if (caught) {
+		OPENSSL_cleanse(buf, cap);
+		raise(caught);
+		r = -EINTR; /* a handler of the process's own returned */
+	}
 	return r;
 }
 

@@ -74,4 +74,38 @@ ok cairn load-key -L "file://$TESTDIR/tank.key" tank
 ok cairn unload-key tank
 out=$(printf '%s\n' "$PASS2" | cairn load-key -r -L prompt tank) || fail "load-key -r -L prompt: $out"
 [ "$out" = "1 / 1 keys loaded" ] || fail "load-key -r -L prompt said: $out"
+
+# ^C at a passphrase prompt ends the command by SIGINT with the terminal's
+# echo back on (it stayed off); a normal prompt still reads both entries.
+ptyrun() {
+	python3 - "$@" <<'PY'
+import os, pty, select, sys, termios, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+def drain(t):
+    out, end = b"", time.time() + t
+    while time.time() < end:
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                out += os.read(fd, 4096)
+            except OSError:
+                break
+    return out
+out = drain(1.0)
+for line in sys.argv[1].split("|"):
+    os.write(fd, b"\x03" if line == "^C" else line.encode() + b"\n")
+    out += drain(1.0)
+st = os.waitpid(pid, 0)[1]
+print("status=%d echo=%s prompts=%d" % (os.waitstatus_to_exitcode(st),
+      bool(termios.tcgetattr(fd)[3] & termios.ECHO), out.count(b"passphrase for")))
+PY
+}
+out=$(ptyrun "^C" "$CAIRN" create -o encryption=on -o keyformat=passphrase tty1)
+[ "$out" = "status=-2 echo=True prompts=1" ] || fail "^C at the prompt: $out"
+cairn get name tty1 >/dev/null 2>&1 && fail "^C at the prompt created tty1"
+out=$(ptyrun "$PASS1|$PASS1" "$CAIRN" create -o encryption=on -o keyformat=passphrase tty2)
+[ "$out" = "status=0 echo=True prompts=2" ] || fail "create at a terminal: $out"
+out=$(ptyrun "$PASS1|^C" "$CAIRN" create -o encryption=on -o keyformat=passphrase tty3)
+[ "$out" = "status=-2 echo=True prompts=2" ] || fail "^C at the second prompt: $out"
 done_test
