@@ -104,6 +104,17 @@ static int read_all_stdin(uint8_t *buf, size_t cap, size_t *len)
 	return 0;
 }
 
+/* A line longer than the buffer is E2BIG, which strerror calls "Argument
+ * list too long": say what the limits are instead. */
+static void key_read_err(const char *root, const char *what, int r)
+{
+	if (r == -E2BIG)
+		cli_err(root, "%s: too long (a passphrase is 8 to 512 bytes, a hex key 64 digits)",
+			what);
+	else
+		cli_err(root, "%s: %s", what, strerror(-r));
+}
+
 int keyprompt_read(const char *root, const char *fmt, bool confirm, uint8_t buf[KEYPROMPT_MAX],
 		   size_t *len)
 {
@@ -115,7 +126,7 @@ int keyprompt_read(const char *root, const char *fmt, bool confirm, uint8_t buf[
 		int r = strcmp(fmt, "raw") ? read_line(buf, KEYPROMPT_MAX, len)
 					   : read_all_stdin(buf, KEYPROMPT_MAX, len);
 		if (r < 0) {
-			cli_err(root, "reading the key from standard input: %s", strerror(-r));
+			key_read_err(root, "reading the key from standard input", r);
 			return 1;
 		}
 		return 0;
@@ -144,7 +155,7 @@ int keyprompt_read(const char *root, const char *fmt, bool confirm, uint8_t buf[
 	}
 	if (r < 0) {
 		keyprompt_wipe(buf, KEYPROMPT_MAX);
-		cli_err(root, "reading the key: %s", strerror(-r));
+		key_read_err(root, "reading the key", r);
 		return 1;
 	}
 	return 0;

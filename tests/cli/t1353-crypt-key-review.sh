@@ -108,4 +108,10 @@ out=$(ptyrun "$PASS1|$PASS1" "$CAIRN" create -o encryption=on -o keyformat=passp
 [ "$out" = "status=0 echo=True prompts=2" ] || fail "create at a terminal: $out"
 out=$(ptyrun "$PASS1|^C" "$CAIRN" create -o encryption=on -o keyformat=passphrase tty3)
 [ "$out" = "status=-2 echo=True prompts=2" ] || fail "^C at the second prompt: $out"
+
+# a key line longer than the read buffer: the limits, not "Argument list
+# too long"
+long=$(head -c 1100 /dev/zero | tr '\0' a)
+printf '%s\n' "$long" | fails_with 1 "big: reading the key from standard input: too long (a passphrase is 8 to 512 bytes" \
+	cairn create -o encryption=on -o keyformat=passphrase big
 done_test
