@@ -654,12 +654,17 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off, struct f
 {
 	ofile_t *o = (ofile_t *)(uintptr_t)fi->fh;
 	/* A file opened before unload-key is not read on after it (pages
-	 * the kernel has cached already are beyond reach here). */
-	pthread_mutex_lock(&g.lock);
-	bool gone = key_gone(o->ve);
-	pthread_mutex_unlock(&g.lock);
-	if (gone)
-		return -EACCES;
+	 * the kernel has cached already are beyond reach here).  g.lock,
+	 * which a loading snapshot holds a while, only when the key is not
+	 * in the keyring (the catalog is asked for a key file then). */
+	const view_ent_t *ve = o->ve;
+	if (ve->key && !(ve->root_id && keyring_present(ve->keydesc))) {
+		pthread_mutex_lock(&g.lock);
+		bool gone = key_gone(ve);
+		pthread_mutex_unlock(&g.lock);
+		if (gone)
+			return -EACCES;
+	}
 	ssize_t n = snapview_read(o->ve->v, g.cache, o->idx, buf, size, off);
 	if (n < 0) {
 		fprintf(stderr, "cairn: mount: %s: %s: %s\n", o->ve->snap, path, cairn_strerror(n));
