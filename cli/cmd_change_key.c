@@ -74,6 +74,28 @@ static int load_current(cairn_store *st, const char *root, const char *fmt, cons
 	return rc;
 }
 
+/* Without -l and with the current key not loaded, the library would
+ * fail for want of it only after the new key was asked for (twice at a
+ * terminal) and read.  zfs refuses first; so does this: a prompt
+ * keylocation cannot give the current key here at all, and a key file
+ * is checked (read and unwrapped, loading nothing) before a prompt for
+ * the new key.  0, or 1 after printing the reason. */
+static int current_key_check(cairn_store *st, const char *root, const char *loc,
+			     const char *newloc)
+{
+	if (!strcmp(loc, "prompt")) {
+		cli_err(root, "encryption key not loaded (run 'cairn load-key %s' first, or "
+			      "change-key -l)",
+			root);
+		return 1;
+	}
+	if (strcmp(newloc, "prompt"))
+		return 0; /* nothing is asked: the library's own check comes first */
+	cairn_key_opts ko = {.noop = true};
+	int r = cairn_load_key(st, root, &ko);
+	return r < 0 ? cli_fail(st, root, r) : 0;
+}
+
 int cmd_change_key(int argc, char **argv)
 {
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -123,6 +145,8 @@ int cmd_change_key(int argc, char **argv)
 		rc = load_current(st, root, fmt, loc);
 	const char *nfmt = keyprompt_prop(props, np, "keyformat");
 	const char *nloc = keyprompt_prop(props, np, "keylocation");
+	if (rc == 0 && !load && !loaded)
+		rc = current_key_check(st, root, loc, nloc ? nloc : loc);
 	cairn_key_opts ko = {0};
 	uint8_t secret[KEYPROMPT_MAX];
 	if (rc == 0)

@@ -87,6 +87,10 @@ int cmd_load_key(int argc, char **argv)
 			return cli_usage(u, NULL);
 		}
 	}
+	/* One key file is one root's key: with -r/-a it would be tried on
+	 * every root (zfs refuses the same). */
+	if (ko.keylocation && strcmp(ko.keylocation, "prompt") && (all || recursive))
+		return cli_usage(u, "alternate keylocation may only be 'prompt' with -r or -a");
 	return keyroots_cmd(argc, argv, all, recursive, u, load_one, &ko,
 			    ko.noop ? "checked" : "loaded");
 }

@@ -37,6 +37,7 @@
 
 #include "cli.h"
 #include "crypt/encroot.h"
+#include "crypt/keyring.h"
 #include "fusefs.h"
 #include "data/snapview.h"
 #include "store/store.h"
@@ -54,6 +55,8 @@ typedef struct view_ent {
 	bool owned;       /* the hold is this process's (released at unmount) */
 	snapview_t *v;
 	crypt_keys_t *key; /* an encrypted dataset's keys, or NULL */
+	int64_t root_id;   /* with key: its encryption root, whose key must */
+	char keydesc[KEYRING_DESC_MAX]; /* stay loaded (key_gone) */
 	uint32_t id;       /* for inode numbers */
 } view_ent_t;
 
@@ -311,6 +314,10 @@ static int view_load(const char *snap, const ds_row_t *d, const snap_row_t *s, v
 		free(e);
 		return r == -ENOMEM ? r : keyless ? -EACCES : -EIO;
 	}
+	ds_row_t root = {0};
+	if (key && encroot_find(g.st, d, &root) == 1 && encroot_desc(g.st, &root, e->keydesc) == 0)
+		e->root_id = root.id;
+	ds_row_clear(&root);
 	e->snap_id = s->id;
 	e->guid = s->guid;
 	e->owned = owned;
@@ -320,6 +327,28 @@ static int view_load(const char *snap, const ds_row_t *d, const snap_row_t *s, v
 	g.views[g.nviews++] = e;
 	*out = e;
 	return 0;
+}
+
+/* An encrypted view is readable only while its key could be had now, as a
+ * view loaded now would need it: loaded in the keyring, or in a readable
+ * key file (keylocation=file://, read by each command).  So after unload-key its
+ * files cannot be opened or read (EACCES), as when the mount began
+ * without the key; they can again once the key is loaded.  (A view of an
+ * encrypted dataset whose root could not be found is refused too.)
+ * Called under g.lock (the catalog). */
+static bool key_gone(const view_ent_t *ve)
+{
+	if (!ve->key)
+		return false;
+	if (!ve->root_id)
+		return true;
+	if (keyring_present(ve->keydesc))
+		return false;
+	char *loc = NULL;
+	bool file = catalog_prop_get(g.st->cat, ve->root_id, "keylocation", &loc) == 0 &&
+		    !strncmp(loc, "file://", 7) && access(loc + 7, R_OK) == 0;
+	free(loc);
+	return !file;
 }
 
 static name_ent_t *name_find(const char *snap)
@@ -423,6 +452,8 @@ static int resolve(const char *path, res_t *r)
 			r->kind = K_SNAPDIR;
 		} else if (r->kind == K_SNAPDIR) {
 			err = view_get(r->ds, c, &r->ve, &r->reused);
+			if (!err && key_gone(r->ve))
+				err = -EACCES;
 			r->kind = K_FILE;
 			r->idx = 0;
 			/* The rest of the path is inside the snapshot. */
@@ -622,6 +653,18 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 static int fs_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	ofile_t *o = (ofile_t *)(uintptr_t)fi->fh;
+	/* A file opened before unload-key is not read on after it (pages
+	 * the kernel has cached already are beyond reach here).  g.lock,
+	 * which a loading snapshot holds a while, only when the key is not
+	 * in the keyring (the catalog is asked for a key file then). */
+	const view_ent_t *ve = o->ve;
+	if (ve->key && !(ve->root_id && keyring_present(ve->keydesc))) {
+		pthread_mutex_lock(&g.lock);
+		bool gone = key_gone(ve);
+		pthread_mutex_unlock(&g.lock);
+		if (gone)
+			return -EACCES;
+	}
 	ssize_t n = snapview_read(o->ve->v, g.cache, o->idx, buf, size, off);
 	if (n < 0) {
 		fprintf(stderr, "cairn: mount: %s: %s: %s\n", o->ve->snap, path, cairn_strerror(n));

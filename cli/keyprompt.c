@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,14 @@ void keyprompt_wipe(uint8_t *buf, size_t len)
 	OPENSSL_cleanse(buf, len);
 }
 
+/* A signal that came while the terminal's echo was off (tty_line). */
+static volatile sig_atomic_t caught;
+
+static void on_signal(int sig)
+{
+	caught = sig;
+}
+
 /* One line from standard input, the newline dropped.  A byte at a time,
  * so the next line stays for the next read (change-key's second key). */
 static int read_line(uint8_t *buf, size_t cap, size_t *len)
@@ -27,7 +36,7 @@ static int read_line(uint8_t *buf, size_t cap, size_t *len)
 	for (;;) {
 		char c;
 		ssize_t k = read(0, &c, 1);
-		if (k < 0 && errno == EINTR)
+		if (k < 0 && errno == EINTR && !caught)
 			continue;
 		if (k < 0)
 			r = -errno;
@@ -43,9 +52,15 @@ static int read_line(uint8_t *buf, size_t cap, size_t *len)
 	return r;
 }
 
-/* One line from the terminal with echo off. */
+/* One line from the terminal with echo off.  A signal that would end the
+ * process (^C, ^\, a hangup, kill) ends the read instead: echo is turned
+ * back on first and the signal then raised again, with the handler the
+ * process had, so the user's terminal is not left without echo (as zfs
+ * does at its passphrase prompt). */
 static int tty_line(const char *prompt, uint8_t *buf, size_t cap, size_t *len)
 {
+	static const int sigs[] = {SIGINT, SIGQUIT, SIGHUP, SIGTERM};
+	struct sigaction act = {.sa_handler = on_signal}, olds[4];
 	struct termios old, quiet;
 	if (tcgetattr(0, &old) < 0)
 		return -errno;
@@ -53,11 +68,20 @@ static int tty_line(const char *prompt, uint8_t *buf, size_t cap, size_t *len)
 	quiet.c_lflag &= ~(ECHO | ECHONL);
 	fputs(prompt, stderr);
 	fflush(stderr);
-	if (tcsetattr(0, TCSAFLUSH, &quiet) < 0)
-		return -errno;
-	int r = read_line(buf, cap, len);
+	caught = 0;
+	sigemptyset(&act.sa_mask);
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &act, &olds[i]); /* no SA_RESTART: read stops */
+	int r = tcsetattr(0, TCSAFLUSH, &quiet) < 0 ? -errno : read_line(buf, cap, len);
 	tcsetattr(0, TCSAFLUSH, &old);
 	fputc('\n', stderr);
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &olds[i], NULL);
+	if (caught) {
+		OPENSSL_cleanse(buf, cap);
+		raise(caught);
+		r = -EINTR; /* a handler of the process's own returned */
+	}
 	return r;
 }
 
@@ -80,6 +104,17 @@ static int read_all_stdin(uint8_t *buf, size_t cap, size_t *len)
 	return 0;
 }
 
+/* A line longer than the buffer is E2BIG, which strerror calls "Argument
+ * list too long": say what the limits are instead. */
+static void key_read_err(const char *root, const char *what, int r)
+{
+	if (r == -E2BIG)
+		cli_err(root, "%s: too long (a passphrase is 8 to 512 bytes, a hex key 64 digits)",
+			what);
+	else
+		cli_err(root, "%s: %s", what, strerror(-r));
+}
+
 int keyprompt_read(const char *root, const char *fmt, bool confirm, uint8_t buf[KEYPROMPT_MAX],
 		   size_t *len)
 {
@@ -91,7 +126,7 @@ int keyprompt_read(const char *root, const char *fmt, bool confirm, uint8_t buf[
 		int r = strcmp(fmt, "raw") ? read_line(buf, KEYPROMPT_MAX, len)
 					   : read_all_stdin(buf, KEYPROMPT_MAX, len);
 		if (r < 0) {
-			cli_err(root, "reading the key from standard input: %s", strerror(-r));
+			key_read_err(root, "reading the key from standard input", r);
 			return 1;
 		}
 		return 0;
@@ -120,7 +155,7 @@ int keyprompt_read(const char *root, const char *fmt, bool confirm, uint8_t buf[
 	}
 	if (r < 0) {
 		keyprompt_wipe(buf, KEYPROMPT_MAX);
-		cli_err(root, "reading the key: %s", strerror(-r));
+		key_read_err(root, "reading the key", r);
 		return 1;
 	}
 	return 0;

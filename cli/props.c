@@ -1,4 +1,5 @@
 /* props.c - property table and value formatting shared by list and get. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,11 +42,11 @@ static const prop_def_t props[] = {
 	{"inconsistent", NULL, DS, -1, K_STR},
 	{"receive_resume_token", NULL, DS, -1, K_STR},
 	{"origin", NULL, DS | SNAP, -1, K_STR},
-	{"encryption", NULL, DS, -1, K_STR},
+	{"encryption", NULL, DS | SNAP, -1, K_STR},
 	{"keyformat", NULL, DS, -1, K_STR},
 	{"keylocation", NULL, DS, -1, K_STR},
-	{"encryptionroot", NULL, DS, -1, K_STR},
-	{"keystatus", NULL, DS, -1, K_STR},
+	{"encryptionroot", NULL, DS | SNAP, -1, K_STR},
+	{"keystatus", NULL, DS | SNAP, -1, K_STR},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -171,7 +172,13 @@ static int string_value(const rowref_t *r, const column_t *c, char *out, size_t 
 	int e;
 	if (c->user && type == CAIRN_TYPE_SNAPSHOT)
 		e = cairn_snapshot_user_get(r->st, name, c->user, &v, NULL);
-	else if (c->user || (type & DS))
+	else if (type == CAIRN_TYPE_SNAPSHOT && (c->def->types & SNAP)) {
+		/* encryption, encryptionroot, keystatus: zfs shows them for a
+		 * snapshot too, as its dataset's (whether it can be restored). */
+		char *ds = strndup(name, strcspn(name, "@"));
+		e = ds ? cairn_dataset_get(r->st, ds, c->def->name, &v, NULL) : -ENOMEM;
+		free(ds);
+	} else if (c->user || (type & DS))
 		e = cairn_dataset_get(r->st, name, c->user ? c->user : c->def->name, &v, NULL);
 	else {
 		snprintf(out, len, "-");

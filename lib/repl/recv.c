@@ -2286,6 +2286,18 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 	if (!o->target || cairn_name_check(o->target, false, why, sizeof(why)) < 0)
 		return store_err(st, CAIRN_EBADNAME, "%s: %s", o->target ? o->target : "",
 				 o->target ? why : "no target");
+	/* -o encryption/keyformat would make the target a new encryption
+	 * root (and load its fresh key) while the chunks arrive as the stream
+	 * has them: a plain stream would land unencrypted below it, and a raw
+	 * stream keeps the sender's keys (zfs refuses these for raw streams
+	 * too).  Refused before anything is read or created. */
+	for (size_t i = 0; i < o->nprops; i++)
+		if (!strcmp(o->props[i].name, "encryption") || !strcmp(o->props[i].name, "keyformat"))
+			return store_err(st, CAIRN_EBADPROP,
+					 "%s: -o %s: a receive cannot encrypt: a plain stream is "
+					 "stored as sent, a raw one keeps its sender's keys (receive "
+					 "into an unencrypted place, or send -w from an encrypted one)",
+					 o->target, o->props[i].name);
 	rctx_t c = {.st = st, .o = o};
 	int r = sr_init(&c.rd, o->fd);
 	if (r < 0) {
