@@ -11,9 +11,13 @@ fails=0
 
 cairn() { "$CAIRN" "$@"; }
 
+# fail MESSAGE: counts a failure.  Also noted in a file, so that a check
+# run in a subshell (a pipeline's last command, a command substitution)
+# still fails the test: done_test counts the file's lines too.
 fail() {
 	echo "FAIL: $*" >&2
 	fails=$((fails + 1))
+	echo x >>"$TESTDIR/.fails" 2>/dev/null
 }
 
 # ok CMD...: CMD must succeed.
@@ -166,6 +170,9 @@ ca() { "$CAIRN" "$@"; }
 cb() { "$CAIRN" -s "$B" "$@"; }
 
 done_test() {
+	local noted
+	noted=$(cat "$TESTDIR/.fails" 2>/dev/null | wc -l)
+	[ "$noted" -gt $fails ] && fails=$noted
 	if [ $fails -gt 0 ]; then
 		echo "$fails failures"
 		exit 1

@@ -4,10 +4,10 @@
 # chunk, and an explicit gc_batch still wins.
 . "$(dirname "$0")/lib.sh"
 new_store
-out=$(cairn config gc_batch) || fail "config gc_batch failed"
+out=$(cairn config -H gc_batch) || fail "config gc_batch failed"
 set -- $out
 [ "${2:-}" = 1048576 ] || fail "default gc_batch is '${2:-}', want 1048576"
-cap=$(cairn config gc_cache_capacity) || fail "config gc_cache_capacity failed"
+cap=$(cairn config -H gc_cache_capacity) || fail "config gc_cache_capacity failed"
 set -- $cap
 [ "${2:-}" = 1048576 ] || fail "default gc_cache_capacity is '${2:-}', want 1048576"
 
@@ -23,7 +23,7 @@ ok cairn restore ds@1 "$TESTDIR/r" >/dev/null
 cmp -s "$TESTDIR/src/big" "$TESTDIR/r/big" || fail "restore after gc differs"
 
 ok cairn config gc_batch=1000 >/dev/null
-out=$(cairn config gc_batch) || fail "config gc_batch failed"
+out=$(cairn config -H gc_batch) || fail "config gc_batch failed"
 set -- $out
 [ "${2:-}" = 1000 ] || fail "gc_batch set to 1000 reads back '${2:-}'"
 ok cairn gc >/dev/null
