@@ -164,6 +164,20 @@ static int one_snapshot(vctx_t *c, const char *name, size_t *cap)
 	return r;
 }
 
+/* A bookmark keeps a snapshot's place for incremental sends but none of
+ * its chunks: there is nothing to read.  Said so plainly, rather than the
+ * dataset-name check's "invalid character '#'" it would otherwise hit. */
+static int bookmark_target(vctx_t *c, const char *t)
+{
+	char why[256];
+	if (cairn_name_check(t, true, why, sizeof(why)) < 0)
+		return store_err(c->st, CAIRN_EBADNAME, "%s: %s", t, why);
+	return store_err(c->st, -EINVAL,
+			 "%s: is a bookmark, which holds no data to verify; name a snapshot or "
+			 "a dataset",
+			 t);
+}
+
 static int resolve_targets(vctx_t *c)
 {
 	size_t cap = 0;
@@ -172,6 +186,10 @@ static int resolve_targets(vctx_t *c)
 		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
 	for (size_t i = 0; r == 0 && i < c->o->ntargets; i++) {
 		const char *t = c->o->targets[i];
+		if (strchr(t, '#')) {
+			r = bookmark_target(c, t);
+			continue;
+		}
 		if (strchr(t, '@')) {
 			if (!c->o->recursive) {
 				r = one_snapshot(c, t, &cap);
