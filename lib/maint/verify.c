@@ -75,6 +75,7 @@ typedef struct vctx {
 	size_t nbroken, capbroken;
 	vbad_t *bad;
 	size_t nbad, capbad;
+	int lost; /* -ENOMEM: a bad chunk could not be recorded */
 	pthread_mutex_t lock;
 	gc_range_t *range;
 	gc_source_t *src;
@@ -164,6 +165,20 @@ static int one_snapshot(vctx_t *c, const char *name, size_t *cap)
 	return r;
 }
 
+/* A bookmark keeps a snapshot's place for incremental sends but none of
+ * its chunks: there is nothing to read.  Said so plainly, rather than the
+ * dataset-name check's "invalid character '#'" it would otherwise hit. */
+static int bookmark_target(vctx_t *c, const char *t)
+{
+	char why[256];
+	if (cairn_name_check(t, true, why, sizeof(why)) < 0)
+		return store_err(c->st, CAIRN_EBADNAME, "%s: %s", t, why);
+	return store_err(c->st, -EINVAL,
+			 "%s: is a bookmark, which holds no data to verify; name a snapshot or "
+			 "a dataset",
+			 t);
+}
+
 static int resolve_targets(vctx_t *c)
 {
 	size_t cap = 0;
@@ -172,6 +187,10 @@ static int resolve_targets(vctx_t *c)
 		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
 	for (size_t i = 0; r == 0 && i < c->o->ntargets; i++) {
 		const char *t = c->o->targets[i];
+		if (strchr(t, '#')) {
+			r = bookmark_target(c, t);
+			continue;
+		}
 		if (strchr(t, '@')) {
 			if (!c->o->recursive) {
 				r = one_snapshot(c, t, &cap);
@@ -303,6 +322,8 @@ static void record_bad(vctx_t *c, const digest_t *d, int err)
 		size_t n = c->capbad ? c->capbad * 2 : 16;
 		vbad_t *v = realloc(c->bad, n * sizeof(*v));
 		if (!v) {
+			/* Unrecorded, it would pass as good: the verify fails. */
+			c->lost = -ENOMEM;
 			pthread_mutex_unlock(&c->lock);
 			return;
 		}
@@ -427,6 +448,10 @@ static int read_range(vctx_t *c, int threads)
 	free(items);
 	c->items = NULL;
 	c->nitems = 0;
+	if (c->lost)
+		return store_err(c->st, c->lost,
+				 "verify: out of memory recording a bad chunk; not every bad "
+				 "chunk is named");
 	return 0;
 }
 
@@ -544,40 +569,50 @@ static void map_files(usectx_t *u)
  * snapshot uses now (its snapshots were destroyed after the chunk set was
  * collected, and a GC then removed them, as it may: verify holds nothing).
  * Those are not damage, and are not reported. */
-static size_t report(vctx_t *c)
+/* Finds which target snapshots (and files) use the bad chunks.  Without
+ * memory for the walk the chunks are still named, without their users:
+ * a verify that ran out of memory must not hide what it found. */
+static void collect_uses(vctx_t *c, usectx_t *u)
 {
-	usectx_t u = {.c = c};
 	gc_idxwalk_t *w = NULL;
-	if (gc_idxwalk_new(0, &w) < 0)
-		return 0;
+	if (gc_idxwalk_new(0, &w) < 0) {
+		u->incomplete = true;
+		return;
+	}
 	gc_srciter_t it;
 	gc_srciter_init(&it, c->st, c->ids, c->nids, false);
 	int more;
 	while ((more = gc_srciter_next(&it, &c->src)) == 1) {
-		u.first_of_snap = u.nuses;
-		roots_uses(&u, &c->src->tree, "tree stream");
-		roots_uses(&u, &c->src->idx, "index stream");
+		u->first_of_snap = u->nuses;
+		roots_uses(u, &c->src->tree, "tree stream");
+		roots_uses(u, &c->src->idx, "index stream");
 		chunk_ref_t failed;
 		size_t nroots = c->src->idx.len / CHUNK_REF_WIRE;
 		int r = nroots ? gc_idxwalk_stream(w, c->st->cs, c->src->idx.data, nroots,
-						   find_uses, &u, &failed)
+						   find_uses, u, &failed)
 			       : CAIRN_ECORRUPT;
 		if (r < 0 &&
-		    gc_tree_refs(c->st->cs, &c->src->tree, find_uses, &u, &failed) < 0)
-			u.incomplete = true;
+		    gc_tree_refs(c->st->cs, &c->src->tree, find_uses, u, &failed) < 0)
+			u->incomplete = true;
 		bool content = false;
-		for (size_t i = u.first_of_snap; i < u.nuses; i++) {
-			u.uses[i].snap = c->src->owner;
-			content |= !u.uses[i].what;
+		for (size_t i = u->first_of_snap; i < u->nuses; i++) {
+			u->uses[i].snap = c->src->owner;
+			content |= !u->uses[i].what;
 		}
 		if (content)
-			map_files(&u);
+			map_files(u);
 	}
 	if (more < 0)
-		u.incomplete = true;
+		u->incomplete = true;
 	c->src = NULL;
 	gc_srciter_free(&it);
 	gc_idxwalk_free(w);
+}
+
+static size_t report(vctx_t *c)
+{
+	usectx_t u = {.c = c};
+	collect_uses(c, &u);
 
 	/* Missing chunks that no target snapshot uses now: see above.  (One
 	 * that a snapshot needs is found here through its index, or its tree
@@ -686,6 +721,26 @@ static int record_verified(vctx_t *c, int64_t when)
 	return catalog_commit(c->st->cat);
 }
 
+/* On a remote store an I/O error is the bucket's or the network's, not
+ * the object's: nothing is set aside for it.  An object the bucket does
+ * not have loses its marker, so the next backup stores it again instead
+ * of deduplicating.  Locally a damaged chunk becomes <digest>.bad. */
+static void set_aside(vctx_t *c)
+{
+	bool remote = chunkstore_backend(c->st->cs) != NULL;
+	for (size_t i = 0; i < c->nbad; i++) {
+		vbad_t *b = &c->bad[i];
+		char hex[DIGEST_HEX_LEN + 1], from[70], to[74];
+		digest_to_hex(&b->d, hex);
+		snprintf(from, sizeof(from), "%.4s/%s", hex, hex);
+		snprintf(to, sizeof(to), "%.4s/%s.bad", hex, hex);
+		if (remote && b->err == -ENOENT)
+			b->unmarked = unlinkat(c->chunkfd, from, 0) == 0;
+		else if (b->err == CAIRN_ECORRUPT || (b->err == -EIO && !remote))
+			b->renamed = renameat(c->chunkfd, from, c->chunkfd, to) == 0;
+	}
+}
+
 int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 {
 	cairn_verify_opts none = {0};
@@ -748,25 +803,16 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 	opts->chunks = atomic_load(&c.chunks);
 	opts->bytes = atomic_load(&c.bytes);
 	size_t nbad = c.nbad; /* less those that no longer matter (report) */
-	if (r == 0 && c.nbad) {
+	/* Named even when a later phase failed: they were found damaged, and
+	 * the error (kept as it was) says nothing about which. */
+	if (c.nbad) {
+		char why[sizeof(st->errdetail)];
+		snprintf(why, sizeof(why), "%s", st->errdetail);
 		qsort(c.bad, c.nbad, sizeof(vbad_t), bad_cmp);
-		/* On a remote store an I/O error is the bucket's or the
-		 * network's, not the object's: nothing is set aside for it.
-		 * An object the bucket does not have loses its marker, so the
-		 * next backup stores it again instead of deduplicating. */
-		bool remote = chunkstore_backend(st->cs) != NULL;
-		for (size_t i = 0; i < c.nbad; i++) {
-			vbad_t *b = &c.bad[i];
-			char hex[DIGEST_HEX_LEN + 1], from[70], to[74];
-			digest_to_hex(&b->d, hex);
-			snprintf(from, sizeof(from), "%.4s/%s", hex, hex);
-			snprintf(to, sizeof(to), "%.4s/%s.bad", hex, hex);
-			if (remote && b->err == -ENOENT)
-				b->unmarked = unlinkat(c.chunkfd, from, 0) == 0;
-			else if (b->err == CAIRN_ECORRUPT || (b->err == -EIO && !remote))
-				b->renamed = renameat(c.chunkfd, from, c.chunkfd, to) == 0;
-		}
+		set_aside(&c);
 		nbad -= report(&c);
+		if (r < 0)
+			snprintf(st->errdetail, sizeof(st->errdetail), "%s", why);
 	}
 	opts->bad = nbad;
 	if (r == 0 && c.nseen) {

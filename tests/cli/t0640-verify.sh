@@ -122,6 +122,10 @@ cmp -s "$SRC/big.bin" "$TESTDIR/r3/big.bin" || fail "restore after index damage 
 fails_with 1 "does not exist" "$CAIRN" verify tank@nosuch
 fails_with 1 "does not exist" "$CAIRN" verify nosuch
 fails_with 2 "invalid order" "$CAIRN" verify --order none
+# A bookmark holds no chunks: said plainly, naming it (not "invalid '#'").
+ok cairn bookmark tank@one tank#bm
+fails_with 1 "tank#bm: is a bookmark, which holds no data to verify" "$CAIRN" verify tank#bm
+fails_with 1 "tank#bm: is a bookmark" "$CAIRN" verify tank@one tank#bm
 ok cairn verify tank/sub
 ok cairn verify -r tank/sub@one
 done_test
