@@ -568,7 +568,7 @@ plain:
 
 int encroot_create_in_txn(cairn_store *st, int64_t id, const char *name, int64_t parent,
 			  const cairn_prop *props, size_t nprops, const uint8_t *secret,
-			  size_t slen, crypt_keys_t **loaded)
+			  size_t slen, bool check, crypt_keys_t **loaded)
 {
 	*loaded = NULL;
 	const char *enc = prop_in(props, nprops, "encryption");
@@ -587,6 +587,8 @@ int encroot_create_in_txn(cairn_store *st, int64_t id, const char *name, int64_t
 			return store_err(st, r, "%s: %s", name, catalog_errmsg(st->cat));
 	}
 	int f = crypt_keyformat_parse(fmt);
+	if (check)
+		return 0; /* what remains needs the key material */
 	uint8_t raw[KEYFILE_MAX + 1], sec[CRYPT_PASSPHRASE_MAX], blob[CRYPT_KEYBLOB_LEN];
 	size_t rlen = 0, seclen = 0;
 	if (!secret) {
@@ -626,6 +628,11 @@ int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const
 		   size_t slen, bool earlier, crypt_keys_t **out)
 {
 	return unwrap_root(st, root, loc, secret, slen, earlier, out);
+}
+
+int encroot_earlier_count(cairn_store *st, const ds_row_t *root, size_t *n)
+{
+	return earlier_get(st, root->id, NULL, n);
 }
 
 int encroot_is_root(cairn_store *st, const ds_row_t *ds)
