@@ -49,4 +49,48 @@ ok cairn unload-key tank
 refused_before_prompt "no earlier wrapping kept" load-key --previous tank
 [ "$(keystatus tank)" = unavailable ] || fail "refused load-key loaded tank"
 printf '%s\n' "$PASS1" | ok cairn load-key tank
+# keyring_load: a failure after add_key (here keyctl_set_timeout, made to
+# fail by strace) leaves no key loaded, though an error is returned (it
+# stayed loaded, without its timeout).
+if ! command -v strace >/dev/null || ! strace -f -o /dev/null true 2>/dev/null; then
+	fail "strace missing or not permitted"
+else
+	printf '%s\n' "$PASS1" >"$TESTDIR/f.key"
+	ok cairn create -o encryption=on -o keyformat=passphrase -o keylocation="file://$TESTDIR/f.key" fk
+	ok cairn unload-key fk
+	# which keyctl call of a load-key -t sets the timeout
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -e trace=keyctl -o "$TESTDIR/kc.trace" \
+		"$CAIRN" load-key -t 100 fk || fail "load-key -t under strace"
+	n=$(grep -c 'keyctl(' "$TESTDIR/kc.trace")
+	at=$(grep 'keyctl(' "$TESTDIR/kc.trace" | grep -n 'KEYCTL_SET_TIMEOUT' | head -1 | cut -d: -f1)
+	[ -n "$at" ] || fail "no KEYCTL_SET_TIMEOUT among $n keyctl calls: $(cat "$TESTDIR/kc.trace")"
+	ok cairn unload-key fk
+	err=$(ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -e trace=keyctl \
+		-e inject=keyctl:error=EDQUOT:when="${at:-1}" -o "$TESTDIR/kc2.trace" \
+		"$CAIRN" load-key -t 100 fk 2>&1)
+	rc=$?
+	grep 'KEYCTL_SET_TIMEOUT' "$TESTDIR/kc2.trace" | grep -q 'EDQUOT.*(INJECTED)' ||
+		fail "the injection missed KEYCTL_SET_TIMEOUT: $(cat "$TESTDIR/kc2.trace")"
+	[ $rc = 1 ] || fail "load-key with a failing set_timeout: rc=$rc $err"
+	echo "$err" | grep -q "kernel keyring: Disk quota exceeded" || fail "load-key error: $err"
+	[ "$(keystatus fk)" = unavailable ] || fail "a failed load-key left the key loaded"
+	# and create: the new root is not made, and no key of it stays.  (An
+	# invalidated key stays linked until the kernel's key GC runs, so only
+	# keys that can still be described count.)
+	live_keys() { for k in $(keyctl rlist @s); do keyctl rdescribe "$k" 2>/dev/null; done | sort; }
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -e trace=keyctl -o "$TESTDIR/kc3.trace" \
+		"$CAIRN" create -o encryption=on -o keyformat=passphrase -o keylocation="file://$TESTDIR/f.key" fk2 ||
+		fail "create under strace"
+	at=$(grep 'keyctl(' "$TESTDIR/kc3.trace" | grep -n 'KEYCTL_SET_TIMEOUT' | head -1 | cut -d: -f1)
+	ok cairn destroy fk2
+	keys0=$(live_keys)
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -e trace=keyctl \
+		-e inject=keyctl:error=EDQUOT:when="${at:-1}" -o "$TESTDIR/kc4.trace" \
+		"$CAIRN" create -o encryption=on -o keyformat=passphrase -o keylocation="file://$TESTDIR/f.key" fk3 \
+		>/dev/null 2>&1 && fail "create with a failing set_timeout succeeded"
+	grep 'KEYCTL_SET_TIMEOUT' "$TESTDIR/kc4.trace" | grep -q 'EDQUOT.*(INJECTED)' ||
+		fail "the create injection missed KEYCTL_SET_TIMEOUT: $(cat "$TESTDIR/kc4.trace")"
+	cairn get name fk3 >/dev/null 2>&1 && fail "a failed create made fk3"
+	[ "$(live_keys)" = "$keys0" ] || fail "a failed create left a key: $(live_keys) (before: $keys0)"
+fi
 done_test
