@@ -429,13 +429,33 @@ static int set_str(char **v, const char *s)
 	return *v ? 1 : -ENOMEM;
 }
 
-static int keystatus(cairn_store *st, const ds_row_t *root, char **value)
+int encroot_key_loaded(cairn_store *st, const ds_row_t *root)
 {
 	char desc[KEYRING_DESC_MAX];
 	int r = root_desc(st, root, desc);
 	if (r < 0)
 		return r;
-	return set_str(value, keyring_present(desc) ? "available" : "unavailable");
+	crypt_keys_t *k = NULL;
+	if (keyring_find(desc, &k) < 0)
+		return 0;
+	/* A key under the root's description may be for other key material
+	 * (an earlier root of the same guid, or a wrapping replaced since it
+	 * was loaded): it cannot open the data, so it does not count.  The
+	 * key id in the keyring payload names the master keys it holds. */
+	uint8_t blob[CRYPT_KEYBLOB_LEN], kid[CRYPT_KEYID_LEN];
+	bool same = keyblob_get(st, root->id, blob) == 0 &&
+		    crypt_keyblob_check(blob, sizeof(blob), NULL, kid) == 0 &&
+		    !memcmp(kid, k->keyid, CRYPT_KEYID_LEN);
+	crypt_keys_free(k);
+	return same;
+}
+
+static int keystatus(cairn_store *st, const ds_row_t *root, char **value)
+{
+	int r = encroot_key_loaded(st, root);
+	if (r < 0)
+		return r;
+	return set_str(value, r ? "available" : "unavailable");
 }
 
 int encroot_prop(cairn_store *st, const ds_row_t *ds, const char *prop, char **value,

@@ -143,6 +143,10 @@ int encroot_rewrap_in_txn(cairn_store *st, const ds_row_t *root, const crypt_key
 			  const char *loc, const uint8_t *secret, size_t slen);
 /* How many earlier wrappings root keeps (load-key --previous tries them). */
 int encroot_earlier_count(cairn_store *st, const ds_row_t *root, size_t *n);
+/* 1 when the keyring holds root's key for its current key material (a
+ * key of another key id under its description is stale: 0), 0 when not,
+ * or a negative error. */
+int encroot_key_loaded(cairn_store *st, const ds_row_t *root);
 /* 1 when ds itself is an encryption root. */
 int encroot_is_root(cairn_store *st, const ds_row_t *ds);
 

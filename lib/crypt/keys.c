@@ -43,7 +43,9 @@ static int load_key(cairn_store *st, const char *name, const cairn_key_opts *ko,
 		r = root_lookup(st, name, &root);
 	if (r == 0)
 		r = encroot_desc(st, &root, desc);
-	if (r == 0 && !(ko && ko->noop) && keyring_present(desc))
+	/* A stale key (for other key material) is not "loaded": it cannot
+	 * open the data, and the load below replaces it. */
+	if (r == 0 && !(ko && ko->noop) && (r = encroot_key_loaded(st, &root)) > 0)
 		r = store_err(st, -EEXIST, "%s: key already loaded", name);
 	if (r == 0)
 		r = key_location(st, &root, ko, &loc);
@@ -271,9 +273,10 @@ int cairn_key_info(cairn_store *st, const char *name, char **keyformat, char **k
 		r = store_err(st, CAIRN_ECORRUPT, "%s: keyformat missing", name);
 	if (r == 0 && catalog_prop_get(st->cat, root.id, "keylocation", keylocation) < 0)
 		r = store_err(st, CAIRN_ECORRUPT, "%s: keylocation missing", name);
+	int k = r == 0 ? encroot_key_loaded(st, &root) : 0;
 	catalog_end_read(st->cat);
 	if (r == 0)
-		*loaded = keyring_present(desc);
+		*loaded = k > 0;
 	ds_row_clear(&root);
 	if (r < 0) {
 		free(*keyformat);

@@ -93,4 +93,25 @@ else
 	cairn get name fk3 >/dev/null 2>&1 && fail "a failed create made fk3"
 	[ "$(live_keys)" = "$keys0" ] || fail "a failed create left a key: $(live_keys) (before: $keys0)"
 fi
+# A stale key: the keyring holds a key under the root's description for
+# other key material (here the catalog is given another root's wrapping,
+# as a raw receive of a root of the same guid would).  It cannot open the
+# data: keystatus says unavailable (it said available), and load-key
+# replaces it (it said "key already loaded").
+printf '%s\n' "$PASS1" | ok cairn create -o encryption=on -o keyformat=passphrase st1
+printf '%s\n' "$PASS2" | ok cairn create -o encryption=on -o keyformat=passphrase st2
+python3 - "$CAIRN_STORE/catalog.db" <<'PY' || fail "catalog edit"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+i1 = db.execute("SELECT id FROM dataset WHERE name='st1'").fetchone()[0]
+i2 = db.execute("SELECT id FROM dataset WHERE name='st2'").fetchone()[0]
+b2 = db.execute("SELECT keyblob FROM cryptkey WHERE dataset=?", (i2,)).fetchone()[0]
+db.execute("UPDATE cryptkey SET keyblob=? WHERE dataset=?", (b2, i1))
+db.commit()
+PY
+[ "$(keystatus st1)" = unavailable ] || fail "a stale key shows keystatus=$(keystatus st1)"
+cairn create st1/c0 >/dev/null 2>&1 && fail "a stale key opened st1"
+printf '%s\n' "$PASS2" | ok cairn load-key st1
+[ "$(keystatus st1)" = available ] || fail "load-key over a stale key: $(keystatus st1)"
+ok cairn create st1/child
 done_test
