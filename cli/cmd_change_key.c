@@ -141,6 +141,10 @@ int cmd_change_key(int argc, char **argv)
 	int rc = 0, r = cairn_key_info(st, root, &fmt, &loc, &loaded);
 	if (r < 0)
 		rc = cli_fail(st, root, r);
+	/* A bad -o is refused before any key is asked for or read. */
+	cairn_key_opts check = {.noop = true};
+	if (rc == 0 && (r = cairn_change_key(st, root, props, np, &check)) < 0)
+		rc = cli_fail(st, root, r);
 	if (rc == 0 && load && !loaded)
 		rc = load_current(st, root, fmt, loc);
 	const char *nfmt = keyprompt_prop(props, np, "keyformat");

@@ -12,8 +12,12 @@ static const char *u = "create [-p] [-V] [-o PROP=VALUE]... DATASET\n"
 		       "              [-o keylocation=prompt|file:///PATH]";
 
 /* A new encryption root reads its key from where keylocation says
- * (prompt by default); 1 after printing when that fails. */
-static int new_root_key(const char *name, const cairn_prop *props, size_t n,
+ * (prompt by default); 1 after printing when that fails.  Every refusal
+ * that needs no key (a name taken, a missing parent, a root below a root,
+ * a bad property) comes first, as zfs does it: the key is not asked for
+ * (twice at a terminal) nor read off a pipe only to be refused. */
+static int new_root_key(cairn_store *st, const char *name, cairn_type type,
+			const cairn_prop *props, size_t n, bool parents,
 			uint8_t secret[KEYPROMPT_MAX], cairn_key_opts *ko)
 {
 	const char *enc = keyprompt_prop(props, n, "encryption");
@@ -21,6 +25,12 @@ static int new_root_key(const char *name, const cairn_prop *props, size_t n,
 	const char *loc = keyprompt_prop(props, n, "keylocation");
 	if (!enc || !strcmp(enc, "off") || !fmt)
 		return 0; /* not a new root, or the library says what is missing */
+	if (!loc || !strcmp(loc, "prompt")) {
+		cairn_key_opts check = {.noop = true};
+		int r = cairn_dataset_create_key(st, name, type, props, n, parents, &check);
+		if (r < 0)
+			return cli_fail(st, name, r);
+	}
 	return keyprompt_for(name, fmt, loc ? loc : "prompt", true, secret, ko);
 }
 
@@ -60,7 +70,7 @@ int cmd_create(int argc, char **argv)
 		return 1;
 	uint8_t secret[KEYPROMPT_MAX];
 	cairn_key_opts ko = {0};
-	if (new_root_key(name, props, np, secret, &ko)) {
+	if (new_root_key(st, name, type, props, np, parents, secret, &ko)) {
 		cairn_store_close(st);
 		return 1;
 	}

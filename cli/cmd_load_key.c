@@ -28,10 +28,18 @@ static int load_one(cairn_store *st, const char *root, bool many, void *arg)
 	cairn_key_opts ko = *(const cairn_key_opts *)arg;
 	uint8_t secret[KEYPROMPT_MAX];
 	int rc = 0;
+	size_t earlier = 0;
 	if (loaded && !ko.noop) {
 		if (!many)
 			cli_err(root, "key already loaded");
 		rc = many ? 2 : 1;
+	} else if (previous && (r = cairn_key_previous_count(st, root, &earlier)) < 0) {
+		rc = cli_fail(st, root, r);
+	} else if (previous && !earlier) {
+		/* Refused before the key is asked for: nothing could open. */
+		cli_err(root, "no earlier wrapping kept (only a raw receive that replaced the "
+			      "wrapping keeps one)");
+		rc = 1;
 	} else {
 		rc = keyprompt_for(root, fmt, ko.keylocation ? ko.keylocation : loc, false, secret,
 				   &ko);

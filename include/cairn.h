@@ -823,13 +823,17 @@ typedef struct cairn_key_opts {
 	/** load-key -L: use this keylocation (file:///path or prompt) instead
 	 * of the property, for this load only.  NULL: the property. */
 	const char *keylocation;
-	bool noop;        /**< load-key -n: check the key, load nothing */
+	bool noop;        /**< load-key -n: check the key, load nothing; create:
+			   * every check that needs no key material, nothing made */
 	unsigned timeout; /**< seconds the kernel keeps a loaded key; 0 = until unloaded */
 } cairn_key_opts;
 
 /** cairn_dataset_create, with the key material of a new encryption root
  * (ko may be NULL when no root is made or keylocation is a file).  The new
- * root's key is loaded into the keyring after the commit.
+ * root's key is loaded into the keyring after the commit.  With ko->noop
+ * nothing is created and no key read: only the checks that need no key
+ * material run (a caller that prompts runs them first, so no refusal
+ * follows a prompt).
  * @return as cairn_dataset_create; also CAIRN_EBADPROP (bad combination,
  * bad key material), CAIRN_ENOKEY (a child below a root whose key is not
  * loaded). */
@@ -852,6 +856,11 @@ int cairn_load_key(cairn_store *st, const char *root, const cairn_key_opts *ko);
  * earlier wrapping is kept. */
 int cairn_load_key_previous(cairn_store *st, const char *root, const cairn_key_opts *ko);
 
+/** How many earlier wrappings (a raw receive replaced them) root keeps
+ * for cairn_load_key_previous, so a caller can refuse before it asks for
+ * a key.  @return 0, -ENOENT, -EINVAL (not an encryption root). */
+int cairn_key_previous_count(cairn_store *st, const char *root, size_t *n);
+
 /** Removes root's key from the keyring.  @return 0, -ENOENT, -EINVAL
  * (not an encryption root), -ENOKEY (not loaded). */
 int cairn_unload_key(cairn_store *st, const char *root);
@@ -860,7 +869,9 @@ int cairn_unload_key(cairn_store *st, const char *root);
  * with a new keyformat and/or keylocation (props), in ONE catalog
  * transaction: an interruption leaves the old or the new wrapping, never
  * neither.  Data is not touched.  The current key must be available
- * (loaded, or a file keylocation).
+ * (loaded, or a file keylocation).  With ko->noop nothing changes and
+ * neither key is used: only the root and the properties are checked (a
+ * caller that prompts does this first).
  * @return 0, -ENOENT, -EINVAL (not a root), CAIRN_ENOKEY, CAIRN_EBADPROP. */
 int cairn_change_key(cairn_store *st, const char *root, const cairn_prop *props, size_t nprops,
 		     const cairn_key_opts *ko);

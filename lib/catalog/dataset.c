@@ -396,9 +396,17 @@ int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
 	if (r == 0)
 		r = props_apply(st, id, props, nprops);
 	crypt_keys_t *newkey = NULL;
+	bool check = ko && ko->noop;
 	if (r == 0)
 		r = encroot_create_in_txn(st, id, name, parent, props, nprops,
-					  ko ? ko->secret : NULL, ko ? ko->secret_len : 0, &newkey);
+					  ko ? ko->secret : NULL, ko ? ko->secret_len : 0, check,
+					  &newkey);
+	/* A check (ko->noop) went as far as it can without key material:
+	 * everything it made is rolled back. */
+	if (check) {
+		store_txn_end(st, r < 0 ? r : -ECANCELED);
+		return r < 0 ? r : 0;
+	}
 	/* A new root's key is loaded, as zfs create leaves it: before the
 	 * commit, so a keyring that refuses it leaves no dataset behind. */
 	encroot_loaded_t key;

@@ -429,13 +429,33 @@ static int set_str(char **v, const char *s)
 	return *v ? 1 : -ENOMEM;
 }
 
-static int keystatus(cairn_store *st, const ds_row_t *root, char **value)
+int encroot_key_loaded(cairn_store *st, const ds_row_t *root)
 {
 	char desc[KEYRING_DESC_MAX];
 	int r = root_desc(st, root, desc);
 	if (r < 0)
 		return r;
-	return set_str(value, keyring_present(desc) ? "available" : "unavailable");
+	crypt_keys_t *k = NULL;
+	if (keyring_find(desc, &k) < 0)
+		return 0;
+	/* A key under the root's description may be for other key material
+	 * (an earlier root of the same guid, or a wrapping replaced since it
+	 * was loaded): it cannot open the data, so it does not count.  The
+	 * key id in the keyring payload names the master keys it holds. */
+	uint8_t blob[CRYPT_KEYBLOB_LEN], kid[CRYPT_KEYID_LEN];
+	bool same = keyblob_get(st, root->id, blob) == 0 &&
+		    crypt_keyblob_check(blob, sizeof(blob), NULL, kid) == 0 &&
+		    !memcmp(kid, k->keyid, CRYPT_KEYID_LEN);
+	crypt_keys_free(k);
+	return same;
+}
+
+static int keystatus(cairn_store *st, const ds_row_t *root, char **value)
+{
+	int r = encroot_key_loaded(st, root);
+	if (r < 0)
+		return r;
+	return set_str(value, r ? "available" : "unavailable");
 }
 
 int encroot_prop(cairn_store *st, const ds_row_t *ds, const char *prop, char **value,
@@ -568,7 +588,7 @@ plain:
 
 int encroot_create_in_txn(cairn_store *st, int64_t id, const char *name, int64_t parent,
 			  const cairn_prop *props, size_t nprops, const uint8_t *secret,
-			  size_t slen, crypt_keys_t **loaded)
+			  size_t slen, bool check, crypt_keys_t **loaded)
 {
 	*loaded = NULL;
 	const char *enc = prop_in(props, nprops, "encryption");
@@ -587,6 +607,8 @@ int encroot_create_in_txn(cairn_store *st, int64_t id, const char *name, int64_t
 			return store_err(st, r, "%s: %s", name, catalog_errmsg(st->cat));
 	}
 	int f = crypt_keyformat_parse(fmt);
+	if (check)
+		return 0; /* what remains needs the key material */
 	uint8_t raw[KEYFILE_MAX + 1], sec[CRYPT_PASSPHRASE_MAX], blob[CRYPT_KEYBLOB_LEN];
 	size_t rlen = 0, seclen = 0;
 	if (!secret) {
@@ -626,6 +648,11 @@ int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const
 		   size_t slen, bool earlier, crypt_keys_t **out)
 {
 	return unwrap_root(st, root, loc, secret, slen, earlier, out);
+}
+
+int encroot_earlier_count(cairn_store *st, const ds_row_t *root, size_t *n)
+{
+	return earlier_get(st, root->id, NULL, n);
 }
 
 int encroot_is_root(cairn_store *st, const ds_row_t *ds)

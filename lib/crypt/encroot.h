@@ -35,10 +35,11 @@ int encroot_keys_by_name(cairn_store *st, const char *name, crypt_keys_t **out);
  * for a new root, generates master keys, wraps them under the secret
  * (or the keylocation file when secret is NULL) and stores the key blob.
  * *loaded gets the new keys (caller loads them into the keyring after
- * the commit, then frees them); NULL when no root was made. */
+ * the commit, then frees them); NULL when no root was made.  With check,
+ * only the checks that need no key material: nothing is read or made. */
 int encroot_create_in_txn(cairn_store *st, int64_t id, const char *name, int64_t parent,
 			  const cairn_prop *props, size_t nprops, const uint8_t *secret,
-			  size_t slen, crypt_keys_t **loaded);
+			  size_t slen, bool check, crypt_keys_t **loaded);
 
 /* What encroot_keyring_add loaded, so a failed commit can take it back. */
 typedef struct encroot_loaded {
@@ -140,6 +141,12 @@ int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const
 		   size_t slen, bool earlier, crypt_keys_t **out);
 int encroot_rewrap_in_txn(cairn_store *st, const ds_row_t *root, const crypt_keys_t *k, int fmt,
 			  const char *loc, const uint8_t *secret, size_t slen);
+/* How many earlier wrappings root keeps (load-key --previous tries them). */
+int encroot_earlier_count(cairn_store *st, const ds_row_t *root, size_t *n);
+/* 1 when the keyring holds root's key for its current key material (a
+ * key of another key id under its description is stale: 0), 0 when not,
+ * or a negative error. */
+int encroot_key_loaded(cairn_store *st, const ds_row_t *root);
 /* 1 when ds itself is an encryption root. */
 int encroot_is_root(cairn_store *st, const ds_row_t *ds);
 

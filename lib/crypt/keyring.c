@@ -25,8 +25,17 @@ void keyring_describe(uint64_t store_id, uint64_t root_guid, char out[KEYRING_DE
 		 (unsigned long long)root_guid);
 }
 
+static key_serial_t search(const char *desc);
+
 int keyring_load(const char *desc, const crypt_keys_t *k, unsigned timeout_s)
 {
+	/* A key already under desc is replaced in place by add_key; its
+	 * payload is kept here so a failure after add_key can put it back. */
+	void *old = NULL;
+	long oldlen = -1;
+	key_serial_t had = search(desc);
+	if (had >= 0)
+		oldlen = keyctl_read_alloc(had, &old);
 	uint8_t payload[PAYLOAD_LEN];
 	crypt_keys_export(k, payload);
 	/* add_key replaces the payload of an existing key of that description
@@ -34,11 +43,22 @@ int keyring_load(const char *desc, const crypt_keys_t *k, unsigned timeout_s)
 	key_serial_t id = add_key("user", desc, payload, sizeof(payload), ring());
 	int err = id < 0 ? -errno : 0;
 	OPENSSL_cleanse(payload, sizeof(payload));
-	if (err)
-		return err;
-	if (keyctl_set_timeout(id, timeout_s) < 0)
-		return -errno;
-	return 0;
+	if (!err && keyctl_set_timeout(id, timeout_s) < 0) {
+		err = -errno;
+		/* The error must leave the keyring as it was: a key reported
+		 * as not loaded must not stay loaded (without the timeout the
+		 * caller asked for, too).  A key that was there gets its old
+		 * payload back; a new one goes. */
+		if (id == had && oldlen >= 0)
+			keyctl_update(id, old, oldlen);
+		else if (keyctl_invalidate(id) < 0)
+			keyctl_unlink(id, ring());
+	}
+	if (old) {
+		OPENSSL_cleanse(old, oldlen > 0 ? (size_t)oldlen : 0);
+		free(old);
+	}
+	return err;
 }
 
 static key_serial_t search(const char *desc)

@@ -24,7 +24,9 @@
 void keyring_describe(uint64_t store_id, uint64_t root_guid, char out[KEYRING_DESC_MAX]);
 
 /* Adds (or replaces) the key under desc; timeout_s > 0 makes the kernel
- * forget it after that many seconds.  Returns 0 or a negative errno. */
+ * forget it after that many seconds.  Returns 0 or a negative errno; on
+ * an error the keyring is as it was (a new key is removed again, a
+ * replaced one gets its old payload back). */
 int keyring_load(const char *desc, const crypt_keys_t *k, unsigned timeout_s);
 
 /* Finds the key under desc.  Returns 0 (*out malloc'd, crypt_keys_free),

@@ -43,7 +43,9 @@ static int load_key(cairn_store *st, const char *name, const cairn_key_opts *ko,
 		r = root_lookup(st, name, &root);
 	if (r == 0)
 		r = encroot_desc(st, &root, desc);
-	if (r == 0 && !(ko && ko->noop) && keyring_present(desc))
+	/* A stale key (for other key material) is not "loaded": it cannot
+	 * open the data, and the load below replaces it. */
+	if (r == 0 && !(ko && ko->noop) && (r = encroot_key_loaded(st, &root)) > 0)
 		r = store_err(st, -EEXIST, "%s: key already loaded", name);
 	if (r == 0)
 		r = key_location(st, &root, ko, &loc);
@@ -67,6 +69,21 @@ int cairn_load_key(cairn_store *st, const char *name, const cairn_key_opts *ko)
 int cairn_load_key_previous(cairn_store *st, const char *name, const cairn_key_opts *ko)
 {
 	return load_key(st, name, ko, true);
+}
+
+int cairn_key_previous_count(cairn_store *st, const char *name, size_t *n)
+{
+	st->errdetail[0] = 0;
+	*n = 0;
+	ds_row_t root = {0};
+	int r = catalog_begin_read(st->cat);
+	if (r == 0)
+		r = root_lookup(st, name, &root);
+	if (r == 0)
+		r = encroot_earlier_count(st, &root, n);
+	catalog_end_read(st->cat);
+	ds_row_clear(&root);
+	return r;
 }
 
 int cairn_unload_key(cairn_store *st, const char *name)
@@ -128,9 +145,12 @@ int cairn_change_key(cairn_store *st, const char *name, const cairn_prop *props,
 	char *fmt = NULL, *loc = NULL;
 	const char *nfmt = prop_in(props, nprops, "keyformat");
 	const char *nloc = prop_in(props, nprops, "keylocation");
+	bool check = ko && ko->noop;
 	r = root_lookup(st, name, &root);
-	/* The current key proves the right to rewrap (zfs: loaded first). */
-	if (r == 0)
+	/* The current key proves the right to rewrap (zfs: loaded first).
+	 * A check leaves it out: the caller checks it itself (it may be
+	 * about to load it with -l). */
+	if (r == 0 && !check)
 		r = encroot_keys(st, &root, &k);
 	if (r == 0)
 		r = dataset_prop_normalize(st, "keyformat",
@@ -146,10 +166,13 @@ int cairn_change_key(cairn_store *st, const char *name, const cairn_prop *props,
 		else
 			r = catalog_prop_get(st->cat, root.id, "keylocation", &loc);
 	}
-	if (r == 0)
+	if (r == 0 && !check)
 		r = encroot_rewrap_in_txn(st, &root, k, crypt_keyformat_parse(fmt), loc,
 					  ko ? ko->secret : NULL, ko ? ko->secret_len : 0);
-	r = store_txn_end(st, r);
+	if (check)
+		store_txn_end(st, r < 0 ? r : -ECANCELED); /* nothing was changed */
+	else
+		r = store_txn_end(st, r);
 	crypt_keys_free(k);
 	free(fmt);
 	free(loc);
@@ -250,9 +273,10 @@ int cairn_key_info(cairn_store *st, const char *name, char **keyformat, char **k
 		r = store_err(st, CAIRN_ECORRUPT, "%s: keyformat missing", name);
 	if (r == 0 && catalog_prop_get(st->cat, root.id, "keylocation", keylocation) < 0)
 		r = store_err(st, CAIRN_ECORRUPT, "%s: keylocation missing", name);
+	int k = r == 0 ? encroot_key_loaded(st, &root) : 0;
 	catalog_end_read(st->cat);
 	if (r == 0)
-		*loaded = keyring_present(desc);
+		*loaded = k > 0;
 	ds_row_clear(&root);
 	if (r < 0) {
 		free(*keyformat);
