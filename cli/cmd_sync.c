@@ -740,6 +740,14 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 		cli_err(names[0], "the source must be a local store (run sync on the source host)");
 		return 1;
 	}
+	/* Checked here, not only by the far side: a name reaches its command
+	 * line after the options, where "-r" would be read as one. */
+	char why[160];
+	for (int i = 0; i < 2; i++)
+		if (cairn_name_check(i ? dst.dataset : src.dataset, false, why, sizeof(why)) < 0) {
+			cli_err(names[i], "bad dataset name: %s", why);
+			return 1;
+		}
 	if (src.store)
 		g_cli.store_path = src.store;
 	cairn_store *st;

@@ -46,4 +46,15 @@ out=$(ca sync tank "localhost:/nonexistent/$Q2:bk" 2>&1) && fail "sync to a miss
 echo "$out" | grep -q "^cairn: sync: bk: cannot list the destination: /nonexistent/'''" && ! echo "$out" | grep -qi "syntax error\\|unterminated" ||
 	fail "the long store path did not reach the far side whole: ${out:0:300}"
 
+# ---- dataset names that would read as options ----
+: >"$TESTDIR/ssh.log"
+L0=$("$CAIRN" -s "$B" list -H -p -t all -o name,guid)
+for d in -r -v -A; do
+	fails_with 1 "bad dataset name" ca sync tank "localhost:$B:$d"
+	fails_with 1 "bad dataset name" ca sync tank "$B:$d"
+done
+fails_with 1 "bad dataset name" ca sync -- -r "localhost:$B:bk"
+[ -s "$TESTDIR/ssh.log" ] && fail "ssh ran for a refused dataset name: $(cat "$TESTDIR/ssh.log")"
+[ "$("$CAIRN" -s "$B" list -H -p -t all -o name,guid)" = "$L0" ] || fail "a refused sync changed the target"
+
 done_test
