@@ -392,7 +392,9 @@ static int dest_guids(const endpoint_t *d, uint64_t **guids, size_t *n)
 	char *out, *err;
 	int rc = dest_output(d, verb, &out, &err);
 	if (rc < 0) {
-		cli_err(d->dataset, "cannot list the destination: %s", strerror(-rc));
+		/* spawning failed: no ssh there, or $CAIRN_SSH is not one program */
+		cli_err(d->dataset, "cannot list the destination: cannot run '%s': %s",
+			d->host ? getenv("CAIRN_SSH") ?: "ssh" : "/proc/self/exe", strerror(-rc));
 		free(err);
 		return rc;
 	}

@@ -57,4 +57,7 @@ fails_with 1 "bad dataset name" ca sync -- -r "localhost:$B:bk"
 [ -s "$TESTDIR/ssh.log" ] && fail "ssh ran for a refused dataset name: $(cat "$TESTDIR/ssh.log")"
 [ "$("$CAIRN" -s "$B" list -H -p -t all -o name,guid)" = "$L0" ] || fail "a refused sync changed the target"
 
+# ---- an ssh that cannot run is named ----
+CAIRN_SSH=$TESTDIR/no-such-ssh fails_with 1 "cannot run '$TESTDIR/no-such-ssh'" \
+	ca sync tank "localhost:$B:bk"
 done_test
