@@ -76,6 +76,8 @@ static char *shell_quote(const char *s)
 	for (const char *p = s; *p; p++)
 		n += *p == '\'' ? 4 : 1;
 	char *q = malloc(n), *o = q;
+	if (!q)
+		return NULL;
 	*o++ = '\'';
 	for (const char *p = s; *p; p++) {
 		if (*p == '\'') {
@@ -90,28 +92,45 @@ static char *shell_quote(const char *s)
 	return q;
 }
 
-/* argv for running cairn VERB... on the destination side. */
+/* argv for running cairn VERB... on the destination side; NULL for no
+ * memory.  Over ssh the remote command is one string, each word quoted,
+ * as long as it needs to be (never cut short: a cut command line could
+ * name another store or dataset). */
 static char **dest_argv(const endpoint_t *d, const char *const *verb)
 {
 	static char self[4096];
 	char **av = calloc(32, sizeof(char *));
 	size_t n = 0;
+	if (!av)
+		return NULL;
 	if (d->host) {
 		const char *ssh = getenv("CAIRN_SSH") ?: "ssh";
 		const char *remote = getenv("CAIRN_REMOTE") ?: "cairn";
-		char cmd[8192];
-		int len = snprintf(cmd, sizeof(cmd), "%s -s ", remote);
+		char *cmd = NULL;
+		size_t cl = 0;
+		FILE *f = open_memstream(&cmd, &cl);
+		if (!f) {
+			free(av);
+			return NULL;
+		}
 		char *q = shell_quote(d->store);
-		len += snprintf(cmd + len, sizeof(cmd) - len, "%s", q);
+		bool ok = q != NULL;
+		fprintf(f, "%s -s %s", remote, q ? q : "");
 		free(q);
 		for (size_t i = 0; verb[i]; i++) {
 			q = shell_quote(verb[i]);
-			len += snprintf(cmd + len, sizeof(cmd) - len, " %s", q);
+			ok &= q != NULL;
+			fprintf(f, " %s", q ? q : "");
 			free(q);
+		}
+		if (fclose(f) || !ok) {
+			free(cmd);
+			free(av);
+			return NULL;
 		}
 		av[n++] = strdup(ssh);
 		av[n++] = strdup(d->host);
-		av[n++] = strdup(cmd);
+		av[n++] = cmd;
 	} else {
 		ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
 		self[k > 0 ? k : 0] = 0;
@@ -126,6 +145,8 @@ static char **dest_argv(const endpoint_t *d, const char *const *verb)
 
 static void argv_free(char **av)
 {
+	if (!av)
+		return;
 	for (size_t i = 0; av[i]; i++)
 		free(av[i]);
 	free(av);
@@ -136,6 +157,10 @@ static void argv_free(char **av)
 static pid_t spawn_piped(char **av, int *to_child, int *from_child, int errfd)
 {
 	int in[2], out[2] = {-1, -1};
+	if (!av) {
+		errno = ENOMEM;
+		return -1;
+	}
 	if (pipe2(in, O_CLOEXEC) < 0 || (from_child && pipe2(out, O_CLOEXEC) < 0))
 		return -1;
 	posix_spawn_file_actions_t fa;
@@ -367,7 +392,9 @@ static int dest_guids(const endpoint_t *d, uint64_t **guids, size_t *n)
 	char *out, *err;
 	int rc = dest_output(d, verb, &out, &err);
 	if (rc < 0) {
-		cli_err(d->dataset, "cannot list the destination: %s", strerror(-rc));
+		/* spawning failed: no ssh there, or $CAIRN_SSH is not one program */
+		cli_err(d->dataset, "cannot list the destination: cannot run '%s': %s",
+			d->host ? getenv("CAIRN_SSH") ?: "ssh" : "/proc/self/exe", strerror(-rc));
 		free(err);
 		return rc;
 	}
@@ -715,6 +742,14 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 		cli_err(names[0], "the source must be a local store (run sync on the source host)");
 		return 1;
 	}
+	/* Checked here, not only by the far side: a name reaches its command
+	 * line after the options, where "-r" would be read as one. */
+	char why[160];
+	for (int i = 0; i < 2; i++)
+		if (cairn_name_check(i ? dst.dataset : src.dataset, false, why, sizeof(why)) < 0) {
+			cli_err(names[i], "bad dataset name: %s", why);
+			return 1;
+		}
 	if (src.store)
 		g_cli.store_path = src.store;
 	cairn_store *st;
