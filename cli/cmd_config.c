@@ -108,13 +108,9 @@ static bool shows_any(int argc, char **argv)
 
 int cmd_config(int argc, char **argv)
 {
-	static const struct option lo[] = {{"json", no_argument, 0, 'j'},
-					   {"json-int", no_argument, 0, 'I'},
-					   {"help", no_argument, 0, 'h'},
-					   {0}};
 	copts_t o = {0};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "+Hpjh", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+Hpjh", json_listing_opts, NULL)) != -1) {
 		switch (ch) {
 		case 'H': o.scripted = true; break;
 		case 'p': o.exact = true; break;

@@ -175,10 +175,6 @@ static int source_kind(const char *src)
 
 int cmd_get(int argc, char **argv)
 {
-	static const struct option lo[] = {{"json", no_argument, 0, 'j'},
-					   {"json-int", no_argument, 0, 'I'},
-					   {"help", no_argument, 0, 'h'},
-					   {0}};
 	bool scripted = false, exact = false, json = false, json_int = false, depth_set = false,
 	     recursive = false;
 	int fields[8] = {F_NAME, F_PROPERTY, F_VALUE, F_SOURCE}, nf = 4, sources = 0;
@@ -188,7 +184,7 @@ int cmd_get(int argc, char **argv)
 					 CAIRN_TYPE_SNAPSHOT | CAIRN_TYPE_BOOKMARK};
 	bool types_set = false;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "Hprjhd:o:t:s:", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "Hprjhd:o:t:s:", json_listing_opts, NULL)) != -1) {
 		switch (ch) {
 		case 'H': scripted = true; break;
 		case 'p': exact = true; break;

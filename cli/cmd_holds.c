@@ -81,14 +81,10 @@ static int print_hold(const char *snap, const char *tag, int64_t t, int pid, voi
 
 int cmd_holds(int argc, char **argv)
 {
-	static const struct option lo[] = {{"json", no_argument, 0, 'j'},
-					   {"json-int", no_argument, 0, 'I'},
-					   {"help", no_argument, 0, 'h'},
-					   {0}};
 	hopts_t o = {0};
 	bool recursive = false;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "rHpjh", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "rHpjh", json_listing_opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r': recursive = true; break;
 		case 'H': o.scripted = true; break;

@@ -1,5 +1,6 @@
 /* props.c - property table and value formatting shared by list and get. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -398,6 +399,11 @@ void json_str(FILE *f, const char *s)
 	}
 	fputc('"', f);
 }
+
+const struct option json_listing_opts[] = {{"json", no_argument, 0, 'j'},
+					    {"json-int", no_argument, 0, 'I'},
+					    {"help", no_argument, 0, 'h'},
+					    {0}};
 
 void json_begin(const char *verb)
 {

@@ -2,6 +2,8 @@
 #ifndef CAIRN_CLI_PROPS_H
 #define CAIRN_CLI_PROPS_H
 
+#include <getopt.h>
+
 #include "cli.h"
 
 enum prop_kind { K_STR, K_NUM, K_SIZE, K_DATE, K_BOOL, K_RATIO };
@@ -55,6 +57,9 @@ void json_str(FILE *f, const char *s);
  * json_object_sep the comma before each object but the document's first;
  * json_end the tail, unless the document spans several stores. */
 void json_begin(const char *verb);
+/* The long options a listing verb shares: --json ('j'), --json-int ('I')
+ * and --help ('h'). */
+extern const struct option json_listing_opts[];
 /* The same with another name than "datasets" for the document's one
  * object (holds, config). */
 void json_begin_section(const char *verb, const char *section);
