@@ -405,7 +405,7 @@ static int wrapping_key(const struct keyblob_hdr *h, const uint8_t *secret, size
 
 static int scrypt_logn(void)
 {
-	const char *e = getenv("CAIRN_SCRYPT_LOGN");
+	const char *e = getenv("CAIRN_TEST_SCRYPT_LOGN");
 	if (e) {
 		char *end;
 		long v = strtol(e, &end, 10);

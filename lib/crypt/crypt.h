@@ -62,7 +62,7 @@ typedef struct crypt_keys {
 } crypt_keys_t;
 
 /* scrypt parameters written into new key blobs.  N = 2^17, r = 8, p = 1
- * (128 MiB, about half a second).  CAIRN_SCRYPT_LOGN (10..20) overrides
+ * (128 MiB, about half a second).  CAIRN_TEST_SCRYPT_LOGN (10..20) overrides
  * log2 N for one process (tests); the value used is recorded in the blob. */
 #define CRYPT_SCRYPT_LOGN 17
 #define CRYPT_SCRYPT_R 8

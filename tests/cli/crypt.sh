@@ -8,7 +8,7 @@ if [ -z "${CAIRN_CRYPT_SESSION:-}" ]; then
 	export CAIRN_CRYPT_SESSION=1
 	exec keyctl session - bash "$0" "$@" 2>&1
 fi
-export CAIRN_KEYRING=session CAIRN_SCRYPT_LOGN=12
+export CAIRN_KEYRING=session CAIRN_TEST_SCRYPT_LOGN=12
 # Key material is piped into ok/fails_with ("printf KEY | ok cairn ..."):
 # the last command of a pipeline runs in this shell, not a subshell, so
 # the failures it counts are not lost.

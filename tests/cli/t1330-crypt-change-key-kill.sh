@@ -20,7 +20,7 @@ ok cairn snapshot tank@one
 printf '%s
 ' "passphrase number c" >"$TESTDIR/kc"
 t0=$(date +%s%N)
-CAIRN_SCRYPT_LOGN=14 "$CAIRN" change-key -o keylocation="file://$TESTDIR/kc" tank || fail "change-key"
+CAIRN_TEST_SCRYPT_LOGN=14 "$CAIRN" change-key -o keylocation="file://$TESTDIR/kc" tank || fail "change-key"
 span=$((($(date +%s%N) - t0) / 1000000 + 1))
 rounds=16
 [ "${CAIRN_LONG:-}" = 1 ] && rounds=150
@@ -28,7 +28,7 @@ killed=0 finished=0
 for i in $(seq 1 $rounds); do
 	printf '%s\n' "passphrase number $i" >"$TESTDIR/k$i"
 	# a costlier scrypt for the new wrapping widens the window to hit
-	CAIRN_SCRYPT_LOGN=14 "$CAIRN" change-key -o keylocation="file://$TESTDIR/k$i" tank \
+	CAIRN_TEST_SCRYPT_LOGN=14 "$CAIRN" change-key -o keylocation="file://$TESTDIR/k$i" tank \
 		>/dev/null 2>&1 &
 	pid=$!
 	ms=$((RANDOM % (span * 5 / 4)))

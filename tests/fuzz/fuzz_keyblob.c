@@ -30,7 +30,7 @@ static void rewrap(const crypt_keys_t *k, int fmt, const uint8_t *s, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	setenv("CAIRN_SCRYPT_LOGN", "10", 1);
+	setenv("CAIRN_TEST_SCRYPT_LOGN", "10", 1);
 	if (size < 1)
 		return 0;
 	bool use_pass = data[0] & 1;

@@ -377,7 +377,7 @@ static void test_seeded_chunker(void)
 int main(void)
 {
 	/* Tests wrap many times; the parameters are recorded in each blob. */
-	setenv("CAIRN_SCRYPT_LOGN", "10", 1);
+	setenv("CAIRN_TEST_SCRYPT_LOGN", "10", 1);
 	test_secret_parse();
 	test_wrap();
 	test_chunk_ids();
