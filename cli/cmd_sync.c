@@ -128,8 +128,16 @@ static char **dest_argv(const endpoint_t *d, const char *const *verb)
 			free(av);
 			return NULL;
 		}
-		av[n++] = strdup(ssh);
-		av[n++] = strdup(d->host);
+		char *prog = strdup(ssh), *host = strdup(d->host);
+		if (!prog || !host) {
+			free(prog);
+			free(host);
+			free(cmd);
+			free(av);
+			return NULL;
+		}
+		av[n++] = prog;
+		av[n++] = host;
 		av[n++] = cmd;
 	} else {
 		ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -564,11 +564,6 @@ static void map_files(usectx_t *u)
 	crypt_keys_free(key);
 }
 
-/* Reports the bad chunks with the snapshots and files that use them.
- * Returns how many of them no longer matter: missing chunks that no target
- * snapshot uses now (its snapshots were destroyed after the chunk set was
- * collected, and a GC then removed them, as it may: verify holds nothing).
- * Those are not damage, and are not reported. */
 /* Finds which target snapshots (and files) use the bad chunks.  Without
  * memory for the walk the chunks are still named, without their users:
  * a verify that ran out of memory must not hide what it found. */
@@ -609,6 +604,11 @@ static void collect_uses(vctx_t *c, usectx_t *u)
 	gc_idxwalk_free(w);
 }
 
+/* Reports the bad chunks with the snapshots and files that use them.
+ * Returns how many of them no longer matter: missing chunks that no target
+ * snapshot uses now (its snapshots were destroyed after the chunk set was
+ * collected, and a GC then removed them, as it may: verify holds nothing).
+ * Those are not damage, and are not reported. */
 static size_t report(vctx_t *c)
 {
 	usectx_t u = {.c = c};
