@@ -277,11 +277,14 @@ int cli_run_verb(int argc, char **argv)
 			g_cli.verb = verbs[k].name;
 			optind = 0; /* full getopt reset: zfs mode runs verbs more than once */
 			/* -h/--help: the verb's option parsing refuses it and asks for
-			 * its usage, which cli_usage then prints to stdout (zfs send -h
-			 * means --holds, so zfs mode leaves send's -h alone). */
+			 * its usage, which cli_usage then prints to stdout.  diff -h
+			 * (raw names) and send -h (--holds) are options: there -h is
+			 * help only alone, and never as zfs (zfs has no such help);
+			 * with operands a usage error must still be one (exit 2). */
+			bool h_opt = !strcmp(argv[0], "diff") || !strcmp(argv[0], "send");
 			g_cli.help = argc > 1 && (!strcmp(argv[1], "--help") ||
 						  (!strcmp(argv[1], "-h") &&
-						   !(g_cli.zfs && !strcmp(argv[0], "send"))));
+						   !(h_opt && (g_cli.zfs || argc > 2))));
 			opterr = !g_cli.help;
 			int rc = verbs[k].fn(argc, argv);
 			opterr = 1;
