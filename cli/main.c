@@ -1,6 +1,7 @@
 /* main.c - the cairn command: global options and the verb table. */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,14 +73,22 @@ static const char *default_store(void)
 	const char *e = getenv("CAIRN_STORE");
 	if (e && *e)
 		return e;
+	g_cli.store_default = true;
 	if (geteuid() == 0)
 		return "/var/lib/cairn";
 	static char path[4096];
 	const char *xdg = getenv("XDG_DATA_HOME");
 	if (xdg && *xdg)
 		snprintf(path, sizeof(path), "%s/cairn", xdg);
-	else
-		snprintf(path, sizeof(path), "%s/.local/share/cairn", getenv("HOME") ?: "/");
+	else {
+		/* No $HOME (cron, env -i): the account's home, not "//.local". */
+		const char *home = getenv("HOME");
+		struct passwd *pw;
+		if ((!home || !*home) && (pw = getpwuid(geteuid())))
+			home = pw->pw_dir;
+		snprintf(path, sizeof(path), "%s/.local/share/cairn",
+			 home && strcmp(home, "/") ? home : "");
+	}
 	return path;
 }
 

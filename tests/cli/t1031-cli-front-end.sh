@@ -21,4 +21,30 @@ for v in diff send; do
 	echo "$out" | grep -q "^usage: cairn $v" || fail "$v -h alone: no usage on stdout"
 done
 
+# A user's default store: on a fresh account ~/.local/share (or the
+# $XDG_DATA_HOME chain) does not exist yet, and init creates it (0700).
+as_user() { env -i PATH="$PATH" HOME="$H" "$@"; }
+if [ "$(id -u)" = 0 ]; then
+	if command -v setpriv >/dev/null; then
+		as_user() { env -i PATH="$PATH" HOME="$H" setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+	else
+		as_user() { return 77; }
+	fi
+fi
+H=$TESTDIR/home
+mkdir -p "$H"
+chmod 755 "$TESTDIR"
+[ "$(id -u)" = 0 ] && chown nobody "$H"
+as_user "$CAIRN" init >/dev/null
+rc=$?
+if [ $rc -ne 77 ]; then
+	[ $rc -eq 0 ] || fail "init of the default store under a fresh \$HOME: exit $rc"
+	[ -f "$H/.local/share/cairn/catalog.db" ] || fail "no store at ~/.local/share/cairn"
+	[ "$(stat -c %a "$H/.local" 2>/dev/null)" = 700 ] || fail "~/.local not created 0700"
+	as_user "$CAIRN" list >/dev/null 2>&1 || fail "list of the default store"
+	# An explicit store is taken as given: no parents are created.
+	fails_with 1 "No such file" as_user "$CAIRN" -s "$H/no/such" init
+	[ -e "$H/no" ] && fail "init -s created the parents of an explicit store"
+fi
+
 done_test
