@@ -21,6 +21,18 @@ for v in diff send; do
 	echo "$out" | grep -q "^usage: cairn $v" || fail "$v -h alone: no usage on stdout"
 done
 
+# A malformed or out-of-range CAIRN_<KEY> override fails every verb, as it
+# does list and config; gc used to fall back to the built-in default and
+# sweep with a 1445-minute atime cutoff whatever the store said.
+for v in junk 99999999 ''; do
+	fails_with 1 "CAIRN_GC_ATIME_CUTOFF" env CAIRN_GC_ATIME_CUTOFF=$v "$CAIRN" gc -n
+	fails_with 1 "CAIRN_GC_ATIME_CUTOFF" env CAIRN_GC_ATIME_CUTOFF=$v "$CAIRN" snapshot ta@x
+done
+fails_with 1 "CAIRN_COMPRESSION" env CAIRN_COMPRESSION=20 "$CAIRN" create tb
+cairn list ta@x >/dev/null 2>&1 && fail "a refused snapshot was taken"
+cairn list tb >/dev/null 2>&1 && fail "a refused create made a dataset"
+out=$(CAIRN_GC_ATIME_CUTOFF=2000 cairn gc -n 2>&1) || fail "valid override refused: $out"
+
 # A user's default store: on a fresh account ~/.local/share (or the
 # $XDG_DATA_HOME chain) does not exist yet, and init creates it (0700).
 as_user() { env -i PATH="$PATH" HOME="$H" "$@"; }
