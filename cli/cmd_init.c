@@ -7,7 +7,7 @@
 
 #include "cli.h"
 
-static const char *u = "init [--chunk-size AVG] [--chunks s3://BUCKET[/PREFIX] | --import s3://BUCKET[/PREFIX]]\n"
+static const char *u = "init [-c AVG | --chunk-size AVG] [--chunks s3://BUCKET[/PREFIX] | --import s3://BUCKET[/PREFIX]]\n"
 			"            [--endpoint URL] [--region R] [--addressing path|virtual] [--credentials-file F]";
 
 /* The remote-chunk options: 1 if ch was one of them, 0 if not, -1 if its
