@@ -362,7 +362,10 @@ int main(int argc, char **argv)
 			printf("cairn %d.%d\n", CAIRN_VERSION_MAJOR, CAIRN_VERSION_MINOR);
 			return 0;
 		} else {
-			fprintf(stderr, "cairn: unknown option '%s'\n", argv[i]);
+			if (!strcmp(argv[i], "-s"))
+				fprintf(stderr, "cairn: option '-s' needs a STORE\n");
+			else
+				fprintf(stderr, "cairn: unknown option '%s'\n", argv[i]);
 			usage(stderr);
 			return EXIT_USAGE;
 		}

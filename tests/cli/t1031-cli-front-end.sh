@@ -21,6 +21,9 @@ for v in diff send; do
 	echo "$out" | grep -q "^usage: cairn $v" || fail "$v -h alone: no usage on stdout"
 done
 
+# -s without its argument says so (it is not an "unknown option").
+fails_with 2 "'-s' needs a STORE" cairn -s
+
 # A malformed or out-of-range CAIRN_<KEY> override fails every verb, as it
 # does list and config; gc used to fall back to the built-in default and
 # sweep with a 1445-minute atime cutoff whatever the store said.
