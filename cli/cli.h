@@ -13,6 +13,7 @@
 
 typedef struct cli {
 	const char *store_path; /* resolved store directory */
+	bool store_default;     /* a user's default (no -s, no $CAIRN_STORE) */
 	const char *verb;
 	bool progress; /* stderr is a terminal */
 	bool zfs;       /* invoked as zfs: zfs's texts (cli/zfs_compat.c) */

@@ -3,10 +3,11 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
-static const char *u = "init [--chunk-size AVG] [--chunks s3://BUCKET[/PREFIX] | --import s3://BUCKET[/PREFIX]]\n"
+static const char *u = "init [-c AVG | --chunk-size AVG] [--chunks s3://BUCKET[/PREFIX] | --import s3://BUCKET[/PREFIX]]\n"
 			"            [--endpoint URL] [--region R] [--addressing path|virtual] [--credentials-file F]";
 
 /* The remote-chunk options: 1 if ch was one of them, 0 if not, -1 if its
@@ -24,6 +25,29 @@ static int init_backend_opt(cairn_init_opts *o, const char **import_url, int ch,
 			return -1;
 		o->virtual_host = !strcmp(arg, "virtual");
 		return 1;
+	}
+	return 0;
+}
+
+/* A user's default store ($XDG_DATA_HOME/cairn, ~/.local/share/cairn):
+ * on a fresh account its parents may not exist yet; create them, mode
+ * 0700 as the XDG spec asks.  An explicit -s or $CAIRN_STORE is taken as
+ * given (a typo must not grow a tree).  0, else the failing directory is
+ * reported and 1 returned. */
+static int make_default_parents(const char *path)
+{
+	char buf[4096];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return 0; /* cairn_store_init reports it */
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST) {
+			cli_err(buf, "cannot create directory: %s", strerror(errno));
+			return 1;
+		}
+		*p = '/';
 	}
 	return 0;
 }
@@ -77,6 +101,8 @@ int cmd_init(int argc, char **argv)
 	if ((o.endpoint || o.region || o.virtual_host || o.credentials_file) && !o.chunks)
 		return cli_usage(u, "--endpoint, --region, --addressing and --credentials-file "
 				    "need --chunks or --import");
+	if (g_cli.store_default && make_default_parents(g_cli.store_path))
+		return 1;
 	int r = cairn_store_init(g_cli.store_path, &o);
 	if (r < 0 && *cairn_store_init_errdetail()) {
 		cli_err(o.chunks ? o.chunks : g_cli.store_path, "%s", cairn_store_init_errdetail());

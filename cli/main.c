@@ -1,6 +1,7 @@
 /* main.c - the cairn command: global options and the verb table. */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,14 +73,22 @@ static const char *default_store(void)
 	const char *e = getenv("CAIRN_STORE");
 	if (e && *e)
 		return e;
+	g_cli.store_default = true;
 	if (geteuid() == 0)
 		return "/var/lib/cairn";
 	static char path[4096];
 	const char *xdg = getenv("XDG_DATA_HOME");
 	if (xdg && *xdg)
 		snprintf(path, sizeof(path), "%s/cairn", xdg);
-	else
-		snprintf(path, sizeof(path), "%s/.local/share/cairn", getenv("HOME") ?: "/");
+	else {
+		/* No $HOME (cron, env -i): the account's home, not "//.local". */
+		const char *home = getenv("HOME");
+		struct passwd *pw;
+		if ((!home || !*home) && (pw = getpwuid(geteuid())))
+			home = pw->pw_dir;
+		snprintf(path, sizeof(path), "%s/.local/share/cairn",
+			 home && strcmp(home, "/") ? home : "");
+	}
 	return path;
 }
 
@@ -180,11 +189,38 @@ int cli_usage(const char *u, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+/* A CAIRN_<KEY> override of a store setting that does not parse or is
+ * out of range fails every verb.  Only list and config read them through
+ * cairn_config_get and report; elsewhere the library falls back to the
+ * built-in default, silently overriding the store's own setting (a junk
+ * CAIRN_GC_ATIME_CUTOFF made gc sweep with 1445 minutes whatever the
+ * store said).  Only variables that are set cost a look-up. */
+static int check_env_settings(cairn_store *st)
+{
+	for (const cairn_config_info *ci = cairn_config_table(); ci->key; ci++) {
+		char env[80];
+		size_t i = snprintf(env, sizeof(env), "CAIRN_");
+		for (const char *k = ci->key; *k && i + 1 < sizeof(env); k++)
+			env[i++] = (*k >= 'a' && *k <= 'z') ? *k - 32 : *k;
+		env[i] = 0;
+		int64_t v;
+		int r;
+		if (getenv(env) && (r = cairn_config_get(st, ci->key, &v, NULL)) < 0)
+			return cli_fail(st, NULL, r);
+	}
+	return 0;
+}
+
 int cli_open(cairn_store **st)
 {
 	int r = cairn_store_open(g_cli.store_path, st);
 	if (r == 0) {
 		cairn_store_set_warn(*st, cli_warn, NULL); /* e.g. prune's skipped space figures */
+		if (check_env_settings(*st)) {
+			cairn_store_close(*st);
+			*st = NULL;
+			return 1;
+		}
 		return 0;
 	}
 	if (r == CAIRN_ENOTSTORE || r == -ENOENT)
@@ -277,11 +313,14 @@ int cli_run_verb(int argc, char **argv)
 			g_cli.verb = verbs[k].name;
 			optind = 0; /* full getopt reset: zfs mode runs verbs more than once */
 			/* -h/--help: the verb's option parsing refuses it and asks for
-			 * its usage, which cli_usage then prints to stdout (zfs send -h
-			 * means --holds, so zfs mode leaves send's -h alone). */
+			 * its usage, which cli_usage then prints to stdout.  diff -h
+			 * (raw names) and send -h (--holds) are options: there -h is
+			 * help only alone, and never as zfs (zfs has no such help);
+			 * with operands a usage error must still be one (exit 2). */
+			bool h_opt = !strcmp(argv[0], "diff") || !strcmp(argv[0], "send");
 			g_cli.help = argc > 1 && (!strcmp(argv[1], "--help") ||
 						  (!strcmp(argv[1], "-h") &&
-						   !(g_cli.zfs && !strcmp(argv[0], "send"))));
+						   !(h_opt && (g_cli.zfs || argc > 2))));
 			opterr = !g_cli.help;
 			int rc = verbs[k].fn(argc, argv);
 			opterr = 1;
@@ -323,7 +362,10 @@ int main(int argc, char **argv)
 			printf("cairn %d.%d\n", CAIRN_VERSION_MAJOR, CAIRN_VERSION_MINOR);
 			return 0;
 		} else {
-			fprintf(stderr, "cairn: unknown option '%s'\n", argv[i]);
+			if (!strcmp(argv[i], "-s"))
+				fprintf(stderr, "cairn: option '-s' needs a STORE\n");
+			else
+				fprintf(stderr, "cairn: unknown option '%s'\n", argv[i]);
 			usage(stderr);
 			return EXIT_USAGE;
 		}

@@ -63,4 +63,39 @@ for f in sorted(glob.glob(os.path.join(src, "cli/cmd_*.c"))):
 sys.exit(1 if bad else 0)
 PY
 
+# 4. Each page's SYNOPSIS names the options of its verb's usage text
+# (VERB --help: the "usage:" line and its indented continuation lines),
+# no more and no fewer.
+python3 - "$SRC" "$CAIRN" <<'PY' || fail "SYNOPSIS and usage differ (listed above)"
+import os, re, subprocess, sys
+src, cairn = sys.argv[1], sys.argv[2]
+main = open(os.path.join(src, "cli/main.c")).read()
+def opts(text):
+    s = set(re.findall(r'(?<![\w-])(--[a-z][a-z-]*)', text))
+    for m in re.findall(r'(?<![\w-])-([A-Za-z]+)', text):
+        s |= {'-' + c for c in m}
+    return s
+bad = 0
+for v in re.findall(r'\{"([a-z-]+)", cmd_[a-z_]+, "', main):
+    page = os.path.join(src, "man", "cairn-%s.8.scd" % v)
+    if not os.path.exists(page):
+        continue
+    m = re.search(r'^# SYNOPSIS\n(.*?)^# ', open(page).read(), re.S | re.M)
+    syn = re.sub(r'[*_\\]', '', m.group(1) if m else '').replace('[-s store]', '')
+    lines = subprocess.run([cairn, v, '--help'], capture_output=True, text=True).stdout.split('\n')
+    usage = lines[0]
+    for l in lines[1:]:
+        if not l.startswith('    '):
+            break
+        usage += '\n' + l
+    su, ss = opts(usage), opts(syn)
+    for o in sorted(su - ss):
+        print("cairn-%s(8): SYNOPSIS lacks %s (in 'cairn %s --help')" % (v, o, v))
+        bad += 1
+    for o in sorted(ss - su):
+        print("cairn-%s(8): SYNOPSIS has %s, 'cairn %s --help' does not" % (v, o, v))
+        bad += 1
+sys.exit(1 if bad else 0)
+PY
+
 done_test
