@@ -150,9 +150,12 @@ typedef struct cairn_prop {
  * @return 0 or CAIRN_EBADNAME. */
 int cairn_name_check(const char *name, bool with_snap, char *why, size_t whylen);
 
-/** Creates a dataset.  With parents, missing ancestors are created as
- * filesystems.  props are set locally on the new dataset.
- * @return 0, -EEXIST, -ENOENT (missing parent without parents),
+/** Creates a dataset.  type is CAIRN_TYPE_FILESYSTEM or CAIRN_TYPE_VOLUME
+ * (the property type=volume also makes a volume).  With parents, missing
+ * ancestors are created as filesystems.  props are set locally on the new
+ * dataset.
+ * @return 0, -EEXIST, -ENOENT (missing parent without parents), -EINVAL
+ * (type is not filesystem or volume), -ENOTDIR (the parent is a volume),
  * CAIRN_EBADNAME, CAIRN_EBADPROP. */
 int cairn_dataset_create(cairn_store *st, const char *name, cairn_type type,
 			 const cairn_prop *props, size_t nprops, bool parents);
