@@ -38,8 +38,12 @@ $(B)/libcairn.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/libcairn.so: $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,libcairn.so.1 -o $@ $^ $(LDLIBS)
+# Only the API of include/cairn.h is exported (lib/libcairn.map): the
+# internal functions the command and the tests link from libcairn.a stay
+# out of the shared library's symbol table.
+$(B)/libcairn.so: $(LIB_OBJ) lib/libcairn.map
+	$(CC) -shared -Wl,-soname,libcairn.so.1 -Wl,--version-script=lib/libcairn.map \
+		-o $@ $(LIB_OBJ) $(LDLIBS)
 
 # The command links its libraries statically: a short command (a listing)
 # otherwise spends half its time in the dynamic loader.  STATIC=0 opts out.
