@@ -23,7 +23,7 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 .PHONY: all deps demo check check-long unit asan install clean fuzz check-s3
-.PHONY: check-zfs check-stress
+.PHONY: check-zfs check-stress FORCE
 
 all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
 
@@ -70,7 +70,15 @@ endif
 $(B)/cairn: $(CLI_OBJ) $(B)/libcairn.a
 	$(CC) $(CLI_LDFLAGS) -o $@ $(CLI_OBJ) $(B)/libcairn.a $(CLI_LIBS)
 
-$(B)/cairn.pc: Makefile
+# cairn.pc names PREFIX: the stamp changes (and cairn.pc is written again)
+# whenever PREFIX does, so `make all; make install PREFIX=/opt/x` installs
+# a cairn.pc naming /opt/x, not the PREFIX of the earlier build.
+$(B)/.prefix: FORCE
+	@mkdir -p $(B)
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' >$@
+FORCE:
+
+$(B)/cairn.pc: Makefile $(B)/.prefix
 	@mkdir -p $(B)
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: cairn\nDescription: deduplicating backup datastore\nVersion: 0.1\nRequires.private: %s\nLibs: -L$${libdir} -lcairn\nCflags: -I$${includedir}\n' \
 		'$(PREFIX)' '$(PKGS)' > $@
