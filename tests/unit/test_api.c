@@ -2,7 +2,9 @@
  * get wrong: cairn_dataset_create() with a type that is not a dataset type
  * (0, a snapshot, a bookmark, garbage) fails with -EINVAL and leaves no
  * catalog row behind (one used to be inserted, listing as a "snapshot"
- * without an '@', or not at all).
+ * without an '@', or not at all).  cairn_prune, cairn_send, cairn_recv
+ * and cairn_list_open, whose options are required, fail with -EINVAL on
+ * NULL ones (they used to dereference them).
  */
 #include <errno.h>
 #include <ftw.h>
@@ -75,6 +77,15 @@ int main(void)
 	/* The two dataset types still work. */
 	CHECK_EQ(cairn_dataset_create(st, "pool/fs", CAIRN_TYPE_FILESYSTEM, NULL, 0, false), 0);
 	CHECK_EQ(cairn_dataset_create(st, "pool/vol", CAIRN_TYPE_VOLUME, NULL, 0, false), 0);
+
+	/* Required options left NULL: an error, not a crash. */
+	CHECK_EQ(cairn_prune(st, "pool", NULL), -EINVAL);
+	CHECK(cairn_store_errdetail(st)[0] != 0);
+	CHECK_EQ(cairn_send(st, "pool@x", NULL), -EINVAL);
+	CHECK_EQ(cairn_recv(st, NULL), -EINVAL);
+	l = (cairn_list *)&n;
+	CHECK_EQ(cairn_list_open(st, NULL, &l), -EINVAL);
+	CHECK(l == NULL);
 
 	cairn_store_close(st);
 	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
