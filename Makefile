@@ -23,7 +23,7 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 .PHONY: all deps demo check check-long unit asan install clean fuzz check-s3
-.PHONY: check-zfs check-stress
+.PHONY: check-zfs check-stress FORCE
 
 all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
 
@@ -38,8 +38,12 @@ $(B)/libcairn.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/libcairn.so: $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,libcairn.so.1 -o $@ $^ $(LDLIBS)
+# Only the API of include/cairn.h is exported (lib/libcairn.map): the
+# internal functions the command and the tests link from libcairn.a stay
+# out of the shared library's symbol table.
+$(B)/libcairn.so: $(LIB_OBJ) lib/libcairn.map
+	$(CC) -shared -Wl,-soname,libcairn.so.1 -Wl,--version-script=lib/libcairn.map \
+		-o $@ $(LIB_OBJ) $(LDLIBS)
 
 # The command links its libraries statically: a short command (a listing)
 # otherwise spends half its time in the dynamic loader.  STATIC=0 opts out.
@@ -66,7 +70,15 @@ endif
 $(B)/cairn: $(CLI_OBJ) $(B)/libcairn.a
 	$(CC) $(CLI_LDFLAGS) -o $@ $(CLI_OBJ) $(B)/libcairn.a $(CLI_LIBS)
 
-$(B)/cairn.pc: Makefile
+# cairn.pc names PREFIX: the stamp changes (and cairn.pc is written again)
+# whenever PREFIX does, so `make all; make install PREFIX=/opt/x` installs
+# a cairn.pc naming /opt/x, not the PREFIX of the earlier build.
+$(B)/.prefix: FORCE
+	@mkdir -p $(B)
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' >$@
+FORCE:
+
+$(B)/cairn.pc: Makefile $(B)/.prefix
 	@mkdir -p $(B)
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: cairn\nDescription: deduplicating backup datastore\nVersion: 0.1\nRequires.private: %s\nLibs: -L$${libdir} -lcairn\nCflags: -I$${includedir}\n' \
 		'$(PREFIX)' '$(PKGS)' > $@

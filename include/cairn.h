@@ -150,9 +150,12 @@ typedef struct cairn_prop {
  * @return 0 or CAIRN_EBADNAME. */
 int cairn_name_check(const char *name, bool with_snap, char *why, size_t whylen);
 
-/** Creates a dataset.  With parents, missing ancestors are created as
- * filesystems.  props are set locally on the new dataset.
- * @return 0, -EEXIST, -ENOENT (missing parent without parents),
+/** Creates a dataset.  type is CAIRN_TYPE_FILESYSTEM or CAIRN_TYPE_VOLUME
+ * (the property type=volume also makes a volume).  With parents, missing
+ * ancestors are created as filesystems.  props are set locally on the new
+ * dataset.
+ * @return 0, -EEXIST, -ENOENT (missing parent without parents), -EINVAL
+ * (type is not filesystem or volume), -ENOTDIR (the parent is a volume),
  * CAIRN_EBADNAME, CAIRN_EBADPROP. */
 int cairn_dataset_create(cairn_store *st, const char *name, cairn_type type,
 			 const cairn_prop *props, size_t nprops, bool parents);
@@ -467,7 +470,9 @@ typedef struct cairn_prune_opts {
 /** Applies retention to one dataset's snapshots in ONE transaction.
  * Buckets are in local time (weeks are ISO weeks); keep-last applies
  * first; a bucket is filled by its newest snapshot.  Held snapshots are
- * always kept and fill no bucket. */
+ * always kept and fill no bucket.  opts is required.
+ * @return 0, -EINVAL (opts NULL, no keep rule set, keep_within < 0),
+ * -ENOENT (dataset), CAIRN_EBADNAME (not a dataset name). */
 int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *opts);
 /** @} */
 
@@ -513,10 +518,13 @@ typedef struct cairn_send_opts {
 	bool raw;
 } cairn_send_opts;
 
-/** Writes a send stream of snap ("ds@snap").  Before reading anything it
- * takes temporary holds on every snapshot it sends and every source
- * snapshot in ONE transaction; it releases them in ONE transaction before
- * returning (a killed send's holds are reaped by the next open). */
+/** Writes a send stream of snap ("ds@snap") to opts->fd (opts is
+ * required; a zeroed one writes a full stream to fd 0).  Before reading
+ * anything it takes temporary holds on every snapshot it sends and every
+ * source snapshot in ONE transaction; it releases them in ONE transaction
+ * before returning (a killed send's holds are reaped by the next open).
+ * @return 0, -EINVAL (opts NULL), -ENOENT, CAIRN_EBADNAME, -EPIPE or
+ * another write error of fd, ... */
 int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *opts);
 
 typedef struct cairn_recv_opts {
@@ -571,7 +579,8 @@ typedef struct cairn_recv_opts {
  * @return 0, CAIRN_ECORRUPT (bad or hostile stream: detail says where),
  * -EPIPE (truncated) or -EINTR (a signal): with resumable, a group in
  * flight keeps its partial state and the dataset's receive_resume_token
- * (opts->partial_kept says whether it did); -EEXIST, -ENOENT. */
+ * (opts->partial_kept says whether it did); -EEXIST, -ENOENT;
+ * CAIRN_EBADNAME (no or an invalid opts->target); -EINVAL (opts NULL). */
 int cairn_recv(cairn_store *st, cairn_recv_opts *opts);
 
 /** For each of n chunk digests, present[i] = 1 if the store has it.  Each
@@ -735,11 +744,15 @@ typedef struct cairn_list cairn_list;
 
 /** Plans a listing: resolves the roots and the datasets to visit (one
  * short read transaction).  Fails with -ENOENT naming a missing root,
- * CAIRN_EBADNAME, CAIRN_EBADPROP (batch settings out of range). */
+ * CAIRN_EBADNAME, CAIRN_EBADPROP (batch settings out of range), -EINVAL
+ * (spec NULL).  On failure *out is NULL.  The listing uses st: close it
+ * (cairn_list_close) before cairn_store_close(st). */
 int cairn_list_open(cairn_store *st, const cairn_list_spec *spec, cairn_list **out);
 
 /** Fills b with the next rows after *cursor (start from a zeroed cursor)
- * and advances *cursor.  Returns the row count; 0 at the end. */
+ * and advances *cursor.  b starts zeroed and is reused from call to call
+ * (each call replaces its rows).  Returns the row count; 0 at the end; a
+ * negative error (-EIO, -ENOMEM...; detail in cairn_store_errdetail). */
 int cairn_list_next(cairn_list *l, cairn_list_cursor *cursor, cairn_list_batch *b);
 
 /** Number of read transactions (batches) used so far. */

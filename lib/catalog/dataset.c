@@ -376,6 +376,12 @@ int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
 	char why[256];
 	if (cairn_name_check(name, false, why, sizeof(why)) < 0)
 		return store_err(st, CAIRN_EBADNAME, "%s: %s", name, why);
+	/* Only these two are datasets: a row of another type (0, a snapshot,
+	 * a bookmark) would list as a "snapshot" without an '@', or not at all. */
+	if (type != CAIRN_TYPE_FILESYSTEM && type != CAIRN_TYPE_VOLUME)
+		return store_err(st, -EINVAL,
+				 "%s: type %d is not a dataset type (filesystem or volume)", name,
+				 (int)type);
 	for (size_t i = 0; i < nprops; i++)
 		if (!strcmp(props[i].name, "type")) {
 			if (!strcmp(props[i].value, "volume"))

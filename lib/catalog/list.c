@@ -248,6 +248,8 @@ int cairn_list_open(cairn_store *st, const cairn_list_spec *spec, cairn_list **o
 {
 	*out = NULL;
 	st->errdetail[0] = 0;
+	if (!spec)
+		return store_err(st, -EINVAL, "list: no spec (a zeroed one lists every dataset)");
 	cairn_list *l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;

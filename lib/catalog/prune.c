@@ -118,6 +118,8 @@ static int load(cairn_store *st, int64_t ds, psnap_t **out, size_t *n, const cha
 int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *o)
 {
 	st->errdetail[0] = 0;
+	if (!o)
+		return store_err(st, -EINVAL, "prune: no options (the keep rules are required)");
 	if (!o->keep_last && !o->keep_hourly && !o->keep_daily && !o->keep_weekly &&
 	    !o->keep_monthly && !o->keep_yearly && !o->keep_within)
 		return store_err(st, -EINVAL,

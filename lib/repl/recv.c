@@ -2282,6 +2282,8 @@ static void discard_own_state(rctx_t *c)
 int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 {
 	st->errdetail[0] = 0;
+	if (!o)
+		return store_err(st, -EINVAL, "receive: no options (target and fd are required)");
 	char why[256];
 	if (!o->target || cairn_name_check(o->target, false, why, sizeof(why)) < 0)
 		return store_err(st, CAIRN_EBADNAME, "%s: %s", o->target ? o->target : "",

@@ -1139,6 +1139,8 @@ static void on_signal(int sig)
 int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 {
 	st->errdetail[0] = 0;
+	if (!o)
+		return store_err(st, -EINVAL, "send: no options (opts->fd is required)");
 	g_stop = 0;
 	splan_t p = {0};
 	/* The context holds a have() batch: keep it off the stack. */

@@ -535,7 +535,7 @@ int store_remote_publish(cairn_store *st, bool force)
 	return r;
 }
 
-int cairn_store_import(const char *path, const cairn_init_opts *o)
+int store_import(const char *path, const cairn_init_opts *o)
 {
 	init_err[0] = 0;
 	if (!o || !o->chunks) {

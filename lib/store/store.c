@@ -447,7 +447,7 @@ int cairn_store_init(const char *path, const cairn_init_opts *opts)
 	if (!opts)
 		opts = &def;
 	if (opts->import)
-		return cairn_store_import(path, opts);
+		return store_import(path, opts);
 	uint32_t chunk = opts->chunk_size ? opts->chunk_size : 1 << 20;
 	if (chunk < (64u << 10) || chunk > (8u << 20) || (chunk & (chunk - 1)))
 		return CAIRN_EBADPROP;

@@ -40,7 +40,7 @@ int store_remote_publish(cairn_store *st, bool force);
  * store-id) is this store's (a prefix without one is claimed now);
  * -EPERM naming both ids when another store claimed it. */
 int store_remote_check_owner(cairn_store *st);
-int cairn_store_import(const char *path, const cairn_init_opts *o);
+int store_import(const char *path, const cairn_init_opts *o);
 /* Setting up a store (init, import).  begin: makes path (*made) or takes
  * an empty directory, or one an unfinished set-up left (cleared), and
  * marks it unfinished; -EEXIST otherwise.  finish (with the result r so
