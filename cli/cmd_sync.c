@@ -686,9 +686,13 @@ static int send_to(cairn_store *st, const endpoint_t *dst, const char *newest,
 		   const uint64_t *guids, size_t ng, bool recursive, bool force, bool dry,
 		   bool verbose, const char *common)
 {
-	/* raw: encrypted datasets replicate as stored (no key needed there) */
+	/* raw: encrypted datasets replicate as stored (no key needed there).
+	 * base_guids is set even when the destination has nothing: it is
+	 * what makes each dataset go to its own newest snapshot. */
+	static const uint64_t no_guids[1];
 	cairn_send_opts o = {.intermediates = true, .recursive = recursive, .dry_run = dry,
-			     .progress = cli_progress, .base_guids = guids, .nbase_guids = ng,
+			     .progress = cli_progress, .base_guids = ng ? guids : no_guids,
+			     .nbase_guids = ng,
 			     .raw = true, .estimate = dry ? est : NULL};
 	const char *verb[] = {"recv", "-s", force ? "-F" : "-s", verbose ? "-v" : "-s",
 			      dst->dataset, NULL};

@@ -256,9 +256,17 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 	int r = o->raw ? 0 : plan_decrypted(st, p, ds, o);
 	if (r < 0)
 		return r;
-	r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
+	/* sync (base_guids) brings every dataset of the subtree to its own
+	 * newest snapshot, as syncoid -r does.  By the top's snapshot name
+	 * alone, a descendant that lacks that name would arrive empty, and one
+	 * with newer snapshots would stop short; sync would then find it
+	 * behind and send again on every run, never catching up. */
+	if (o->base_guids && !top)
+		r = catalog_snap_prev(st->cat, ds->id, UINT64_MAX, &tos);
+	else
+		r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
 	if (r == -ENOENT && !top)
-		return 0; /* a descendant created after the snapshot */
+		return 0; /* a descendant created after the snapshot, or without any */
 	if (r == -ENOENT)
 		return store_err(st, r, "%s@%s: snapshot does not exist", ds->name, to);
 	char base[300];

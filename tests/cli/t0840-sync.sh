@@ -46,4 +46,25 @@ echo "$out" | grep -q "up to date" || fail "second sync not a no-op: $out"
 "$CAIRN" -s "$A" sync --dry-run t1 "$B:other" >/dev/null 2>&1 && fail "sync into unrelated dataset accepted"
 fails_with 1 "none in common" "$CAIRN" -s "$A" sync t1 "$B:other"
 fails_with 1 "must be a local store" "$CAIRN" -s "$A" sync "host:$A:t1" "$B:x"
+# sync -R brings every dataset to its own newest snapshot, as syncoid -r
+# does: a child without the top's newest snapshot name (w@first only), or
+# with snapshots newer than the top's (w@late), arrives whole in one run,
+# and the next run is a no-op.  (By the top's name alone, the child came
+# empty, and every later sync "synced" 0 snapshots without catching up.)
+mkdir -p "$TESTDIR/rs/w"
+echo top >"$TESTDIR/rs/f"
+echo child >"$TESTDIR/rs/w/g"
+ok "$CAIRN" -s "$A" create -o source="$TESTDIR/rs" rs
+ok "$CAIRN" -s "$A" create rs/w
+ok "$CAIRN" -s "$A" snapshot -r rs@first
+ok "$CAIRN" -s "$A" snapshot rs@x
+echo later >>"$TESTDIR/rs/w/g"
+ok "$CAIRN" -s "$A" snapshot rs/w@late
+ok "$CAIRN" -s "$A" sync -R rs "$B:rcopy"
+got=$("$CAIRN" -s "$B" list -H -o name -t snapshot -r rcopy | tr '\n' ' ')
+[ "$got" = "rcopy@first rcopy@x rcopy/w@first rcopy/w@late " ] || fail "sync -R left a child behind: $got"
+out=$("$CAIRN" -s "$A" sync -R -v rs "$B:rcopy" 2>&1) || fail "second sync -R: $out"
+echo "$out" | grep -q "up to date" || fail "second sync -R not a no-op: $out"
+ok "$CAIRN" -s "$B" restore rcopy/w@late "$TESTDIR/rw"
+cmp -s "$TESTDIR/rs/w/g" "$TESTDIR/rw/g" || fail "rcopy/w@late content"
 done_test
