@@ -369,6 +369,24 @@ static void forget_made(rctx_t *c)
 }
 
 /* Records which ancestors of name do not exist yet, deepest first. */
+/* cairn_dataset_create for a receive.  The target's own parent is never
+ * made (as in zfs); the library's hint for a missing parent names create's
+ * and rename's -p, which recv does not have, so the message says what to
+ * do here instead. */
+static int recv_create(rctx_t *c, const char *name, int type, const cairn_prop *props,
+		       size_t np, bool parents)
+{
+	int r = cairn_dataset_create(c->st, name, type, props, np, parents);
+	if (r == -ENOENT && !parents) {
+		const char *slash = strrchr(name, '/');
+		int plen = slash ? (int)(slash - name) : 0;
+		store_err(c->st, r, "%s: parent does not exist (%.*s; create it first, or receive "
+				    "with -d or -e below an existing dataset)",
+			  name, plen, name);
+	}
+	return r;
+}
+
 static int note_missing_parents(rctx_t *c, const char *name)
 {
 	char buf[NAME_BUF];
@@ -433,8 +451,7 @@ static int checkpoint(rctx_t *c)
 		 * commit would make them. */
 		r = note_missing_parents(c, top);
 		if (r == 0)
-			r = cairn_dataset_create(c->st, top, type, NULL, 0,
-						 strcmp(top, c->o->target) != 0);
+			r = recv_create(c, top, type, NULL, 0, strcmp(top, c->o->target) != 0);
 		if (r < 0)
 			forget_made(c);
 		encroot_receiving(false);
@@ -1100,8 +1117,8 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 			r = cairn_dataset_set(c->st, d->local, props, np);
 	} else if (k == -ENOENT) {
 		/* Below the target, missing parents come from the stream's own tree. */
-		r = cairn_dataset_create(c->st, d->local, d->type, props, np,
-					 strcmp(d->local, c->o->target) != 0);
+		r = recv_create(c, d->local, d->type, props, np,
+				strcmp(d->local, c->o->target) != 0);
 		if (r == 0 && (c->flags & STREAM_F_RECURSIVE))
 			r = exec_bind(c, "UPDATE dataset SET guid=? WHERE name=?", (int64_t)d->guid,
 				      d->local);

@@ -263,4 +263,9 @@ printf '#!/bin/sh\necho ran >"%s"\n' "$TESTDIR/ssh-ran" >"$TESTDIR/fakessh"
 chmod +x "$TESTDIR/fakessh"
 CAIRN_SSH="$TESTDIR/fakessh" fails_with 1 "must not be empty or begin with '-'" ca sync -- tank "-oProxyCommand=x:/st:ds"
 [ -e "$TESTDIR/ssh-ran" ] && fail "ssh ran with a host beginning with '-'"
+# a receive into a missing parent says what to do (recv has no -p) and
+# makes nothing
+fails_with 1 "nosuch/child: parent does not exist (nosuch; create it first" cb recv nosuch/child <"$TESTDIR/lone4"
+cb get name nosuch >/dev/null 2>&1 && fail "a refused receive made the parent"
+cb recv nosuch/child <"$TESTDIR/lone4" 2>&1 | grep -q "use -p" && fail "recv's message names -p"
 done_test
