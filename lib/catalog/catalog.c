@@ -178,7 +178,8 @@ void catalog_stop_waits_on(const volatile int *flag)
 
 static bool waits_stopped(void)
 {
-	return g_stop_waits && *g_stop_waits;
+	/* the flag may be set by another thread (cairn_gc_interrupt): atomic read */
+	return g_stop_waits && __atomic_load_n(g_stop_waits, __ATOMIC_RELAXED);
 }
 
 /* SQLite's busy_timeout schedule (sleeps of 1, 2, 5 ... 100 ms, then

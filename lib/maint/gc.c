@@ -134,11 +134,19 @@
 #define SRC_BATCH 64
 #define DIRBUF (64u << 10)
 
+/* Set by cairn_gc_interrupt(), from a signal handler or from another
+ * thread (chunkstore_sweep_remote's contract), and read by the sweep
+ * workers and the GC thread.  volatile alone makes that a data race (UB;
+ * TSan reports it), so every access goes through a relaxed __atomic
+ * builtin: lock-free, hence still async-signal safe, and nothing is
+ * published through the flag, so no ordering is needed.  The type stays
+ * volatile sig_atomic_t for the callees that take &gc_stop. */
 static volatile sig_atomic_t gc_stop;
+#define GC_STOPPED() __atomic_load_n(&gc_stop, __ATOMIC_RELAXED)
 
 void cairn_gc_interrupt(void)
 {
-	gc_stop = 1;
+	__atomic_store_n(&gc_stop, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- names ---- */
@@ -1751,7 +1759,7 @@ static void *sweep_worker(void *arg)
 		return NULL;
 	}
 	for (;;) {
-		if (gc_stop)
+		if (GC_STOPPED())
 			break;
 		unsigned d = atomic_fetch_add(&sw->next, 1);
 		if (d >= sw->hi)
@@ -2092,7 +2100,7 @@ static void dry_report_missing(gcctx_t *c)
 static int mark_refs(const chunk_ref_t *refs, size_t n, void *arg)
 {
 	gcctx_t *c = arg;
-	if (gc_stop) {
+	if (GC_STOPPED()) {
 		c->fatal = -EINTR;
 		return -EINTR;
 	}
@@ -2206,7 +2214,7 @@ static int walk_sources(gcctx_t *c, gc_idxwalk_t *w)
 	gc_srciter_init(&it, c->st, NULL, 0, true);
 	int r;
 	while ((r = gc_srciter_next(&it, &c->src)) == 1) {
-		if (gc_stop) {
+		if (GC_STOPPED()) {
 			r = -EINTR;
 			break;
 		}
@@ -2362,7 +2370,7 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 				      "the system clock went backwards during mark; nothing removed");
 		if (r == 0)
 			r = writer_oldest(st, &w2);
-		if (r == 0 && !c.unsafe && !gc_stop) {
+		if (r == 0 && !c.unsafe && !GC_STOPPED()) {
 			int64_t wmin = MIN(w1, w2);
 			int64_t thr = t0;
 			if (wmin != INT64_MAX && wmin - SLACK_NS < thr)
@@ -2372,7 +2380,7 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 			sw.hi = GC_NDIRS;
 			int64_t s0 = mono_ns();
 			sweep_run(&sw, threads, opts);
-			swept = !gc_stop;
+			swept = !GC_STOPPED();
 			/* Remote chunks: the bucket's sweep, after the markers'. */
 			if (swept && !sw.err && chunkstore_backend(st->cs) && !c.unkept_missing)
 				sweep_remote(st, &sw, c.missing, c.nmissing);
@@ -2387,7 +2395,7 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 		sw.threshold = thr - cutoff * 60 * 1000000000LL;
 		size_t budget = MAX((size_t)(cap + batch), (size_t)65536);
 		unsigned lo = 0;
-		while (r == 0 && lo < GC_NDIRS && !gc_stop) {
+		while (r == 0 && lo < GC_NDIRS && !GC_STOPPED()) {
 			gc_range_t range;
 			r = gc_range_init(&range, lo, budget);
 			if (r < 0)
@@ -2421,7 +2429,7 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 		}
 		s->mark_ns = mono_ns() - mark0 - sweep_ns;
 	}
-	if (r == 0 && gc_stop)
+	if (r == 0 && GC_STOPPED())
 		r = -EINTR;
 	s->sweep_ns = sweep_ns;
 	s->removed_chunks = sw.tot.removed;
@@ -2475,6 +2483,6 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 	pthread_mutex_destroy(&sw.lock);
 	close(chunkfd);
 	close(lockfd); /* releases the lock */
-	gc_stop = 0;
+	__atomic_store_n(&gc_stop, 0, __ATOMIC_RELAXED);
 	return r;
 }

@@ -1556,7 +1556,8 @@ int chunkstore_sweep_remote(chunkstore_t *cs, int64_t threshold_ns, const digest
 			}
 		}
 		free(o);
-		if (r == 0 && stop && *stop)
+		/* *stop is set by another thread or a signal: an atomic read */
+		if (r == 0 && stop && __atomic_load_n(stop, __ATOMIC_RELAXED))
 			r = -EINTR;
 	} while (r == 0 && cursor);
 	if (r == 0 && n)

@@ -558,7 +558,8 @@ static int run(s3_t *s, struct req *q, size_t n)
 	size_t next = 0, left = n;
 	int active = 0;
 	while (left) {
-		if (stop_flag && *stop_flag) {
+		/* set by another thread or a signal: an atomic read */
+		if (stop_flag && __atomic_load_n(stop_flag, __ATOMIC_RELAXED)) {
 			for (size_t i = 0; i < n; i++)
 				if (!q[i].done) {
 					q[i].done = true;
