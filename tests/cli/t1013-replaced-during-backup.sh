@@ -19,18 +19,19 @@ printf 'OLD-CONTENT\n' >"$SRC/victim" && chmod 644 "$SRC/victim"
 head -c 3000000 /dev/urandom >"$SRC/big" && chmod 644 "$SRC/big"
 ok cairn create -o source="$SRC" tank
 
-# held SYSCALL WHEN NAME NEW: a snapshot whose SYSCALL calls under $SRC
-# are held 0.2 s (on entry or exit, WHEN); once one on NAME is held, NEW
-# is renamed over $SRC/NAME.  Sets $out and $rc.
-held() {
-	local call=$1 when=$2 name=$3 new=$4
+# swap_traced INJECT PATTERN SNAP NEW NAME: runs `snapshot tank@SNAP`
+# under strace with INJECT on the openat calls under $SRC (delays); once
+# its trace shows PATTERN, renames NEW over $SRC/NAME.  Sets $out and $rc;
+# fails when PATTERN never showed (the swap did not happen in the window).
+swap_traced() {
+	local inject=$1 pattern=$2 snap=$3 new=$4 name=$5
 	rm -f "$TESTDIR/trace"
 	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -o "$TESTDIR/trace" -P "$SRC" \
-		-e trace=openat,newfstatat -e inject="$call":delay_"$when"=200000 \
-		"$CAIRN" snapshot "tank@$name" >"$TESTDIR/out" 2>&1 &
+		-e trace=openat,newfstatat -e inject="$inject" \
+		"$CAIRN" snapshot "tank@$snap" >"$TESTDIR/out" 2>&1 &
 	local pid=$! got=0
 	for _ in $(seq 1000); do
-		if grep -q "$call([0-9]*, \"$5\".*DELAYED" "$TESTDIR/trace" 2>/dev/null; then
+		if grep -q "$pattern" "$TESTDIR/trace" 2>/dev/null; then
 			got=1
 			break
 		fi
@@ -40,12 +41,13 @@ held() {
 	wait $pid
 	rc=$?
 	out=$(cat "$TESTDIR/out")
-	[ $got = 1 ] || fail "the backup was not held in $call on $5: $out"
+	[ $got = 1 ] || fail "the backup never reached '$pattern' in its trace: $out"
 }
 
 # 1. a small file, replaced while it waits for its bundle
 head -c 5000 /dev/urandom | base64 >"$TESTDIR/new" && chmod 600 "$TESTDIR/new"
-held openat enter victim "$TESTDIR/new" f1
+# (every open under the source is held 0.2 s; the swap follows the one of f1)
+swap_traced openat:delay_enter=200000 'openat([0-9]*, "f1".*DELAYED' victim "$TESTDIR/new" victim
 [ $rc = 1 ] || fail "a replaced small file: exit $rc ($out)"
 echo "$out" | grep -q "victim: replaced by another file" || fail "the replaced file is not named: $out"
 ok cairn restore tank@victim "$TESTDIR/r1"
@@ -66,27 +68,8 @@ ok cairn snapshot tank@before2
 head -c 3000000 /dev/urandom >"$SRC/a-big"
 head -c 3000000 /dev/urandom >"$SRC/big" # changed too: an unchanged one is not read
 head -c 4000000 /dev/urandom >"$TESTDIR/newbig" && chmod 600 "$TESTDIR/newbig"
-held_ahead() {
-	rm -f "$TESTDIR/trace"
-	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -o "$TESTDIR/trace" -P "$SRC" \
-		-e trace=openat,newfstatat -e inject=openat:delay_enter=1000000 \
-		"$CAIRN" snapshot tank@big >"$TESTDIR/out" 2>&1 &
-	local pid=$! got=0
-	for _ in $(seq 1000); do
-		if grep -q 'newfstatat([0-9]*, "big"' "$TESTDIR/trace" 2>/dev/null; then
-			got=1
-			break
-		fi
-		sleep 0.01
-	done
-	[ $got = 1 ] && mv "$TESTDIR/newbig" "$SRC/big"
-	wait $pid
-	rc=$?
-	out=$(cat "$TESTDIR/out")
-	[ $got = 1 ] || fail "big was not stat'ed ahead: $out"
-	grep -q 'openat([0-9]*, "big".*= [0-9]' "$TESTDIR/trace" || fail "big was not opened"
-}
-held_ahead
+swap_traced openat:delay_enter=1000000 'newfstatat([0-9]*, "big"' big "$TESTDIR/newbig" big
+grep -q 'openat([0-9]*, "big".*= [0-9]' "$TESTDIR/trace" || fail "big was not opened"
 [ $rc = 1 ] || fail "a replaced large file: exit $rc ($out)"
 echo "$out" | grep -q "big: replaced by another file" || fail "the replaced large file is not named: $out"
 ok cairn restore tank@big "$TESTDIR/r2"
