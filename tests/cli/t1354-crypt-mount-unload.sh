@@ -8,9 +8,10 @@
 . "$(dirname "$0")/lib.sh"
 need_fuse
 . "$(dirname "$0")/crypt.sh"
+. "$(dirname "$0")/mount.sh"
 M=$TESTDIR/mnt
 mkdir -p "$M"
-trap 'fusermount3 -u -z "$M" 2>/dev/null; "$CAIRN" unload-key -a >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
+trap '"$CAIRN" unload-key -a >/dev/null 2>&1; mount_cleanup "$M"; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
 new_store
 S=$TESTDIR/src
 mkdir -p "$S"
