@@ -46,6 +46,9 @@ int cli_open(cairn_store **st);
 void cli_progress(const cairn_progress *p, void *arg);
 void cli_progress_done(void);
 void cli_warn(const char *object, int err, void *arg);
+/* Raises the soft limit on open files to the hard one: a walk holds a
+ * directory fd per level, a GC flush one per directory it touches. */
+void cli_raise_nofile(void);
 
 /* 1.5M style with -p off, exact with it. */
 void cli_size(char *out, size_t len, uint64_t v, bool exact);

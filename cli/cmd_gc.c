@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include "cli.h"
@@ -194,13 +193,7 @@ int cmd_gc(int argc, char **argv)
 		cairn_store_close(st);
 		return rc;
 	}
-	/* A flush holds a directory fd per directory it touches: allow as
-	 * many as the hard limit lets us. */
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	cli_raise_nofile(); /* a flush holds a directory fd per directory */
 	bool dry = o.dry_run;
 	/* With -j standard output is one JSON document: no chunk lines. */
 	if (verbose && !json) {

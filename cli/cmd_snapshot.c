@@ -2,7 +2,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include "cli.h"
@@ -64,15 +63,10 @@ int cmd_snapshot(int argc, char **argv)
 	if (optind >= argc)
 		return cli_usage(u, "expected at least one DATASET@NAME");
 	o.props = props;
-	/* The walk holds a directory fd per level of the tree (and the
-	 * statahead helper some more): with the usual soft limit of 1,024, a
-	 * tree about a thousand levels deep lost its lower part to EMFILE.
-	 * Allow as many as the hard limit lets us, as gc does. */
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	/* The walk holds a directory fd per level (and the statahead helper
+	 * some more): under the usual soft limit of 1,024, a tree about a
+	 * thousand levels deep lost its lower part to EMFILE. */
+	cli_raise_nofile();
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;

@@ -92,6 +92,12 @@ static char *shell_quote(const char *s)
 	return q;
 }
 
+/* The program that reaches a remote destination: $CAIRN_SSH, else ssh. */
+static const char *ssh_program(void)
+{
+	return getenv("CAIRN_SSH") ?: "ssh";
+}
+
 /* argv for running cairn VERB... on the destination side; NULL for no
  * memory.  Over ssh the remote command is one string, each word quoted,
  * as long as it needs to be (never cut short: a cut command line could
@@ -104,7 +110,7 @@ static char **dest_argv(const endpoint_t *d, const char *const *verb)
 	if (!av)
 		return NULL;
 	if (d->host) {
-		const char *ssh = getenv("CAIRN_SSH") ?: "ssh";
+		const char *ssh = ssh_program();
 		const char *remote = getenv("CAIRN_REMOTE") ?: "cairn";
 		char *cmd = NULL;
 		size_t cl = 0;
@@ -402,7 +408,7 @@ static int dest_guids(const endpoint_t *d, uint64_t **guids, size_t *n)
 	if (rc < 0) {
 		/* spawning failed: no ssh there, or $CAIRN_SSH is not one program */
 		cli_err(d->dataset, "cannot list the destination: cannot run '%s': %s",
-			d->host ? getenv("CAIRN_SSH") ?: "ssh" : "/proc/self/exe", strerror(-rc));
+			d->host ? ssh_program() : "/proc/self/exe", strerror(-rc));
 		free(err);
 		return rc;
 	}

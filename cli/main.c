@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -189,26 +190,13 @@ int cli_usage(const char *u, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-/* A CAIRN_<KEY> override of a store setting that does not parse or is
- * out of range fails every verb.  Only list and config read them through
- * cairn_config_get and report; elsewhere the library falls back to the
- * built-in default, silently overriding the store's own setting (a junk
- * CAIRN_GC_ATIME_CUTOFF made gc sweep with 1445 minutes whatever the
- * store said).  Only variables that are set cost a look-up. */
-static int check_env_settings(cairn_store *st)
+void cli_raise_nofile(void)
 {
-	for (const cairn_config_info *ci = cairn_config_table(); ci->key; ci++) {
-		char env[80];
-		size_t i = snprintf(env, sizeof(env), "CAIRN_");
-		for (const char *k = ci->key; *k && i + 1 < sizeof(env); k++)
-			env[i++] = (*k >= 'a' && *k <= 'z') ? *k - 32 : *k;
-		env[i] = 0;
-		int64_t v;
-		int r;
-		if (getenv(env) && (r = cairn_config_get(st, ci->key, &v, NULL)) < 0)
-			return cli_fail(st, NULL, r);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	return 0;
 }
 
 int cli_open(cairn_store **st)
@@ -216,7 +204,13 @@ int cli_open(cairn_store **st)
 	int r = cairn_store_open(g_cli.store_path, st);
 	if (r == 0) {
 		cairn_store_set_warn(*st, cli_warn, NULL); /* e.g. prune's skipped space figures */
-		if (check_env_settings(*st)) {
+		/* A bad CAIRN_<KEY> override fails the verb: the library's own
+		 * reads would fall back to the built-in default, silently
+		 * overriding the store's setting (a junk CAIRN_GC_ATIME_CUTOFF
+		 * made gc sweep with 1445 minutes whatever the store said). */
+		int e = cairn_config_check_env(*st);
+		if (e < 0) {
+			cli_fail(*st, NULL, e);
 			cairn_store_close(*st);
 			*st = NULL;
 			return 1;

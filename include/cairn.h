@@ -121,6 +121,14 @@ const cairn_config_info *cairn_config_table(void);
  * @return 0, or CAIRN_EBADPROP for an unknown key or a bad env value. */
 int cairn_config_get(cairn_store *st, const char *key, int64_t *value, bool *from_env);
 
+/** Checks every CAIRN_<KEY> override set in the environment.  Internal
+ * reads of a setting whose override does not parse fall back to the
+ * built-in default, not to the stored value, so a caller that honours
+ * overrides should refuse to run with a bad one; the command does.
+ * @return 0, or CAIRN_EBADPROP (cairn_store_errdetail names the variable
+ * and the allowed range). */
+int cairn_config_check_env(cairn_store *st);
+
 /** Stores a setting.  value is parsed with its unit ("1M", "64K", "1445").
  * @return 0, or CAIRN_EBADPROP (unknown key, bad value, out of range: see
  * cairn_store_errdetail for the allowed range). */

@@ -370,21 +370,27 @@ static void forget_made(rctx_t *c)
 
 /* Records which ancestors of name do not exist yet, deepest first. */
 /* cairn_dataset_create for a receive.  The target's own parent is never
- * made (as in zfs); the library's hint for a missing parent names create's
- * and rename's -p, which recv does not have, so the message says what to
- * do here instead. */
+ * made (as in zfs), and recv has no -p: a missing one is refused here,
+ * saying what to do, before the library's message (which names create's
+ * and rename's -p) could. */
 static int recv_create(rctx_t *c, const char *name, int type, const cairn_prop *props,
 		       size_t np, bool parents)
 {
-	int r = cairn_dataset_create(c->st, name, type, props, np, parents);
-	if (r == -ENOENT && !parents) {
-		const char *slash = strrchr(name, '/');
-		int plen = slash ? (int)(slash - name) : 0;
-		store_err(c->st, r, "%s: parent does not exist (%.*s; create it first, or receive "
-				    "with -d or -e below an existing dataset)",
-			  name, plen, name);
+	const char *slash = strrchr(name, '/');
+	if (!parents && slash) {
+		char *pname = strndup(name, slash - name);
+		ds_row_t p = {0};
+		int r = pname ? catalog_ds_by_name(c->st->cat, pname, &p) : -ENOMEM;
+		if (r == -ENOENT)
+			store_err(c->st, r, "%s: parent does not exist (%s; create it first, or "
+					    "receive with -d or -e below an existing dataset)",
+				  name, pname);
+		ds_row_clear(&p);
+		free(pname);
+		if (r == -ENOENT || r == -ENOMEM)
+			return r; /* (a catalog error: the create reports it) */
 	}
-	return r;
+	return cairn_dataset_create(c->st, name, type, props, np, parents);
 }
 
 static int note_missing_parents(rctx_t *c, const char *name)

@@ -238,6 +238,21 @@ int cairn_config_get(cairn_store *st, const char *key, int64_t *value, bool *fro
 	return r < 0 ? store_err(st, r, "%s: %s", key, catalog_errmsg(st->cat)) : 0;
 }
 
+int cairn_config_check_env(cairn_store *st)
+{
+	st->errdetail[0] = 0;
+	for (const cairn_config_info *ci = config_table; ci->key; ci++) {
+		char env[80], why[256];
+		int64_t v;
+		env_name(ci->key, env, sizeof(env));
+		const char *e = getenv(env);
+		int r = e ? config_validate(ci, e, &v, why, sizeof(why)) : 0;
+		if (r < 0)
+			return store_err(st, r, "%s (from %s)", why, env);
+	}
+	return 0;
+}
+
 int64_t store_setting(cairn_store *st, const char *key)
 {
 	int64_t v;

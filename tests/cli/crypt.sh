@@ -9,10 +9,6 @@ if [ -z "${CAIRN_CRYPT_SESSION:-}" ]; then
 	exec keyctl session - bash "$0" "$@" 2>&1
 fi
 export CAIRN_KEYRING=session CAIRN_TEST_SCRYPT_LOGN=12
-# Key material is piped into ok/fails_with ("printf KEY | ok cairn ..."):
-# the last command of a pipeline runs in this shell, not a subshell, so
-# the failures it counts are not lost.
-shopt -s lastpipe
 trap '"$CAIRN" unload-key -a >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR" ${XATTR_DIRS:-}' EXIT
 
 PASS1="correct horse battery"
