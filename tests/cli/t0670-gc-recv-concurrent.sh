@@ -11,7 +11,10 @@
 # remove: recv must deduplicate against them safely (writer registry, touch,
 # sweep's rename-and-recheck).  The transfer is `send -i | recv` or `sync`,
 # by turns; the GC starts before or after it with random delays, and half
-# the GCs pause inside sweep's removal window.  After each round B verifies;
+# the GCs pause inside sweep's removal window.  The delays are sized to the
+# runs they straddle (a transfer takes some 20-60 ms here, a GC 80-400 ms),
+# so that most rounds overlap: with delays of up to 400 ms, only 15 of 65
+# rounds overlapped in one CI run and the coverage check below failed.  After each round B verifies;
 # every few rounds and at the end, B's snapshots restore to the manifest the
 # source had when A took them.
 #
@@ -58,7 +61,7 @@ while [ $(($(date +%s) - start)) -lt "$DURATION" ]; do
 	mode=$(((round + m0) % 2)) # alternate, from a random start
 	gcfirst=$((RANDOM % 2))
 	(
-		[ $gcfirst = 1 ] && sleep_ms $((RANDOM % 300))
+		[ $gcfirst = 1 ] && sleep_ms $((RANDOM % 150))
 		date +%s%N >"$TESTDIR/t.x"
 		if [ $mode = 0 ]; then
 			ca send -i "@$prev" "ta@r$round" | cb recv ta
@@ -70,7 +73,7 @@ while [ $(($(date +%s) - start)) -lt "$DURATION" ]; do
 	px=$!
 	(
 		[ $((RANDOM % 2)) = 0 ] && export CAIRN_TEST_SWEEP_DELAY_US=$((5000 + RANDOM % 20000))
-		[ $gcfirst = 0 ] && sleep_ms $((RANDOM % 400))
+		[ $gcfirst = 0 ] && sleep_ms $((RANDOM % 40))
 		date +%s%N >"$TESTDIR/t.g"
 		"$CAIRN" -s "$B" gc -j >"$TESTDIR/gc.out" 2>&1 || exit 1
 		date +%s%N >>"$TESTDIR/t.g"
