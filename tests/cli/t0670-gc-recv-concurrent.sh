@@ -14,9 +14,9 @@
 # the GCs pause inside sweep's removal window.  The delays are sized to the
 # runs they straddle (a transfer takes some 20-60 ms here, a GC 80-400 ms),
 # so that most rounds overlap: with delays of up to 400 ms, only 15 of 65
-# rounds overlapped in one CI run and the coverage check below failed.  After each round B verifies;
-# every few rounds and at the end, B's snapshots restore to the manifest the
-# source had when A took them.
+# rounds overlapped in one CI run and the coverage check below failed.
+# After each round B verifies; every few rounds and at the end, B's
+# snapshots restore to the manifest the source had when A took them.
 #
 # The test asserts its own coverage: at least 3 rounds, and a quarter of
 # them, must have had GC's run and the transfer's run overlapping in time,
