@@ -516,6 +516,19 @@ static int hole_add(tree_entry_t *e, size_t *cap, uint64_t len)
 	return extent_add(e, cap, &x);
 }
 
+/* Where a file's data ends once SEEK_DATA found none after some offset:
+ * its end as stat saw it (size), unless it shrank since.  A truncated file
+ * must not be recorded with its old size as a trailing hole: that would
+ * restore bytes it never had, where the non-sparse path records what it
+ * read. */
+static off_t end_of_data(int fd, uint64_t size)
+{
+	struct stat now;
+	if (fstat(fd, &now) == 0 && (uint64_t)now.st_size < size)
+		return now.st_size;
+	return size;
+}
+
 /* Reads a whole large file; sparse regions become holes. */
 static int read_large(bctx_t *c, int fd, const struct stat *st, tree_entry_t *e)
 {
@@ -527,7 +540,7 @@ static int read_large(bctx_t *c, int fd, const struct stat *st, tree_entry_t *e)
 		if (sparse) {
 			off_t d = lseek(fd, off, SEEK_DATA);
 			if (d < 0 && errno == ENXIO)
-				d = size;
+				d = end_of_data(fd, size);
 			if (d < 0)
 				return -errno;
 			off_t h = lseek(fd, d, SEEK_HOLE);

@@ -79,4 +79,35 @@ fi
 ok cairn snapshot tank@after2
 ok cairn restore tank@after2 "$TESTDIR/a2"
 cmp -s "$SRC/big" "$TESTDIR/a2/big" || fail "the next backup does not have the new big"
+
+# 3. a sparse file truncated while it is read: once the read found no
+# data past its last extent, the entry took the old size as a trailing
+# hole (a restore gave 8 MiB for a file cut to 6 MiB).  The size recorded
+# is where the file ends now, as when a dense file shrinks under the read.
+# The read's second SEEK_DATA (its third lseek) is held while the file
+# shrinks; the one before it, SEEK_HOLE, shows in the trace.
+truncate -s 8M "$SRC/sparse"
+head -c 1000000 /dev/urandom | dd of="$SRC/sparse" bs=1M seek=4 conv=notrunc status=none
+ok cairn snapshot tank@before3
+touch -d '1 hour ago' "$SRC/sparse" # changed, so the backup reads it again
+rm -f "$TESTDIR/trace"
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -o "$TESTDIR/trace" -P "$SRC/sparse" \
+	-e trace=lseek -e inject=lseek:delay_enter=1000000:when=3 \
+	"$CAIRN" snapshot tank@shrunk >"$TESTDIR/out" 2>&1 &
+pid=$! got=0
+for _ in $(seq 1000); do
+	grep -q 'lseek(.*SEEK_HOLE' "$TESTDIR/trace" 2>/dev/null && { got=1; break; }
+	sleep 0.01
+done
+[ $got = 1 ] && truncate -s 6M "$SRC/sparse"
+wait $pid || fail "backup of a shrinking sparse file: $(cat "$TESTDIR/out")"
+[ $got = 1 ] || fail "the backup never reached SEEK_HOLE on sparse: $(cat "$TESTDIR/out")"
+grep -q 'SEEK_DATA.*DELAYED' "$TESTDIR/trace" || fail "the second SEEK_DATA was not held: $(cat "$TESTDIR/trace")"
+ok cairn restore tank@shrunk "$TESTDIR/r3"
+size=$(stat -c %s "$TESTDIR/r3/sparse")
+[ "$size" = 6291456 ] || fail "sparse recorded as $size bytes after it shrank to 6 MiB"
+cmp -s "$TESTDIR/r3/sparse" "$SRC/sparse" || fail "sparse restored unlike the file it was"
+ok cairn snapshot tank@after3
+ok cairn restore tank@after3 "$TESTDIR/a3"
+cmp -s "$SRC/sparse" "$TESTDIR/a3/sparse" || fail "the next backup does not have the shrunk sparse file"
 done_test
