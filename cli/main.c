@@ -364,6 +364,12 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	if (store && !*store) {
+		/* "" would reach the verb, whose error then names an empty
+		 * object ("cairn: init: : No such file or directory"). */
+		fprintf(stderr, "cairn: option '-s': the store path is empty\n");
+		return EXIT_USAGE;
+	}
 	if (i >= argc) {
 		usage(stderr);
 		return EXIT_USAGE;

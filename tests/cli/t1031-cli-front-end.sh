@@ -23,6 +23,11 @@ done
 
 # -s without its argument says so (it is not an "unknown option").
 fails_with 2 "'-s' needs a STORE" cairn -s
+# An empty -s is refused as such, naming the option, before any verb runs
+# (it used to reach the verb: "cairn: init: : No such file or directory").
+for v in init list; do
+	fails_with 2 "^cairn: option '-s': the store path is empty" cairn -s '' $v
+done
 
 # A malformed or out-of-range CAIRN_<KEY> override fails every verb, as it
 # does list and config; gc used to fall back to the built-in default and
