@@ -1,6 +1,6 @@
 #!/bin/bash
 # Usage texts against the options the verbs accept: every verb answers
-# --help (exit 0, usage on stdout); every option a verb's code accepts
+# --help and -h (exit 0, usage on stdout); every option a verb's code accepts
 # (its getopt string and long option table, read from cli/cmd_*.c) is
 # named in its usage; and every option its usage or manual page OPTIONS
 # names is accepted (run, getopt must not call it invalid).
@@ -9,16 +9,20 @@ SRC=${CAIRN_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 verbs=$(sed -n 's/^\t{"\([a-z-]*\)", cmd_[a-z_]*, ".*/\1/p' "$SRC/cli/main.c")
 [ -n "$verbs" ] || fail "no verbs read from cli/main.c"
 
-# 1. VERB --help: the usage on stdout, nothing on stderr, exit 0.
+# 1. VERB --help, and -h alone (cairn(8): every verb answers both; diff
+# and send take -h as help only alone): the usage on stdout, nothing on
+# stderr, exit 0.
 for v in $verbs; do
-	out=$(cairn -s "$TESTDIR/none" $v --help 2>"$TESTDIR/err")
-	rc=$?
-	[ $rc -eq 0 ] || fail "$v --help: exit $rc"
-	[ -s "$TESTDIR/err" ] && fail "$v --help: stderr: $(head -2 "$TESTDIR/err")"
-	case $out in
-	"usage: cairn $v "* | "usage: cairn recv "*) ;;
-	*) fail "$v --help: no usage on stdout (got: ${out%%$'\n'*})" ;;
-	esac
+	for h in --help -h; do
+		out=$(cairn -s "$TESTDIR/none" $v $h 2>"$TESTDIR/err")
+		rc=$?
+		[ $rc -eq 0 ] || fail "$v $h: exit $rc"
+		[ -s "$TESTDIR/err" ] && fail "$v $h: stderr: $(head -2 "$TESTDIR/err")"
+		case $out in
+		"usage: cairn $v "* | "usage: cairn recv "*) ;;
+		*) fail "$v $h: no usage on stdout (got: ${out%%$'\n'*})" ;;
+		esac
+	done
 done
 
 # 2 and 3, in one pass over the verbs.
