@@ -678,9 +678,12 @@ static int zpool_list(int argc, char **argv)
 				scripted = true;
 			else if (*c == 'p')
 				exact = true;
-			else if (*c == 'o') {
-				olist = c[1] ? (char *)c + 1 : (i + 1 < argc ? argv[++i] : "");
+			else if (*c == 'o' && (c[1] || i + 1 < argc)) {
+				olist = c[1] ? (char *)c + 1 : argv[++i];
 				break;
+			} else if (*c == 'o') {
+				fprintf(stderr, "missing argument for 'o' option\n");
+				return 2;
 			} else {
 				fprintf(stderr, "invalid option '%c'\nusage:\n\tlist [-Hp] [-o "
 						"property[,...]] [pool] ...\n", *c);

@@ -52,7 +52,9 @@ out=$(zpool get name tank nope 2>/dev/null)
 [ $? -eq 1 ] && [ "$(echo "$out" | tail -1 | tr -s ' ')" = "tank name tank -" ] ||
 	fail "zpool get name tank nope: exit not 1 or no row for tank: $out"
 fails_with 2 "invalid property 'feature@nosuch'" zpool list -o name,feature@nosuch
-fails_with 2 "missing argument for 'o' option" zpool get -o
+for v in get list; do
+	fails_with 2 "missing argument for 'o' option" zpool $v -o
+done
 zpool get -H all tank | grep -q "^tank	feature@bookmarks	active	local$" || fail "zpool get all: no feature@bookmarks"
 zpool get -H all tank | grep -q "^tank	health	ONLINE	-$" || fail "zpool get all: no health"
 [ "$(zpool get -H -o all name tank)" = "$(printf 'tank\tname\ttank\t-')" ] || fail "zpool get -o all"
