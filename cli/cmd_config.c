@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "props.h"
 
-static const char *u = "config [-H] [-p] [-j [--json-int]] [KEY[=VALUE]]...";
+static const char *u = "config [-H] [-p] [-j|--json [--json-int]] [KEY[=VALUE]]...";
 
 typedef struct copts {
 	bool scripted, exact, json, json_int;

@@ -6,7 +6,7 @@
 #include "cli.h"
 
 static const char *u =
-	"destroy [-r] [-d] [-n] [-v] [-p] DATASET|DATASET@SNAP[%SNAP][,...]|DATASET#BM\n"
+	"destroy [-r|-R] [-d] [-n] [-v] [-p] DATASET|DATASET@SNAP[%SNAP][,...]|DATASET#BM\n"
 	"  -v  name what goes (\"will destroy\" / \"will reclaim\"; with -n \"would\")\n"
 	"  -p  the same, parsable: destroy<TAB>NAME, reclaim<TAB>BYTES (implies -v)\n"
 	"  Names in a list that do not exist are skipped; with -r, descendants\n"

@@ -8,7 +8,7 @@
 #include "props.h"
 
 static const char *u =
-	"get [-H] [-p] [-j [--json-int]] [-r | -d DEPTH] [-t TYPE[,TYPE]...] [-o FIELD[,FIELD]...]\n"
+	"get [-H] [-p] [-j|--json [--json-int]] [-r | -d DEPTH] [-t TYPE[,TYPE]...] [-o FIELD[,FIELD]...]\n"
 	"       [-s SOURCE[,SOURCE]...] all | PROP[,PROP]... [DATASET|SNAPSHOT|BOOKMARK]...\n"
 	"  -d wins over -r whatever their order; -t snapshot or -t bookmark alone with\n"
 	"  a dataset means -d 1; no dataset means every dataset (recursively).\n"

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "props.h"
 
-static const char *u = "holds [-r] [-H] [-p] [-j [--json-int]] SNAPSHOT...";
+static const char *u = "holds [-r] [-H] [-p] [-j|--json [--json-int]] SNAPSHOT...";
 
 typedef struct hopts {
 	bool scripted, exact, json, json_int;

@@ -52,6 +52,29 @@ static int make_default_parents(const char *path)
 	return 0;
 }
 
+/* AVG of -c/--chunk-size: digits with an optional K or M, a power of two
+ * from 64K to 8M.  0, or -1 when it is not. */
+static int parse_chunk_size(const char *arg, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 10);
+	int shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20, end++;
+	/* Range-check before scaling: a huge count must not wrap round to a
+	 * valid size. */
+	if (errno || arg[0] < '0' || arg[0] > '9' || *end || v > ((8ull << 20) >> shift))
+		return -1;
+	v <<= shift;
+	if (v < (64u << 10) || (v & (v - 1)))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 int cmd_init(int argc, char **argv)
 {
 	static const struct option lo[] = {{"chunk-size", required_argument, 0, 'c'},
@@ -64,33 +87,22 @@ int cmd_init(int argc, char **argv)
 					   {0}};
 	cairn_init_opts o = {0};
 	const char *import_url = NULL;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "c:", lo, NULL)) != -1) {
+	int ch, li = -1;
+	while ((ch = getopt_long(argc, argv, "c:", lo, &li)) != -1) {
+		/* li tells a long option from a short one: -c or --chunk-size,
+		 * whichever was typed, is the one an error names. */
+		bool typed_long = li >= 0;
+		li = -1;
 		int b = init_backend_opt(&o, &import_url, ch, optarg);
 		if (b < 0)
-			return cli_usage(u, NULL);
+			return cli_usage(u, "--addressing %s: must be path or virtual", optarg);
 		if (b > 0)
 			continue;
-		if (b == 0 && ch != 'c')
+		if (ch != 'c')
 			return cli_usage(u, NULL);
-		char *end;
-		errno = 0;
-		unsigned long long v = strtoull(optarg, &end, 10);
-		int shift = 0;
-		if (*end == 'K' || *end == 'k')
-			shift = 10, end++;
-		else if (*end == 'M' || *end == 'm')
-			shift = 20, end++;
-		/* Range-check before scaling: a huge count must not wrap round
-		 * to a valid size. */
-		if (errno || optarg[0] < '0' || optarg[0] > '9' || *end || v > ((8ull << 20) >> shift))
-			return cli_usage(u, "--chunk-size %s: must be a power of two from 64K to 8M",
-					 optarg);
-		v <<= shift;
-		if (v < (64u << 10) || (v & (v - 1)))
-			return cli_usage(u, "--chunk-size %s: must be a power of two from 64K to 8M",
-					 optarg);
-		o.chunk_size = v;
+		if (parse_chunk_size(optarg, &o.chunk_size) < 0)
+			return cli_usage(u, "%s %s: must be a power of two from 64K to 8M",
+					 typed_long ? "--chunk-size" : "-c", optarg);
 	}
 	if (optind != argc)
 		return cli_usage(u, "unexpected argument '%s'", argv[optind]);

@@ -13,7 +13,7 @@
 
 static const char *u =
 	"list [-H] [-p] [-r | -d DEPTH] [-t TYPE[,TYPE]...] [-o PROP[,PROP]...]\n"
-	"       [-s PROP]... [-S PROP]... [-j [--json-int]] [DATASET|SNAPSHOT]...\n"
+	"       [-s PROP]... [-S PROP]... [-j|--json [--json-int]] [DATASET|SNAPSHOT]...\n"
 	"  -o space: name,avail,used,usedsnap,usedds,usedrefreserv,usedchild";
 
 typedef struct sortkey {

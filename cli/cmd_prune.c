@@ -10,9 +10,9 @@
 #include "props.h"
 
 static const char *u =
-	"prune [-n] [-v] [-H] [-j [--json-int]] [-r] [--keep-last N] [--keep-hourly N]\n"
-	"       [--keep-daily N] [--keep-weekly N] [--keep-monthly N] [--keep-yearly N]\n"
-	"       [--keep-within DURATION]\n"
+	"prune [-n] [-v] [-H] [-j|--json [--json-int]] [-r] [--keep-last N]\n"
+	"       [--keep-hourly N] [--keep-daily N] [--keep-weekly N] [--keep-monthly N]\n"
+	"       [--keep-yearly N] [--keep-within DURATION]\n"
 	"       DATASET...";
 
 typedef struct popts {

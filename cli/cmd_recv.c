@@ -7,7 +7,8 @@
 #include "cli.h"
 
 static const char *u =
-	"recv [-F] [-n] [-s] [-u] [-v] [-d | -e] [-o PROP=VALUE]... [-x PROP]... DATASET\n"
+	"recv [-F] [-n|--dryrun] [-s] [-u] [-v|--verbose] [-d | -e] [-o PROP=VALUE]...\n"
+	"       [-x PROP]... DATASET\n"
 	"       cairn recv -A DATASET";
 
 static void item(const char *what, const char *name, void *arg)

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 
-static const char *u = "restore [-v] [--force] [--no-same-owner] SNAPSHOT TARGET [PATH...]";
+static const char *u = "restore [-v] [-f|--force] [--no-same-owner] SNAPSHOT TARGET [PATH...]";
 
 /* "/etc/passwd/" -> "etc/passwd": paths are relative to the snapshot root. */
 /* A path inside the snapshot as the tree names it: relative, without

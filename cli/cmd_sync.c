@@ -24,7 +24,7 @@
 
 extern char **environ;
 
-static const char *u = "sync [-R] [-F] [-v] [-p] [--dry-run] SOURCE DESTINATION\n"
+static const char *u = "sync [-R] [-F] [-v] [-p] [-n|--dry-run] SOURCE DESTINATION\n"
 		       "       endpoints: DATASET | /STORE:DATASET | HOST:/STORE:DATASET";
 
 typedef struct endpoint {

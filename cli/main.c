@@ -59,7 +59,7 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
 	fprintf(f, "\nThe store is -s STORE, else $CAIRN_STORE, else /var/lib/cairn (root) or\n"
-		   "$XDG_DATA_HOME/cairn (others).\n");
+		   "$XDG_DATA_HOME/cairn if that is absolute, else ~/.local/share/cairn (others).\n");
 }
 
 /* `cairn help` without a verb. */
@@ -67,6 +67,25 @@ int cairn_main_usage(void)
 {
 	usage(stdout);
 	return 0;
+}
+
+/* A non-root user's data directory: $XDG_DATA_HOME when absolute (the XDG
+ * Base Directory spec says a relative value is invalid and must be
+ * ignored; it would put the store under whatever directory cairn runs
+ * in), else ~/.local/share. */
+static void user_data_dir(char *out, size_t len)
+{
+	const char *xdg = getenv("XDG_DATA_HOME");
+	if (xdg && xdg[0] == '/') {
+		snprintf(out, len, "%s", xdg);
+		return;
+	}
+	/* No $HOME (cron, env -i): the account's home, not "//.local". */
+	const char *home = getenv("HOME");
+	struct passwd *pw;
+	if ((!home || !*home) && (pw = getpwuid(geteuid())))
+		home = pw->pw_dir;
+	snprintf(out, len, "%s/.local/share", home && strcmp(home, "/") ? home : "");
 }
 
 static const char *default_store(void)
@@ -78,18 +97,9 @@ static const char *default_store(void)
 	if (geteuid() == 0)
 		return "/var/lib/cairn";
 	static char path[4096];
-	const char *xdg = getenv("XDG_DATA_HOME");
-	if (xdg && *xdg)
-		snprintf(path, sizeof(path), "%s/cairn", xdg);
-	else {
-		/* No $HOME (cron, env -i): the account's home, not "//.local". */
-		const char *home = getenv("HOME");
-		struct passwd *pw;
-		if ((!home || !*home) && (pw = getpwuid(geteuid())))
-			home = pw->pw_dir;
-		snprintf(path, sizeof(path), "%s/.local/share/cairn",
-			 home && strcmp(home, "/") ? home : "");
-	}
+	char dir[4096 - sizeof("/cairn")];
+	user_data_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/cairn", dir);
 	return path;
 }
 
@@ -363,6 +373,12 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return EXIT_USAGE;
 		}
+	}
+	if (store && !*store) {
+		/* "" would reach the verb, whose error then names an empty
+		 * object ("cairn: init: : No such file or directory"). */
+		fprintf(stderr, "cairn: option '-s': the store path is empty\n");
+		return EXIT_USAGE;
 	}
 	if (i >= argc) {
 		usage(stderr);

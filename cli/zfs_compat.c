@@ -414,26 +414,47 @@ static int pool_stat(const pool_t *p, pstat_t *s)
 	return 0;
 }
 
+#define NFEATURES (sizeof(features) / sizeof(features[0]))
+
+static const struct feature *feature_named(const char *name)
+{
+	for (size_t i = 0; i < NFEATURES; i++)
+		if (!strcmp(features[i].name, name))
+			return &features[i];
+	return NULL;
+}
+
+/* The pool properties pool_prop answers, feature@NAME aside; the first
+ * five are zpool get all's. */
+static const char *const pool_props[] = {"size",  "capacity", "health", "free",
+					 "allocated", "name", "alloc", "cap"};
+#define NALL_PROPS 5
+
+/* Whether pool_prop answers prop: known before any output is printed, so
+ * that an unknown one fails first, as in zpool. */
+static bool pool_prop_known(const char *prop)
+{
+	if (!strncmp(prop, "feature@", 8))
+		return feature_named(prop + 8) != NULL;
+	for (size_t i = 0; i < sizeof(pool_props) / sizeof(pool_props[0]); i++)
+		if (!strcmp(pool_props[i], prop))
+			return true;
+	return false;
+}
+
 /* The value of a pool property, or NULL for an unknown one. */
 static const char *pool_prop(const pool_t *p, const char *prop, bool exact, char *out,
 			     size_t len)
 {
-	if (!strncmp(prop, "feature@", 8)) {
-		for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++)
-			if (!strcmp(features[i].name, prop + 8))
-				return features[i].active ? "active" : "disabled";
+	if (!pool_prop_known(prop))
 		return NULL;
-	}
+	if (!strncmp(prop, "feature@", 8))
+		return feature_named(prop + 8)->active ? "active" : "disabled";
 	if (!strcmp(prop, "name"))
 		return p->name;
 	if (!strcmp(prop, "health"))
 		return access(p->path, R_OK | W_OK | X_OK) == 0 ? "ONLINE" : "UNAVAIL";
 	pstat_t s = {0};
-	bool known = !strcmp(prop, "size") || !strcmp(prop, "free") || !strcmp(prop, "alloc") ||
-		     !strcmp(prop, "allocated") || !strcmp(prop, "cap") ||
-		     !strcmp(prop, "capacity");
-	if (!known)
-		return NULL;
 	if (pool_stat(p, &s) < 0)
 		return "-";
 	if (prop[0] == 'c')
@@ -444,6 +465,31 @@ static const char *pool_prop(const pool_t *p, const char *prop, bool exact, char
 	if (!exact && out[strlen(out) - 1] == 'B')
 		out[strlen(out) - 1] = 0;
 	return out;
+}
+
+/* zpool get all: the pool properties, then every feature@NAME. */
+static size_t all_pool_props(char **out)
+{
+	static char names[NFEATURES][48];
+	size_t n = 0;
+	for (; n < NALL_PROPS; n++)
+		out[n] = (char *)pool_props[n];
+	for (size_t i = 0; i < NFEATURES; i++) {
+		snprintf(names[i], sizeof(names[i]), "feature@%s", features[i].name);
+		out[n++] = names[i];
+	}
+	return n;
+}
+
+/* Refuses the first unknown property of props[0..n), as zpool words it. */
+static int check_pool_props(char **props, size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		if (!pool_prop_known(props[j])) {
+			fprintf(stderr, "bad property list: invalid property '%s'\n", props[j]);
+			return -1;
+		}
+	return 0;
 }
 
 static const pool_t *zpool_operand(const char *name)
@@ -474,97 +520,153 @@ static void put_row(char **vals, size_t n, bool scripted)
 	}
 }
 
-/* zpool get [-Hp] [-o field[,...]] all|PROP[,...] [POOL]... */
-static int zpool_get(int argc, char **argv)
+/* The pools named by operands argv[0..n), or every pool when n is 0, into
+ * out (room for n or g_npools); a missing one is reported and left out,
+ * *rc set to 1.  Resolved before any output, so that an error comes
+ * before the header, as in zpool. */
+static size_t pick_pools(char **argv, size_t n, const pool_t **out, int *rc)
 {
-	bool scripted = false, exact = false;
-	char *fields[4] = {"name", "property", "value", "source"}, *flist = NULL;
-	size_t nf = 4;
+	size_t k = 0;
+	for (size_t i = 0; i < (n ? n : g_npools); i++) {
+		const pool_t *p = n ? zpool_operand(argv[i]) : &g_pools[i];
+		if (p)
+			out[k++] = p;
+		else
+			*rc = 1;
+	}
+	return k;
+}
+
+/* The header row: each column's name in capitals. */
+static void put_header(char **cols, size_t n)
+{
+	char *h[32], up[32][32];
+	for (size_t c = 0; c < n && c < 32; c++) {
+		size_t j = 0;
+		for (; cols[c][j] && j < 31; j++)
+			up[c][j] = cols[c][j] >= 'a' && cols[c][j] <= 'z' ? cols[c][j] - 32 : cols[c][j];
+		up[c][j] = 0;
+		h[c] = up[c];
+	}
+	put_row(h, n < 32 ? n : 32, false);
+}
+
+/* zpool get all fits in zget's props. */
+_Static_assert(NALL_PROPS + NFEATURES <= 64, "zpool get all: props[] too small");
+
+typedef struct zget {
+	bool scripted, exact;
+	char *fields[4];
+	size_t nf;
+	char *props[64];
+	size_t np;
+} zget_t;
+
+/* zpool get's options up to the first operand: its index, or -1 once an
+ * error is printed. */
+static int zget_opts(int argc, char **argv, zget_t *g, char **flist)
+{
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		for (const char *c = argv[i] + 1; *c; c++) {
 			if (*c == 'H')
-				scripted = true;
+				g->scripted = true;
 			else if (*c == 'p')
-				exact = true;
-			else if (*c == 'o') {
-				flist = c[1] ? (char *)c + 1 : (i + 1 < argc ? argv[++i] : NULL);
+				g->exact = true;
+			else if (*c == 'o' && (c[1] || i + 1 < argc)) {
+				*flist = c[1] ? (char *)c + 1 : argv[++i];
 				break;
+			} else if (*c == 'o') {
+				fprintf(stderr, "missing argument for 'o' option\n");
+				return -1;
 			} else {
 				fprintf(stderr, "invalid option '%c'\nusage:\n\tget [-Hp] [-o "
 						"\"all\" | field[,...]] <\"all\" | property[,...]> "
 						"<pool> ...\n", *c);
-				return 2;
+				return -1;
 			}
 		}
 	}
+	return i;
+}
+
+/* -o's fields (into list, modified): "all" is the four; -1 after an
+ * error is printed. */
+static int zget_fields(char *list, zget_t *g)
+{
+	if (!list || !strcmp(list, "all"))
+		return 0; /* the defaults, set by the caller */
+	g->nf = split_list(list, g->fields, 4);
+	for (size_t k = 0; k < g->nf; k++)
+		if (strcmp(g->fields[k], "name") && strcmp(g->fields[k], "property") &&
+		    strcmp(g->fields[k], "value") && strcmp(g->fields[k], "source")) {
+			fprintf(stderr, "invalid field '%s'\n", g->fields[k]);
+			return -1;
+		}
+	return 0;
+}
+
+static void zget_row(const zget_t *g, const pool_t *p, char *prop)
+{
+	char buf[64], *row[4];
+	const char *val = pool_prop(p, prop, g->exact, buf, sizeof(buf));
+	for (size_t f = 0; f < g->nf; f++)
+		row[f] = (char *)(!strcmp(g->fields[f], "name")       ? p->name
+				  : !strcmp(g->fields[f], "property") ? prop
+				  : !strcmp(g->fields[f], "value")    ? val
+				  : !strncmp(prop, "feature@", 8)     ? "local"
+								      : "-");
+	put_row(row, g->nf, g->scripted);
+}
+
+/* zpool get [-Hp] [-o all|field[,...]] all|PROP[,...] [POOL]...  Every
+ * argument is checked before the first line is printed: zpool prints
+ * nothing when a property or field is unknown. */
+static int zpool_get(int argc, char **argv)
+{
+	zget_t g = {.fields = {"name", "property", "value", "source"}, .nf = 4};
+	char *flist = NULL;
+	int i = zget_opts(argc, argv, &g, &flist);
+	if (i < 0)
+		return 2;
 	/* fields and props point into these copies until the end */
-	char *dup = NULL, *plist = NULL;
-	int rc = 0;
-	if (flist) {
-		dup = strdup(flist);
-		nf = dup ? split_list(dup, fields, 4) : 0;
-		for (size_t k = 0; k < nf; k++)
-			if (strcmp(fields[k], "name") && strcmp(fields[k], "property") &&
-			    strcmp(fields[k], "value") && strcmp(fields[k], "source")) {
-				fprintf(stderr, "invalid field '%s'\n", fields[k]);
-				rc = 2;
-				goto out;
-			}
-	}
+	char *fdup = flist ? strdup(flist) : NULL, *plist = NULL;
+	const pool_t **pools = NULL;
+	int rc = 2;
+	if ((flist && !fdup) || zget_fields(fdup, &g) < 0)
+		goto out;
 	if (i >= argc) {
 		fprintf(stderr, "missing property argument\n");
-		rc = 2;
 		goto out;
 	}
-	char *props[64];
 	plist = strdup(argv[i++]);
-	size_t np = plist ? split_list(plist, props, 64) : 0;
-	if (!scripted) {
-		char *h[4];
-		for (size_t k = 0; k < nf; k++) {
-			static char up[4][16];
-			size_t j = 0;
-			for (; fields[k][j] && j < 15; j++)
-				up[k][j] = fields[k][j] - 32;
-			up[k][j] = 0;
-			h[k] = up[k];
-		}
-		put_row(h, nf, false);
+	if (!plist)
+		goto out;
+	g.np = !strcmp(plist, "all") ? all_pool_props(g.props) : split_list(plist, g.props, 64);
+	if (check_pool_props(g.props, g.np) < 0)
+		goto out;
+	rc = 0;
+	pools = calloc(argc - i + g_npools + 1, sizeof(*pools));
+	if (!pools) {
+		fprintf(stderr, "internal error: out of memory\n");
+		rc = 1;
+		goto out;
 	}
-	size_t npool = i < argc ? (size_t)(argc - i) : g_npools;
-	for (size_t k = 0; k < npool; k++) {
-		const pool_t *p = i < argc ? zpool_operand(argv[i + k]) : &g_pools[k];
-		if (!p) {
-			rc = 1;
-			continue;
-		}
-		for (size_t j = 0; j < np; j++) {
-			char buf[64];
-			const char *val = pool_prop(p, props[j], exact, buf, sizeof(buf));
-			if (!val) {
-				fprintf(stderr, "bad property list: invalid property '%s'\n", props[j]);
-				rc = 2;
-				goto out;
-			}
-			char *row[4];
-			for (size_t f = 0; f < nf; f++)
-				row[f] = (char *)(!strcmp(fields[f], "name")       ? p->name
-						  : !strcmp(fields[f], "property") ? props[j]
-						  : !strcmp(fields[f], "value")
-						      ? val
-						      : (!strncmp(props[j], "feature@", 8) ? "local"
-										  : "-"));
-			put_row(row, nf, scripted);
-		}
-	}
+	size_t npool = pick_pools(argv + i, argc - i, pools, &rc);
+	if (npool && !g.scripted)
+		put_header(g.fields, g.nf);
+	for (size_t k = 0; k < npool; k++)
+		for (size_t j = 0; j < g.np; j++)
+			zget_row(&g, pools[k], g.props[j]);
 out:
-	free(dup);
+	free(pools);
+	free(fdup);
 	free(plist);
 	return rc;
 }
 
-/* zpool list [-Hp] [-o PROP[,...]] [POOL]... */
+/* zpool list [-Hp] [-o PROP[,...]] [POOL]...  As zpool get, every
+ * argument is checked before the first line is printed. */
 static int zpool_list(int argc, char **argv)
 {
 	bool scripted = false, exact = false;
@@ -576,9 +678,12 @@ static int zpool_list(int argc, char **argv)
 				scripted = true;
 			else if (*c == 'p')
 				exact = true;
-			else if (*c == 'o') {
-				olist = c[1] ? (char *)c + 1 : (i + 1 < argc ? argv[++i] : "");
+			else if (*c == 'o' && (c[1] || i + 1 < argc)) {
+				olist = c[1] ? (char *)c + 1 : argv[++i];
 				break;
+			} else if (*c == 'o') {
+				fprintf(stderr, "missing argument for 'o' option\n");
+				return 2;
 			} else {
 				fprintf(stderr, "invalid option '%c'\nusage:\n\tlist [-Hp] [-o "
 						"property[,...]] [pool] ...\n", *c);
@@ -587,46 +692,33 @@ static int zpool_list(int argc, char **argv)
 		}
 	}
 	char *cols[32], *dup = strdup(olist);
-	size_t nc = split_list(dup, cols, 32);
-	for (size_t c = 0; c < nc; c++) {
-		char buf[8];
-		if (!pool_prop(&(pool_t){.name = "", .path = "/"}, cols[c], exact, buf,
-			       sizeof(buf)) && strncmp(cols[c], "feature@", 8)) {
-			fprintf(stderr, "bad property list: invalid property '%s'\n", cols[c]);
-			free(dup);
-			return 2;
-		}
+	const pool_t **pools = calloc(argc - i + g_npools + 1, sizeof(*pools));
+	if (!dup || !pools) {
+		fprintf(stderr, "internal error: out of memory\n");
+		free(dup);
+		free(pools);
+		return 1;
 	}
-	if (!scripted) {
-		char *h[32];
-		char up[32][32];
-		for (size_t c = 0; c < nc; c++) {
-			size_t j = 0;
-			for (; cols[c][j] && j < 31; j++)
-				up[c][j] = cols[c][j] >= 'a' && cols[c][j] <= 'z' ? cols[c][j] - 32
-										 : cols[c][j];
-			up[c][j] = 0;
-			h[c] = up[c];
-		}
-		if (g_npools || i < argc)
-			put_row(h, nc, false);
+	size_t nc = split_list(dup, cols, 32);
+	if (check_pool_props(cols, nc) < 0) {
+		free(dup);
+		free(pools);
+		return 2;
 	}
 	int rc = 0;
-	size_t npool = i < argc ? (size_t)(argc - i) : g_npools;
-	if (!npool)
+	size_t npool = pick_pools(argv + i, argc - i, pools, &rc);
+	if (!g_npools && i >= argc)
 		printf("no pools available\n");
+	else if (npool && !scripted)
+		put_header(cols, nc);
 	for (size_t k = 0; k < npool; k++) {
-		const pool_t *p = i < argc ? zpool_operand(argv[i + k]) : &g_pools[k];
-		if (!p) {
-			rc = 1;
-			continue;
-		}
 		char *row[32], bufs[32][64];
 		for (size_t c = 0; c < nc; c++)
-			row[c] = (char *)pool_prop(p, cols[c], exact, bufs[c], sizeof(bufs[c]));
+			row[c] = (char *)pool_prop(pools[k], cols[c], exact, bufs[c], sizeof(bufs[c]));
 		put_row(row, nc, scripted);
 	}
 	free(dup);
+	free(pools);
 	return rc;
 }
 

@@ -18,6 +18,11 @@ fails_with 2 "power of two" "$CAIRN" -s "$TESTDIR/x" init --chunk-size 100K
 fails_with 2 "power of two" "$CAIRN" -s "$TESTDIR/x" init --chunk-size 18014398509481984064K
 fails_with 2 "power of two" "$CAIRN" -s "$TESTDIR/x" init --chunk-size ' 64K'
 fails_with 2 "power of two" "$CAIRN" -s "$TESTDIR/x" init --chunk-size 16M
+# The error names the option as typed: -c is not --chunk-size to the user.
+fails_with 2 "^cairn: init: -c BAD: must be a power of two" "$CAIRN" -s "$TESTDIR/x" init -c BAD
+fails_with 2 "^cairn: init: -c 100K: must be" "$CAIRN" -s "$TESTDIR/x" init -c100K
+fails_with 2 "^cairn: init: --chunk-size BAD: must be" "$CAIRN" -s "$TESTDIR/x" init --chunk-size=BAD
+fails_with 2 "^cairn: init: --addressing sideways: must be path or virtual" "$CAIRN" -s "$TESTDIR/x" init --chunks "file://$TESTDIR/bk" --addressing sideways
 [ -e "$TESTDIR/x" ] && fail "refused init created the store"
 
 # settings: range errors name the range; env overrides for one command

@@ -23,6 +23,11 @@ done
 
 # -s without its argument says so (it is not an "unknown option").
 fails_with 2 "'-s' needs a STORE" cairn -s
+# An empty -s is refused as such, naming the option, before any verb runs
+# (it used to reach the verb: "cairn: init: : No such file or directory").
+for v in init list; do
+	fails_with 2 "^cairn: option '-s': the store path is empty" cairn -s '' $v
+done
 
 # A malformed or out-of-range CAIRN_<KEY> override fails every verb, as it
 # does list and config; gc used to fall back to the built-in default and
@@ -60,6 +65,20 @@ if [ $rc -ne 77 ]; then
 	# An explicit store is taken as given: no parents are created.
 	fails_with 1 "No such file" as_user "$CAIRN" -s "$H/no/such" init
 	[ -e "$H/no" ] && fail "init -s created the parents of an explicit store"
+	# A relative $XDG_DATA_HOME is ignored, as the XDG Base Directory spec
+	# asks: the store is ~/.local/share/cairn, not rel/cairn under the
+	# working directory.
+	H=$TESTDIR/home2
+	mkdir -p "$H/cwd"
+	[ "$(id -u)" = 0 ] && chown -R nobody "$H"
+	out=$(cd "$H/cwd" && as_user env XDG_DATA_HOME=rel "$CAIRN" init 2>&1) ||
+		fail "init with a relative XDG_DATA_HOME: $out"
+	[ -e "$H/cwd/rel" ] && fail "a relative XDG_DATA_HOME was used (store under the working directory)"
+	[ -f "$H/.local/share/cairn/catalog.db" ] || fail "relative XDG_DATA_HOME: no store at ~/.local/share/cairn"
+	# An absolute one is used.
+	out=$(as_user env XDG_DATA_HOME="$H/xdg" "$CAIRN" init 2>&1) ||
+		fail "init with an absolute XDG_DATA_HOME: $out"
+	[ -f "$H/xdg/cairn/catalog.db" ] || fail "absolute XDG_DATA_HOME: no store at \$XDG_DATA_HOME/cairn"
 fi
 
 done_test

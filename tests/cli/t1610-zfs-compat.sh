@@ -35,6 +35,29 @@ ok zfs bookmark tank@s1 tank#s1
 [ "$(zpool get -H -o name,property,value,source feature@bookmarks tank)" = \
 	"$(printf 'tank\tfeature@bookmarks\tactive\tlocal')" ] || fail "zpool get -H row"
 fails_with 2 "invalid property 'feature@nosuch'" zpool get -H feature@nosuch tank
+# As zpool: an unknown property, field or pool fails before any output (a
+# header used to come first, and a known property's rows before the
+# unknown one's error); an unknown feature in list -o is refused (it
+# crashed); "all", which the usage offers, works.
+for args in "bogusprop" "bogusprop tank" "name,bogus tank" "-o value,nofield name tank"; do
+	out=$(zpool get $args 2>/dev/null)
+	rc=$?
+	[ $rc -eq 2 ] || fail "zpool get $args: exit $rc, not 2"
+	[ -z "$out" ] || fail "zpool get $args: printed before failing: $out"
+done
+fails_with 2 "invalid property 'bogus'" zpool get name,bogus tank
+out=$(zpool get name nope 2>/dev/null)
+[ $? -eq 1 ] && [ -z "$out" ] || fail "zpool get name nope: exit not 1 or output: $out"
+out=$(zpool get name tank nope 2>/dev/null)
+[ $? -eq 1 ] && [ "$(echo "$out" | tail -1 | tr -s ' ')" = "tank name tank -" ] ||
+	fail "zpool get name tank nope: exit not 1 or no row for tank: $out"
+fails_with 2 "invalid property 'feature@nosuch'" zpool list -o name,feature@nosuch
+for v in get list; do
+	fails_with 2 "missing argument for 'o' option" zpool $v -o
+done
+zpool get -H all tank | grep -q "^tank	feature@bookmarks	active	local$" || fail "zpool get all: no feature@bookmarks"
+zpool get -H all tank | grep -q "^tank	health	ONLINE	-$" || fail "zpool get all: no health"
+[ "$(zpool get -H -o all name tank)" = "$(printf 'tank\tname\ttank\t-')" ] || fail "zpool get -o all"
 fails_with 1 "cannot open 'nope': no such pool" zpool list nope
 out=$(zpool list -H -o name,health tank) || fail "zpool list health"
 [ "$out" = "$(printf 'tank\tONLINE')" ] || fail "zpool list health: $out"
