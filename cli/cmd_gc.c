@@ -10,9 +10,9 @@
 #include "parse.h"
 
 static const char *u =
-	"gc [-n] [-v] [-j] [--cache-capacity N] [--batch N] [--order inode|digest|none]\n"
+	"gc [-n] [-v] [-j|--json] [--cache-capacity N] [--batch N] [--order inode|digest|none]\n"
 	"          [--threads N]\n"
-	"       cairn gc --status [-j]";
+	"       cairn gc --status [-j|--json]";
 
 static void on_signal(int sig)
 {
@@ -114,6 +114,7 @@ int cmd_gc(int argc, char **argv)
 					   {"batch", required_argument, 0, 'b'},
 					   {"order", required_argument, 0, 'o'},
 					   {"threads", required_argument, 0, 't'},
+					   {"json", no_argument, 0, 'j'},
 					   {0}};
 	cairn_gc_opts o = {.cache_capacity = -1, .progress = cli_progress, .warn = warn};
 	bool verbose = false, json = false, status = false;
