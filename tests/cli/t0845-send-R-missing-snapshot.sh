@@ -9,6 +9,8 @@
 #    had data for it);
 #  - with -i, a descendant that lacks the source but has @S goes whole as
 #    its @S alone; with -I, with every snapshot up to @S.
+# sync -R keeps its own meaning (each dataset to its newest snapshot) and
+# still converges after a cut link in such a tree.
 . "$(dirname "$0")/lib.sh"
 new_store
 second_store
@@ -71,6 +73,42 @@ ok ca snapshot pool/late3@z
 ca send -R -i @c pool@e | cb recv bk || fail "send -R -i @c pool@e with a later descendant"
 [ -z "$(names bk/late3)" ] || fail "send -R -i carried pool/late3, made after pool@e: $(names bk/late3)"
 cb list -H -o name bk/late2@e >/dev/null || fail "bk/late2@e missing after the -i stream"
+
+# ---- sync -R is not send -R: each dataset goes to its own newest
+# snapshot, and a cut sync still converges.  Its resume is planned again
+# as send -R -I, which now refuses tank/w (older than tank@x, without it):
+# sync then discards the partial receive and starts the group again. ----
+T=$TESTDIR/t
+mkdir -p "$T/w"
+head -c 600000 /dev/urandom >"$T/f"; head -c 900000 /dev/urandom >"$T/w/g"
+ok ca create -o source="$T" tank
+ok ca create tank/w
+ok ca snapshot -r tank@first
+head -c 600000 /dev/urandom >"$T/w/h"
+ok ca snapshot tank/w@late
+ok ca snapshot tank@x
+cat >"$TESTDIR/cutssh" <<SH
+#!/bin/bash
+shift
+case "\$*" in
+*"'recv' '-s'"*) head -c "\$(cat "$TESTDIR/cut")" | sh -c "\$*" ;;
+*) exec sh -c "\$*" ;;
+esac
+SH
+chmod +x "$TESTDIR/cutssh"
+echo 1000000 >"$TESTDIR/cut"
+CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN ca sync -R tank "localhost:$B:tk" 2>/dev/null &&
+	fail "the cut sync -R succeeded"
+[ "$(cb get -H -o value receive_resume_token tk 2>/dev/null)" != - ] ||
+	fail "the cut sync -R left no partial state to resume"
+echo 100000000 >"$TESTDIR/cut"
+CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN ca sync -R tank "localhost:$B:tk" 2>"$TESTDIR/err" ||
+	fail "sync -R after a cut: $(cat "$TESTDIR/err")"
+want=$(ca list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk|')
+[ "$want" = "$(cb list -H -p -t snapshot -r -o name,guid tk)" ] ||
+	fail "sync -R after a cut did not converge: $(names tk)"
+cb restore tk/w@late "$TESTDIR/r-w" && cmp -s "$T/w/h" "$TESTDIR/r-w/h" ||
+	fail "tk/w@late does not hold tank/w's data"
 
 # ---- zfs mode names it too, in its "cannot VERB 'X': why" form (zfs
 # itself says "cannot send pool@f recursively: snapshot pool/kid@f does
