@@ -492,7 +492,10 @@ typedef struct cairn_send_opts {
 	const char *from;
 	bool intermediates; /**< -I: every snapshot between from and the target;
 			     * without from: every snapshot up to the target */
-	bool recursive;     /**< -R: the dataset subtree, properties, all snapshots */
+	bool recursive;     /**< -R: the dataset subtree, properties, all snapshots.
+			     * A descendant made before the snapshot must have its
+			     * name (-ENOENT, naming it, otherwise); one made after
+			     * it is left out with its subtree, as zfs does */
 	bool dry_run;       /**< -n: estimate only */
 	const char *resume_token; /**< -t: continue an interrupted receive */
 	int fd;             /**< where the stream goes */

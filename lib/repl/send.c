@@ -249,10 +249,52 @@ static int plan_decrypted(cairn_store *st, splan_t *p, const ds_row_t *ds,
 	return r;
 }
 
+/* send -R DS@to (not sync): whether descendant ds goes in the stream.
+ * Returns 0 when it has @to, 1 when it is left out with its subtree, or
+ * an error naming it.  As zfs: a descendant made after DS@to was taken
+ * is left out, and so is everything below one left out; one that was
+ * there already must have @to, or the whole send is refused.  (Before,
+ * such a descendant went in as an empty DATASET record, and the receiver
+ * created it empty although the sender had data for it.)  Its parent
+ * lacking @to means the parent was left out: a parent that existed would
+ * have refused the send already.  "Made after" compares createtxgs; a
+ * dataset made in the very transaction of its parent's @to is one a
+ * receive created, and a zfs receive also creates children after their
+ * parent's snapshots. */
+static int descendant_in(cairn_store *st, const ds_row_t *ds, const char *to, const char *top)
+{
+	snap_row_t own = {0}, up = {0};
+	int r = catalog_snap_lookup(st->cat, ds->parent, to, &up);
+	if (r == -ENOENT)
+		return 1;
+	if (r == 0)
+		r = catalog_snap_lookup(st->cat, ds->id, to, &own);
+	if (r == -ENOENT)
+		r = ds->createtxg >= up.createtxg
+			    ? 1
+			    : store_err(st, -ENOENT,
+					"%s@%s: no such snapshot, though %s is older than %s@%s: "
+					"send -R needs it in every dataset of the subtree made "
+					"before it (snapshot -r takes it in each)",
+					ds->name, to, ds->name, top, to);
+	snap_row_clear(&own);
+	snap_row_clear(&up);
+	return r;
+}
+
+/* Plans one dataset of the stream: 0, 1 when it is left out (not even
+ * its DATASET record goes), or an error. */
 static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const char *to,
-			const char *from, const cairn_send_opts *o, bool top)
+			const char *from, const cairn_send_opts *o, const ds_row_t *topds)
 {
 	snap_row_t tos = {0}, froms = {0};
+	bool top = ds->id == topds->id;
+	/* Before the encryption checks: zfs refuses nothing it leaves out. */
+	if (!top && !o->base_guids) {
+		int k = descendant_in(st, ds, to, topds->name);
+		if (k != 0)
+			return k;
+	}
 	int r = o->raw ? 0 : plan_decrypted(st, p, ds, o);
 	if (r < 0)
 		return r;
@@ -266,7 +308,7 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 	else
 		r = catalog_snap_lookup(st->cat, ds->id, to, &tos);
 	if (r == -ENOENT && !top)
-		return 0; /* a descendant created after the snapshot, or without any */
+		return 0; /* sync: a descendant without any snapshot (no data to send) */
 	if (r == -ENOENT)
 		return store_err(st, r, "%s@%s: snapshot does not exist", ds->name, to);
 	char base[300];
@@ -288,10 +330,14 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 		if (q == -ENOENT && top)
 			r = store_err(st, q, "%s%s: incremental source does not exist", ds->name, from);
 		else if (q == -ENOENT)
-			from = NULL; /* new in this subtree: send it whole */
+			from = NULL; /* new in this subtree: send it whole (below) */
 		else
 			r = q;
 	}
+	/* Whole: a full -R sends every snapshot up to @to, as -I does; a
+	 * descendant that lacks -i's source gets @to alone (zfs: -R -i sends
+	 * no intermediate snapshots, not even for a new dataset). */
+	bool every = o->intermediates || (o->recursive && !o->from);
 	uint64_t from_txg = bm ? bm_txg : froms.createtxg;
 	if (r == 0 && from && from_txg >= tos.createtxg)
 		r = store_err(st, -EINVAL, "%s%s: incremental source is not older than %s@%s",
@@ -304,7 +350,7 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 		p->fromguid = !from ? 0 : bm ? bm_guid : froms.guid;
 	}
 	if (r == 0) {
-		if (!from && (o->recursive || o->intermediates))
+		if (!from && every)
 			r = add_run(st, p, ds, 0, tos.createtxg, NULL, 0, 0, NULL);
 		else if (!from)
 			r = add_snap(p, ds, &tos, 0, 0, 0, NULL);
@@ -390,11 +436,12 @@ static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o
 		r = o->recursive ? catalog_ds_by_id(st->cat, ids[i], &d) : 0;
 		const ds_row_t *cur = o->recursive ? &d : &ds;
 		size_t before = p->n;
-		if (r == 0)
-			r = plan_dataset(st, p, cur, to, o->from ? from : NULL, o, cur->id == ds.id);
-		/* -R carries every dataset (parents of the ones with snapshots,
-		 * properties, renames), not only those with something to send. */
-		if (r == 0 && (p->n > before || cur->id == ds.id || o->recursive))
+		int k = r ? r : plan_dataset(st, p, cur, to, o->from ? from : NULL, o, &ds);
+		r = k < 0 ? k : 0;
+		/* -R carries every dataset it does not leave out (parents of the
+		 * ones with snapshots, properties, renames), not only those with
+		 * something to send. */
+		if (k == 0 && (p->n > before || cur->id == ds.id || o->recursive))
 			r = ds_push(p, cur);
 		ds_row_clear(&d);
 	}

@@ -68,12 +68,20 @@ int sw_put_str(swriter_t *w, const char *s)
 	return r;
 }
 
+/* A stop flag is set by a signal handler, maybe on another thread than
+ * this one (see recv.c's g_recv_stop): read it with a relaxed atomic load,
+ * not a plain volatile read, which would be a data race. */
+static bool stopped(const volatile int *stop)
+{
+	return stop && __atomic_load_n(stop, __ATOMIC_RELAXED);
+}
+
 static int sw_write(swriter_t *w, const uint8_t *p, size_t n)
 {
 	while (n) {
 		/* Checked before every write: a signal may have cut the previous
 		 * one short instead of failing it. */
-		if (w->stop && *w->stop)
+		if (stopped(w->stop))
 			return -EINTR;
 		ssize_t k = write(w->fd, p, n);
 		if (k < 0 && errno == EINTR)
@@ -147,7 +155,7 @@ static int fill(sreader_t *r, size_t n)
 	if (buf_reserve(&r->in, MAX(n, READAHEAD)) < 0)
 		return -ENOMEM;
 	while (r->in.len < n) {
-		if (r->stop && *r->stop)
+		if (stopped(r->stop))
 			return -EINTR;
 		if (r->stop && r->stop_fd >= 0) {
 			struct pollfd p[2] = {{.fd = r->fd, .events = POLLIN},
@@ -157,11 +165,11 @@ static int fill(sreader_t *r, size_t n)
 					continue; /* another handler's signal: check and poll again */
 				return -errno;
 			}
-			if (*r->stop)
+			if (stopped(r->stop))
 				return -EINTR;
 		}
 		ssize_t k = read(r->fd, r->in.data + r->in.len, r->in.cap - r->in.len);
-		if (r->stop && *r->stop)
+		if (stopped(r->stop))
 			return -EINTR; /* the signal may come with the end of input */
 		if (k < 0 && errno == EINTR)
 			continue;
