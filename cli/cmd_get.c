@@ -249,7 +249,10 @@ int cmd_get(int argc, char **argv)
 	cairn_list_cursor cur = {0};
 	cairn_list_batch b = {0};
 	rowref_t ref = {.st = st, .b = &b};
-	cairn_store_available(st, &ref.available);
+	/* Not after a failed open: any call on st clears the detail that
+	 * cli_fail prints below. */
+	if (r == 0)
+		cairn_store_available(st, &ref.available);
 	static const char *hdr[] = {"NAME", "PROPERTY", "VALUE", "RECEIVED", "SOURCE"};
 	static const int width[] = {24, 18, 22, 22, 0};
 	for (int k = 0; k < nf; k++)

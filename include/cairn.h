@@ -8,7 +8,13 @@
  * - Every function that can fail returns 0 (or a count) on success and a
  *   negative errno or a negative CAIRN_E* code on failure.  cairn_strerror()
  *   names both.  cairn_store_errdetail() gives the failing object and reason
- *   of the last error on a handle.
+ *   of the last error on a handle; every call on the handle clears it first.
+ * - A pointer argument may be NULL only where its description says so.
+ *   Any other NULL (the handle, a name, an out pointer, an array with
+ *   entries, or an entry of an array of names, properties or hold items)
+ *   fails with -EINVAL before anything is changed.  An options struct
+ *   ("opts") that may be NULL acts as a zeroed one, its results dropped;
+ *   each function says whether its options may be NULL.
  * - The library never prints.  Progress is reported through callbacks.
  * - Handles are opaque.  Every pointer a function returns says who owns it;
  *   every free/close function accepts NULL.
@@ -82,8 +88,10 @@ const char *cairn_store_init_errdetail(void);
 
 /** Creates a new store at path (created mode 0700 if missing; an existing
  * directory must be empty).  Checks that the filesystem updates atimes set
- * with utimensat(); fails with CAIRN_ENOATIME where it does not.
- * @return 0, -EEXIST (not empty), CAIRN_ENOATIME, or another negative errno. */
+ * with utimensat(); fails with CAIRN_ENOATIME where it does not.  opts may
+ * be NULL (the defaults).
+ * @return 0, -EEXIST (not empty), CAIRN_ENOATIME, -EINVAL (path NULL), or
+ * another negative errno. */
 int cairn_store_init(const char *path, const cairn_init_opts *opts);
 
 /** Opens the store at path.  On success *out is a handle the caller closes
@@ -96,7 +104,8 @@ void cairn_store_close(cairn_store *st);
 
 /** The object and reason of the last failure on st, e.g.
  * "chunk 3fa1...: digest mismatch (file etc/passwd)".  Owned by st, valid
- * until the next call on st.  Empty string when nothing failed. */
+ * until the next call on st.  Every call on st clears it on entry, so it
+ * is the empty string after a call that succeeded (and for st NULL). */
 const char *cairn_store_errdetail(const cairn_store *st);
 
 /** @defgroup config Store settings
@@ -155,7 +164,7 @@ typedef struct cairn_prop {
  * nesting limit).  With with_snap, accepts "ds@snap" too.
  * On failure, if why is not NULL, writes a reason naming the offending
  * character or component into why (at most whylen bytes).
- * @return 0 or CAIRN_EBADNAME. */
+ * @return 0, CAIRN_EBADNAME, or -EINVAL (name NULL). */
 int cairn_name_check(const char *name, bool with_snap, char *why, size_t whylen);
 
 /** Creates a dataset.  type is CAIRN_TYPE_FILESYSTEM or CAIRN_TYPE_VOLUME
@@ -196,7 +205,7 @@ typedef void (*cairn_progress_fn)(const cairn_progress *p, void *arg);
  * unreadable file), or the item that made a batch fail. */
 typedef void (*cairn_warn_fn)(const char *object, int err, void *arg);
 
-/** Sets the store's own warn function, for damage a call works around
+/** Sets the store's own warn function (st NULL: nothing), for damage a call works around
  * without failing and whose options have no warn of their own: space
  * figures (used, written) that an unreadable index chunk left uncounted
  * when cairn_prune(), cairn_release() (a deferred destroy), cairn_rollback()
@@ -228,10 +237,10 @@ typedef struct cairn_snapshot_opts {
  * catalog transaction with one createtxg.  Either every snapshot becomes
  * visible or none.  Unreadable files inside a source are reported through
  * opts->warn and skipped (the call then returns CAIRN_EPARTIAL after
- * committing) unless opts->strict.  The other names (hardlinks) of an
- * unreadable file are skipped with it, each reported as "PATH (a hardlink
- * of FIRST)", so no link in the snapshot points at a name it lacks.  A
- * damaged or missing index chunk of
+ * committing) unless opts->strict (opts may be NULL).  The other names
+ * (hardlinks) of an unreadable file are skipped with it, each reported as
+ * "PATH (a hardlink of FIRST)", so no link in the snapshot points at a
+ * name it lacks.  A damaged or missing index chunk of
  * the previous snapshot, or of the one before it, does not stop a backup
  * either: it is reported through opts->warn as "space accounting of
  * DS@NEW: index of DS@OLD, chunk HEX", the figures it was needed for are
@@ -275,7 +284,8 @@ typedef struct cairn_restore_opts {
  * block device).  Every chunk is verified against its digest.
  * @return 0; CAIRN_ECORRUPT or -ENOENT naming the chunk and file in
  * cairn_store_errdetail (the restore goes on with other files and the
- * first such error is returned); -ENOTEMPTY; -ENOENT (snapshot or path). */
+ * first such error is returned); -ENOTEMPTY; -ENOENT (snapshot or path).
+ * opts may be NULL. */
 int cairn_restore(cairn_store *st, const char *snap, const char *target,
 		  cairn_restore_opts *opts);
 /** @} */
@@ -315,7 +325,8 @@ typedef struct cairn_diff_opts {
  * dataset or snapshot), -EXDEV (different datasets), -EINVAL (from is later
  * than to; a volume), CAIRN_ENOSOURCE (live source unreadable or none),
  * CAIRN_ECORRUPT / -ENOENT (a damaged or missing tree chunk), -ENOMEM, or
- * the callback's return value.  Details in cairn_store_errdetail(). */
+ * the callback's return value.  Details in cairn_store_errdetail().  opts
+ * may be NULL: the changes are then only computed, for the return value. */
 int cairn_diff(cairn_store *st, const char *from, const char *to, cairn_diff_opts *opts);
 /** @} */
 
@@ -351,6 +362,7 @@ typedef struct cairn_destroy_opts {
  * always be destroyed.  A dry run reads only the destroyed snapshots' and
  * their neighbours' indexes, so it can miss a warning the real run gives
  * about a neighbour's figures.
+ * opts may be NULL (no recursive, defer or dry run).
  * @return 0, -ENOENT, CAIRN_EHELD (a snapshot has holds; the detail names
  * them), -EBUSY (dataset has children or snapshots and !recursive). */
 int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *opts);
@@ -408,12 +420,15 @@ typedef struct cairn_hold_item {
  * first error is returned (errdetail names it).  With temporary, the holds
  * belong to this process and go away once it has exited.
  * @return 0, -ENOENT (snapshot), -EEXIST (tag already there),
- * CAIRN_EBADNAME (empty or over-long tag). */
+ * CAIRN_EBADNAME (empty or over-long tag), -EINVAL (items NULL, or an
+ * item's snapshot or tag NULL: its err says so; nothing is checked
+ * further). */
 int cairn_hold(cairn_store *st, cairn_hold_item *items, size_t n, bool temporary);
 
 /** Releases every hold in ONE transaction; all or nothing as above.  A
  * snapshot marked defer_destroy whose last hold goes is destroyed in the
- * same transaction.  @return 0, -ENOENT (snapshot or tag not held). */
+ * same transaction.  @return 0, -ENOENT (snapshot or tag not held),
+ * CAIRN_EBADNAME, -EINVAL (as cairn_hold). */
 int cairn_release(cairn_store *st, cairn_hold_item *items, size_t n);
 
 /** The owner id of this process's temporary holds in st: every hold it
@@ -534,6 +549,7 @@ typedef struct cairn_send_opts {
  * anything it takes temporary holds on every snapshot it sends and every
  * source snapshot in ONE transaction; it releases them in ONE transaction
  * before returning (a killed send's holds are reaped by the next open).
+ * snap may be NULL with opts->resume_token, which names what to send.
  * @return 0, -EINVAL (opts NULL), -ENOENT, CAIRN_EBADNAME, -EPIPE or
  * another write error of fd, ... */
 int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *opts);
@@ -655,7 +671,8 @@ typedef struct cairn_gc_status {
  * reported through opts->warn, counted, and make the call return
  * CAIRN_ECORRUPT after sweep has run (a dry run looks for them too, except
  * on a store whose chunks are in a bucket).  SIGINT/SIGTERM: see
- * cairn_gc_interrupt(). */
+ * cairn_gc_interrupt().  opts may be NULL (the store's settings, inode
+ * order, a thread per core); out may be NULL. */
 int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out);
 
 /** Asks a running cairn_gc() to stop at the next safe point (async-signal
@@ -681,7 +698,8 @@ typedef struct cairn_verify_opts {
 /** Re-reads every chunk the targets reference once, checks blob checksum
  * and digest, renames bad ones to <digest>.bad (a later backup or receive
  * of the same data heals it), and records lastverified on each snapshot
- * verified.  @return 0, or CAIRN_ECORRUPT when any chunk was bad. */
+ * verified.  opts may be NULL (every snapshot).
+ * @return 0, or CAIRN_ECORRUPT when any chunk was bad. */
 int cairn_verify(cairn_store *st, cairn_verify_opts *opts);
 /** @} */
 
@@ -763,10 +781,11 @@ int cairn_list_open(cairn_store *st, const cairn_list_spec *spec, cairn_list **o
 /** Fills b with the next rows after *cursor (start from a zeroed cursor)
  * and advances *cursor.  b starts zeroed and is reused from call to call
  * (each call replaces its rows).  Returns the row count; 0 at the end; a
- * negative error (-EIO, -ENOMEM...; detail in cairn_store_errdetail). */
+ * negative error (-EIO, -ENOMEM...; detail in cairn_store_errdetail;
+ * -EINVAL when l, cursor or b is NULL). */
 int cairn_list_next(cairn_list *l, cairn_list_cursor *cursor, cairn_list_batch *b);
 
-/** Number of read transactions (batches) used so far. */
+/** Number of read transactions (batches) used so far (0 for l NULL). */
 uint64_t cairn_list_batches(const cairn_list *l);
 
 void cairn_list_close(cairn_list *l);
@@ -871,7 +890,8 @@ int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
  * change-key here forgets them.
  * @return 0; -ENOENT; -EINVAL (not an encryption root); -EEXIST (already
  * loaded; nothing done); CAIRN_EBADKEY (incorrect key: nothing changes);
- * CAIRN_EBADPROP (key material of the wrong form). */
+ * CAIRN_EBADPROP (key material of the wrong form).  ko may be NULL (the
+ * keylocation property's file, no timeout). */
 int cairn_load_key(cairn_store *st, const char *root, const cairn_key_opts *ko);
 
 /** cairn_load_key with one of the wrappings a raw receive replaced (the
@@ -895,7 +915,8 @@ int cairn_unload_key(cairn_store *st, const char *root);
  * neither.  Data is not touched.  The current key must be available
  * (loaded, or a file keylocation).  With ko->noop nothing changes and
  * neither key is used: only the root and the properties are checked (a
- * caller that prompts does this first).
+ * caller that prompts does this first).  ko may be NULL (the new key
+ * material from the keylocation file).
  * @return 0, -ENOENT, -EINVAL (not a root), CAIRN_ENOKEY, CAIRN_EBADPROP. */
 int cairn_change_key(cairn_store *st, const char *root, const cairn_prop *props, size_t nprops,
 		     const cairn_key_opts *ko);

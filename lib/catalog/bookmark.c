@@ -120,9 +120,13 @@ static int bookmark_one(cairn_store *st, const char *source, const char *bookmar
 int cairn_bookmark_many(cairn_store *st, const char *const *sources, size_t n,
 			const char *bookmark)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, bookmark);
+	if (r == 0)
+		r = store_check_names(st, __func__, "sources", sources, n);
+	if (r < 0)
+		return r;
 	uint64_t txg;
-	int r = store_txn_begin(st, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; r == 0 && i < n; i++)

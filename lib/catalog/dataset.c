@@ -291,8 +291,11 @@ int dataset_chunksize(cairn_store *st, const ds_row_t *ds, uint32_t *avg)
 int cairn_dataset_get(cairn_store *st, const char *name, const char *prop, char **value,
 		      char **source)
 {
+	int r = STORE_ENTER(st, name, prop, value);
+	if (r < 0)
+		return r;
 	ds_row_t ds = {0};
-	int r = dataset_lookup(st, name, &ds);
+	r = dataset_lookup(st, name, &ds);
 	if (r == 0)
 		r = dataset_prop(st, &ds, prop, value, source);
 	ds_row_clear(&ds);
@@ -373,6 +376,11 @@ int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
 			     const cairn_prop *props, size_t nprops, bool parents,
 			     const cairn_key_opts *ko)
 {
+	int r = STORE_ENTER(st, name);
+	if (r == 0)
+		r = store_check_props(st, __func__, "props", props, nprops);
+	if (r < 0)
+		return r;
 	char why[256];
 	if (cairn_name_check(name, false, why, sizeof(why)) < 0)
 		return store_err(st, CAIRN_EBADNAME, "%s: %s", name, why);
@@ -392,7 +400,7 @@ int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
 						 props[i].value);
 		}
 	uint64_t txg;
-	int r = store_txn_begin(st, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
 		return r;
 	int64_t parent, id;
@@ -430,8 +438,13 @@ int cairn_dataset_create_key(cairn_store *st, const char *name, cairn_type type,
 
 int cairn_dataset_set(cairn_store *st, const char *name, const cairn_prop *props, size_t nprops)
 {
+	int r = STORE_ENTER(st, name);
+	if (r == 0)
+		r = store_check_props(st, __func__, "props", props, nprops);
+	if (r < 0)
+		return r;
 	uint64_t txg;
-	int r = store_txn_begin(st, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
 		return r;
 	ds_row_t ds = {0};
@@ -449,9 +462,14 @@ int cairn_dataset_set(cairn_store *st, const char *name, const cairn_prop *props
 
 int cairn_dataset_iter(cairn_store *st, int (*fn)(const char *, cairn_type, void *), void *arg)
 {
+	int r = STORE_ENTER(st);
+	if (r == 0 && !fn)
+		r = store_err(st, -EINVAL, "%s: fn is NULL", __func__);
+	if (r < 0)
+		return r;
 	sqlite3_stmt *s;
-	int r = sqlite3_prepare_v2(catalog_db(st->cat), "SELECT name, type FROM dataset ORDER BY name",
-				   -1, &s, NULL);
+	r = sqlite3_prepare_v2(catalog_db(st->cat), "SELECT name, type FROM dataset ORDER BY name",
+			       -1, &s, NULL);
 	if (r != SQLITE_OK)
 		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
 	r = 0;

@@ -611,14 +611,16 @@ static int apply(cairn_store *st, plan_t *p, cairn_destroy_opts *o)
 
 int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *o)
 {
+	int r = STORE_ENTER(st, target);
+	if (r < 0)
+		return r;
 	cairn_destroy_opts none = {0};
 	if (!o)
 		o = &none;
-	st->errdetail[0] = 0;
 	o->freed = 0;
 	o->unaccounted = 0;
 	uint64_t txg;
-	int r = store_txn_begin(st, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
 		return r;
 	plan_t p = {0};

@@ -110,6 +110,27 @@ static bool tag_ok(holdctx_t *h, cairn_hold_item *it)
 	return n && n <= TAG_MAX;
 }
 
+/* Entry of cairn_hold and cairn_release: a NULL item array, snapshot or
+ * tag is the caller's mistake, refused (-EINVAL, each such item's err
+ * set) before the catalog is touched, as other items' failures are. */
+static int items_check(cairn_store *st, const char *call, cairn_hold_item *items, size_t n)
+{
+	int r = STORE_ENTER(st);
+	if (r == 0 && n && !items)
+		r = store_err(st, -EINVAL, "%s: items is NULL (with %zu entries)", call, n);
+	const char *first = NULL;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		cairn_hold_item *it = &items[i];
+		it->err = it->snapshot && it->tag ? 0 : -EINVAL;
+		if (it->err)
+			snprintf(it->why, sizeof(it->why), "%s: items[%zu].%s is NULL", call, i,
+				 it->snapshot ? "tag" : "snapshot");
+		if (it->err && !first)
+			first = it->why;
+	}
+	return first ? store_err(st, -EINVAL, "%s", first) : r;
+}
+
 static int bump(holdctx_t *h, int64_t id, int delta)
 {
 	sqlite3_bind_int(h->inc, 1, delta);
@@ -222,8 +243,10 @@ static int holder_id(cairn_store *st, int64_t *id)
 
 int cairn_temp_holder(cairn_store *st, int64_t *id)
 {
-	st->errdetail[0] = 0;
-	int r = holder_id(st, id);
+	int r = STORE_ENTER(st, id);
+	if (r < 0)
+		return r;
+	r = holder_id(st, id);
 	if (r < 0)
 		return store_err(st, r, "holders: %s", strerror(-r));
 	return 0;
@@ -250,11 +273,13 @@ static bool owner_dead(cairn_store *st, int pid, int64_t pstart)
 
 int cairn_hold(cairn_store *st, cairn_hold_item *items, size_t n, bool temporary)
 {
-	st->errdetail[0] = 0;
+	int r = items_check(st, __func__, items, n);
+	if (r < 0)
+		return r;
 	holdctx_t h;
 	uint64_t txg;
 	int64_t pstart = 0;
-	int r = temporary ? holder_id(st, &pstart) : 0;
+	r = temporary ? holder_id(st, &pstart) : 0;
 	if (r == -EROFS) {
 		/* A store on a read-only filesystem cannot change under us: a
 		 * send from it needs no holds (and could not take them). */
@@ -324,10 +349,12 @@ static int destroy_deferred(cairn_store *st, const int64_t *ids, size_t n)
 
 int cairn_release(cairn_store *st, cairn_hold_item *items, size_t n)
 {
-	st->errdetail[0] = 0;
+	int r = items_check(st, __func__, items, n);
+	if (r < 0)
+		return r;
 	holdctx_t h;
 	uint64_t txg;
-	int r = catalog_begin_write(st->cat, &txg);
+	r = catalog_begin_write(st->cat, &txg);
 	if (r == -EROFS && st->temp_holds_skipped)
 		return 0; /* the temporary holds cairn_hold() did not take */
 	if (r < 0)
@@ -363,13 +390,17 @@ int cairn_release(cairn_store *st, cairn_hold_item *items, size_t n)
 
 int cairn_release_temp(cairn_store *st, const uint64_t *guids, size_t n_guids, const char *tag)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st);
+	if (r == 0 && n_guids && !guids)
+		r = store_err(st, -EINVAL, "%s: guids is NULL (with %zu entries)", __func__, n_guids);
+	if (r < 0)
+		return r;
 	size_t len = tag ? strlen(tag) : 0;
 	if (len == 0 || len > TAG_MAX)
 		return store_err(st, CAIRN_EBADNAME, "hold tag is empty or over %d bytes long",
 				 TAG_MAX);
 	int64_t owner;
-	int r = holder_id_ex(st, &owner, false);
+	r = holder_id_ex(st, &owner, false);
 	if (r == -ENOENT)
 		return 0; /* no temporary hold taken in this store */
 	if (r < 0)
@@ -427,10 +458,14 @@ int cairn_release_temp(cairn_store *st, const uint64_t *guids, size_t n_guids, c
 int cairn_holds_iter(cairn_store *st, const char *snap,
 		     int (*fn)(const char *, const char *, int64_t, int, void *), void *arg)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, snap);
+	if (r == 0 && !fn)
+		r = store_err(st, -EINVAL, "%s: fn is NULL", __func__);
+	if (r < 0)
+		return r;
 	ds_row_t ds = {0};
 	const char *sname;
-	int r = snapshot_split(st, snap, &ds, &sname);
+	r = snapshot_split(st, snap, &ds, &sname);
 	snap_row_t s = {0};
 	if (r == 0 && (r = catalog_snap_lookup(st->cat, ds.id, sname, &s)) == -ENOENT)
 		r = store_err(st, r, "%s: snapshot does not exist", snap);
@@ -453,12 +488,14 @@ int cairn_holds_iter(cairn_store *st, const char *snap,
 
 int cairn_snapshot_expand(cairn_store *st, const char *snap, char ***names, size_t *n)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, snap, names, n);
+	if (r < 0)
+		return r;
 	*names = NULL;
 	*n = 0;
 	ds_row_t ds = {0};
 	const char *sname;
-	int r = snapshot_split(st, snap, &ds, &sname);
+	r = snapshot_split(st, snap, &ds, &sname);
 	sqlite3_stmt *q = NULL;
 	/* One query for the whole subtree, not a lookup per dataset. */
 	if (r == 0 && sqlite3_prepare_v2(catalog_db(st->cat),

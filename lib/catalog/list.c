@@ -246,10 +246,15 @@ static int prepare(cairn_list *l)
 
 int cairn_list_open(cairn_store *st, const cairn_list_spec *spec, cairn_list **out)
 {
+	int r = STORE_ENTER(st, out);
+	if (r < 0)
+		return r;
 	*out = NULL;
-	st->errdetail[0] = 0;
 	if (!spec)
 		return store_err(st, -EINVAL, "list: no spec (a zeroed one lists every dataset)");
+	r = store_check_names(st, __func__, "spec->roots", spec->roots, spec->nroots);
+	if (r < 0)
+		return r;
 	cairn_list *l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -258,7 +263,6 @@ int cairn_list_open(cairn_store *st, const cairn_list_spec *spec, cairn_list **o
 	if (!l->spec.types)
 		l->spec.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME;
 	int64_t bs = spec->batch_size, bt = spec->batch_time_us;
-	int r = 0;
 	if (!bs)
 		r = cairn_config_get(st, "list_batch_size", &bs, NULL);
 	if (r == 0 && !bt)
@@ -301,7 +305,7 @@ void cairn_list_close(cairn_list *l)
 
 uint64_t cairn_list_batches(const cairn_list *l)
 {
-	return l->batches;
+	return l ? l->batches : 0;
 }
 
 void cairn_list_batch_free(cairn_list_batch *b)
@@ -639,11 +643,16 @@ static int fill(cairn_list *l, cairn_list_cursor *c, cairn_list_batch *b)
 
 int cairn_list_next(cairn_list *l, cairn_list_cursor *c, cairn_list_batch *b)
 {
+	if (!l)
+		return -EINVAL;
+	int r = STORE_ENTER(l->st, c, b);
+	if (r < 0)
+		return r;
 	b->n = 0;
 	b->arena_len = 0;
 	if (c->unit >= l->nunits)
 		return 0;
-	int r = l->prepared ? 0 : prepare(l);
+	r = l->prepared ? 0 : prepare(l);
 	if (r < 0)
 		return r;
 	r = batch_reserve(b, l->spec.fields, l->bsize);
@@ -666,9 +675,12 @@ int cairn_list_next(cairn_list *l, cairn_list_cursor *c, cairn_list_batch *b)
 
 int cairn_snapshot_get_user(cairn_store *st, const char *snap, const char *prop, char **value)
 {
+	int r = STORE_ENTER(st, snap, prop, value);
+	if (r < 0)
+		return r;
 	ds_row_t ds = {0};
 	const char *sname;
-	int r = snapshot_split(st, snap, &ds, &sname);
+	r = snapshot_split(st, snap, &ds, &sname);
 	snap_row_t s = {0};
 	if (r == 0 && (r = catalog_snap_lookup(st->cat, ds.id, sname, &s)) == -ENOENT)
 		r = store_err(st, r, "%s: snapshot does not exist", snap);
@@ -694,6 +706,9 @@ int cairn_snapshot_get_user(cairn_store *st, const char *snap, const char *prop,
 
 int cairn_store_available(cairn_store *st, uint64_t *bytes)
 {
+	int r = STORE_ENTER(st, bytes);
+	if (r < 0)
+		return r;
 	struct statvfs sv;
 	if (fstatvfs(st->dirfd, &sv) < 0)
 		return -errno;

@@ -44,6 +44,8 @@ static int component_check(const char *s, size_t len, const char *what, char *wh
 
 int cairn_name_check(const char *name, bool with_snap, char *why, size_t whylen)
 {
+	if (!name)
+		return -EINVAL;
 	size_t len = strlen(name);
 	if (len > NAME_MAX_LEN) {
 		if (why)

@@ -70,13 +70,16 @@ int props_receive(cairn_store *st, const char *name, const cairn_prop *props, si
 
 int cairn_prop_get_received(cairn_store *st, const char *name, const char *prop, char **value)
 {
+	int r = STORE_ENTER(st, name, prop, value);
+	if (r < 0)
+		return r;
 	*value = NULL;
 	if (strchr(name, '@') || strchr(name, '#')) {
 		*value = strdup("-"); /* snapshots and bookmarks receive no values */
 		return *value ? 0 : -ENOMEM;
 	}
 	ds_row_t ds = {0};
-	int r = dataset_lookup(st, name, &ds);
+	r = dataset_lookup(st, name, &ds);
 	if (r == 0) {
 		r = catalog_rprop_get(st->cat, ds.id, prop, value, NULL);
 		if (r == -ENOENT) {
@@ -171,11 +174,13 @@ static int inherit_dataset(cairn_store *st, const char *name, const char *prop, 
 int cairn_prop_inherit(cairn_store *st, const char *name, const char *prop, bool recursive,
 		       bool received)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, name, prop);
+	if (r < 0)
+		return r;
 	if (!inheritable(prop))
 		return store_err(st, CAIRN_EBADPROP, "%s: not an inheritable property", prop);
 	uint64_t txg;
-	int r = store_txn_begin(st, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
 		return r;
 	r = strchr(name, '@') ? inherit_snapshot(st, name, prop, recursive)
@@ -199,7 +204,11 @@ static int snap_lookup(cairn_store *st, const char *full, ds_row_t *ds, snap_row
 int cairn_snapshot_set_user(cairn_store *st, const char *snap, const cairn_prop *props,
 			    size_t n)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, snap);
+	if (r == 0)
+		r = store_check_props(st, __func__, "props", props, n);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n; i++)
 		if (!is_user_prop(props[i].name))
 			return store_err(st, CAIRN_EBADPROP,
@@ -207,7 +216,7 @@ int cairn_snapshot_set_user(cairn_store *st, const char *snap, const cairn_prop 
 					 "properties only)",
 					 props[i].name);
 	uint64_t txg;
-	int r = store_txn_begin(st, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
 		return r;
 	ds_row_t ds = {0};
@@ -231,12 +240,15 @@ int cairn_snapshot_set_user(cairn_store *st, const char *snap, const cairn_prop 
 int cairn_snapshot_user_get(cairn_store *st, const char *snap, const char *prop, char **value,
 			    char **source)
 {
+	int r = STORE_ENTER(st, snap, prop, value);
+	if (r < 0)
+		return r;
 	*value = NULL;
 	if (source)
 		*source = NULL;
 	ds_row_t ds = {0};
 	snap_row_t s = {0};
-	int r = snap_lookup(st, snap, &ds, &s);
+	r = snap_lookup(st, snap, &ds, &s);
 	sqlite3_stmt *q = NULL;
 	if (r == 0 && sqlite3_prepare_v2(catalog_db(st->cat),
 					 "SELECT value FROM sprop WHERE snapshot=? AND name=?", -1,
@@ -316,12 +328,14 @@ static int cmp_str(const void *a, const void *b)
 
 int cairn_user_props(cairn_store *st, const char *name, char ***names, size_t *n)
 {
+	int r = STORE_ENTER(st, name, names, n);
+	if (r < 0)
+		return r;
 	*names = NULL;
 	*n = 0;
 	names_t ns = {0};
 	ds_row_t ds = {0};
 	snap_row_t s = {0};
-	int r;
 	if (strchr(name, '#'))
 		return 0; /* bookmarks have no user properties */
 	if (strchr(name, '@')) {
@@ -364,6 +378,8 @@ int cairn_user_props(cairn_store *st, const char *name, char ***names, size_t *n
 
 void cairn_user_props_free(char **names, size_t n)
 {
+	if (!names)
+		return;
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -403,8 +419,11 @@ static int space_sums(cairn_store *st, const ds_row_t *ds, bool children, uint64
 
 int cairn_space_get(cairn_store *st, const char *name, cairn_space *sp)
 {
+	int r = STORE_ENTER(st, name, sp);
+	if (r < 0)
+		return r;
 	memset(sp, 0, sizeof(*sp));
-	int r = catalog_begin_read(st->cat);
+	r = catalog_begin_read(st->cat);
 	if (r < 0)
 		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
 	ds_row_t ds = {0};
@@ -457,9 +476,11 @@ int cairn_space_get(cairn_store *st, const char *name, cairn_space *sp)
 
 int cairn_written_since(cairn_store *st, const char *name, const char *since, uint64_t *bytes)
 {
+	int r = STORE_ENTER(st, name, since, bytes);
+	if (r < 0)
+		return r;
 	*bytes = 0;
-	st->errdetail[0] = 0;
-	int r = catalog_begin_read(st->cat);
+	r = catalog_begin_read(st->cat);
 	if (r < 0)
 		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
 	ds_row_t ds = {0}, sds = {0};

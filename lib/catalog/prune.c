@@ -117,7 +117,9 @@ static int load(cairn_store *st, int64_t ds, psnap_t **out, size_t *n, const cha
 
 int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *o)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, dataset);
+	if (r < 0)
+		return r;
 	if (!o)
 		return store_err(st, -EINVAL, "prune: no options (the keep rules are required)");
 	if (!o->keep_last && !o->keep_hourly && !o->keep_daily && !o->keep_weekly &&
@@ -128,7 +130,7 @@ int cairn_prune(cairn_store *st, const char *dataset, cairn_prune_opts *o)
 		return store_err(st, -EINVAL, "keep_within is negative (%lld s)",
 				 (long long)o->keep_within);
 	uint64_t txg;
-	int r = store_txn_begin(st, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
 		return r;
 	ds_row_t ds = {0};

@@ -176,9 +176,11 @@ static int rename_dataset(cairn_store *st, const char *from, const char *to, boo
 int cairn_rename(cairn_store *st, const char *from, const char *to, bool recursive,
 		 bool parents)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, from, to);
+	if (r < 0)
+		return r;
 	uint64_t txg;
-	int r = store_txn_begin(st, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
 		return r;
 	if (strchr(from, '@'))

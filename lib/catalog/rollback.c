@@ -80,11 +80,13 @@ static int drop_bookmarks(cairn_store *st, const later_t *bms)
 
 int cairn_rollback(cairn_store *st, const char *snap, cairn_rollback_opts *o)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, snap);
+	if (r < 0)
+		return r;
 	if (!strchr(snap, '@'))
 		return store_err(st, CAIRN_EBADNAME, "%s: not a snapshot name", snap);
 	uint64_t txg;
-	int r = store_txn_begin(st, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
 		return r;
 	ds_row_t ds = {0};

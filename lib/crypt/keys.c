@@ -31,9 +31,9 @@ static int key_location(cairn_store *st, const ds_row_t *root, const cairn_key_o
 	return r < 0 ? store_err(st, CAIRN_ECORRUPT, "%s: keylocation missing", root->name) : 0;
 }
 
+/* cairn_load_key and cairn_load_key_previous, after STORE_ENTER. */
 static int load_key(cairn_store *st, const char *name, const cairn_key_opts *ko, bool earlier)
 {
-	st->errdetail[0] = 0;
 	ds_row_t root = {0};
 	char *loc = NULL;
 	char desc[64];
@@ -63,20 +63,24 @@ static int load_key(cairn_store *st, const char *name, const cairn_key_opts *ko,
 
 int cairn_load_key(cairn_store *st, const char *name, const cairn_key_opts *ko)
 {
-	return load_key(st, name, ko, false);
+	int r = STORE_ENTER(st, name);
+	return r < 0 ? r : load_key(st, name, ko, false);
 }
 
 int cairn_load_key_previous(cairn_store *st, const char *name, const cairn_key_opts *ko)
 {
-	return load_key(st, name, ko, true);
+	int r = STORE_ENTER(st, name);
+	return r < 0 ? r : load_key(st, name, ko, true);
 }
 
 int cairn_key_previous_count(cairn_store *st, const char *name, size_t *n)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, name, n);
+	if (r < 0)
+		return r;
 	*n = 0;
 	ds_row_t root = {0};
-	int r = catalog_begin_read(st->cat);
+	r = catalog_begin_read(st->cat);
 	if (r == 0)
 		r = root_lookup(st, name, &root);
 	if (r == 0)
@@ -88,10 +92,12 @@ int cairn_key_previous_count(cairn_store *st, const char *name, size_t *n)
 
 int cairn_unload_key(cairn_store *st, const char *name)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, name);
+	if (r < 0)
+		return r;
 	ds_row_t root = {0};
 	char desc[64];
-	int r = catalog_begin_read(st->cat);
+	r = catalog_begin_read(st->cat);
 	if (r == 0)
 		r = root_lookup(st, name, &root);
 	if (r == 0)
@@ -132,8 +138,11 @@ static int change_props_check(cairn_store *st, const char *name, const cairn_pro
 int cairn_change_key(cairn_store *st, const char *name, const cairn_prop *props, size_t nprops,
 		     const cairn_key_opts *ko)
 {
-	st->errdetail[0] = 0;
-	int r = change_props_check(st, name, props, nprops);
+	int r = STORE_ENTER(st, name);
+	if (r == 0)
+		r = store_check_props(st, __func__, "props", props, nprops);
+	if (r == 0)
+		r = change_props_check(st, name, props, nprops);
 	if (r < 0)
 		return r;
 	uint64_t txg;
@@ -182,10 +191,12 @@ int cairn_change_key(cairn_store *st, const char *name, const cairn_prop *props,
 
 int cairn_encryption_roots(cairn_store *st, const char *under, char ***names, size_t *n)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, names, n);
+	if (r < 0)
+		return r;
 	*names = NULL;
 	*n = 0;
-	int r = catalog_begin_read(st->cat);
+	r = catalog_begin_read(st->cat);
 	if (r < 0)
 		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
 	int64_t *ids = NULL;
@@ -260,11 +271,13 @@ int cairn_encryption_roots(cairn_store *st, const char *under, char ***names, si
 int cairn_key_info(cairn_store *st, const char *name, char **keyformat, char **keylocation,
 		   bool *loaded)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, name, keyformat, keylocation, loaded);
+	if (r < 0)
+		return r;
 	*keyformat = *keylocation = NULL;
 	ds_row_t root = {0};
 	char desc[64];
-	int r = catalog_begin_read(st->cat);
+	r = catalog_begin_read(st->cat);
 	if (r == 0)
 		r = root_lookup(st, name, &root);
 	if (r == 0)

@@ -1669,10 +1669,16 @@ static int plan(cairn_store *st, const char *const *names, size_t n, bool recurs
 int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
 			  cairn_snapshot_opts *opts)
 {
+	int r = STORE_ENTER(st);
+	if (r == 0)
+		r = store_check_names(st, __func__, "names", names, n);
 	cairn_snapshot_opts none = {0};
 	if (!opts)
 		opts = &none;
-	st->errdetail[0] = 0;
+	if (r == 0)
+		r = store_check_props(st, __func__, "opts->props", opts->props, opts->nprops);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < opts->nprops; i++)
 		if (!strchr(opts->props[i].name, ':'))
 			return store_err(st, CAIRN_EBADPROP,
@@ -1681,7 +1687,7 @@ int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
 					 opts->props[i].name);
 	snapjob_t *jobs = NULL;
 	size_t njobs = 0;
-	int r = plan(st, names, n, opts->recursive, &jobs, &njobs);
+	r = plan(st, names, n, opts->recursive, &jobs, &njobs);
 	uint64_t chunks0 = chunkstore_new_chunks(st->cs), bytes0 = chunkstore_new_bytes(st->cs);
 	/* Registered before the first chunk is written or touched: GC. */
 	bool registered = false;

@@ -934,13 +934,15 @@ static int deliver(dctx_t *c, cairn_diff_opts *o)
 
 int cairn_diff(cairn_store *st, const char *from, const char *to, cairn_diff_opts *o)
 {
+	int r = STORE_ENTER(st, from, to);
+	if (r < 0)
+		return r;
 	cairn_diff_opts none = {0};
 	if (!o)
 		o = &none;
-	st->errdetail[0] = 0;
 	endpoint_t a = {0}, b = {0};
 	dctx_t c = {.st = st};
-	int r = open_both(st, from, to, &a, &b);
+	r = open_both(st, from, to, &a, &b);
 	if (r == 0)
 		r = run(&c, &a, &b, from, to, o);
 	if (r == 0)

@@ -1008,13 +1008,17 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 int cairn_restore(cairn_store *st, const char *snap, const char *target,
 		  cairn_restore_opts *opts)
 {
+	int r = STORE_ENTER(st, snap, target);
 	cairn_restore_opts none = {0};
 	if (!opts)
 		opts = &none;
-	st->errdetail[0] = 0;
+	if (r == 0)
+		r = store_check_names(st, __func__, "opts->paths", opts->paths, opts->npaths);
+	if (r < 0)
+		return r;
 	ds_row_t ds = {0};
 	const char *sname;
-	int r = snapshot_split(st, snap, &ds, &sname);
+	r = snapshot_split(st, snap, &ds, &sname);
 	snap_row_t row = {0};
 	if (r == 0) {
 		r = catalog_snap_lookup(st->cat, ds.id, sname, &row);

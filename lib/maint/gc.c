@@ -1903,6 +1903,9 @@ static int status_save(cairn_store *st, const cairn_gc_status *s)
 
 int cairn_gc_last_status(cairn_store *st, cairn_gc_status *out)
 {
+	int r = STORE_ENTER(st, out);
+	if (r < 0)
+		return r;
 	memset(out, 0, sizeof(*out));
 	char sql[1024];
 	int k = snprintf(sql, sizeof(sql), "SELECT ");
@@ -1915,7 +1918,7 @@ int cairn_gc_last_status(cairn_store *st, cairn_gc_status *out)
 		/* No table: no GC has finished on this store yet. */
 		return store_err(st, -ENOENT, "no garbage collection has run on this store");
 	}
-	int rc = sqlite3_step(q), r = 0;
+	int rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW) {
 		for (size_t i = 0; i < ARRAY_SIZE(stcols); i++) {
 			char *p = (char *)out + stcols[i].off;
@@ -2264,6 +2267,9 @@ static int clock_probe(int fd, int64_t *ns)
 
 int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 {
+	int e = STORE_ENTER(st);
+	if (e < 0)
+		return e;
 	cairn_gc_opts defopts = {.cache_capacity = -1};
 	if (!opts)
 		opts = &defopts;
@@ -2271,7 +2277,6 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 	cairn_gc_status *s = out ? out : &sbuf;
 	memset(s, 0, sizeof(*s));
 	s->dry_run = opts->dry_run;
-	st->errdetail[0] = 0;
 	pthread_once(&hex_once, hex_init);
 
 	int64_t cap = opts->cache_capacity < 0 ? store_setting(st, "gc_cache_capacity")

@@ -743,10 +743,14 @@ static void set_aside(vctx_t *c)
 
 int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 {
+	int r = STORE_ENTER(st);
 	cairn_verify_opts none = {0};
 	if (!opts)
 		opts = &none;
-	st->errdetail[0] = 0;
+	if (r == 0)
+		r = store_check_names(st, __func__, "opts->targets", opts->targets, opts->ntargets);
+	if (r < 0)
+		return r;
 	opts->chunks = opts->bytes = opts->bad = 0;
 	if (opts->order != CAIRN_GC_ORDER_INODE && opts->order != CAIRN_GC_ORDER_DIGEST)
 		return store_err(st, -EINVAL, "verify: order must be inode or digest");
@@ -755,7 +759,6 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 	int64_t start = time(NULL);
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = opts->threads > 0 ? opts->threads : (ncpu > 0 ? (int)ncpu : 1);
-	int r = 0;
 	/* A remote store's chunk cache would answer for the bucket: skip it. */
 	if (st->cs)
 		chunkstore_cache_bypass(st->cs, true);

@@ -2319,9 +2319,16 @@ static void discard_own_state(rctx_t *c)
 
 int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 {
-	st->errdetail[0] = 0;
+	int e = STORE_ENTER(st);
+	if (e < 0)
+		return e;
 	if (!o)
 		return store_err(st, -EINVAL, "receive: no options (target and fd are required)");
+	e = store_check_props(st, __func__, "opts->props", o->props, o->nprops);
+	if (e == 0)
+		e = store_check_names(st, __func__, "opts->exclude", o->exclude, o->nexclude);
+	if (e < 0)
+		return e;
 	char why[256];
 	if (!o->target || cairn_name_check(o->target, false, why, sizeof(why)) < 0)
 		return store_err(st, CAIRN_EBADNAME, "%s: %s", o->target ? o->target : "",
@@ -2394,9 +2401,11 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
  * nothing else has been put in it, the dataset too. */
 int cairn_recv_abort(cairn_store *st, const char *dataset)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st, dataset);
+	if (r < 0)
+		return r;
 	uint64_t txg;
-	int r = store_txn_begin(st, &txg);
+	r = store_txn_begin(st, &txg);
 	if (r < 0)
 		return r;
 	rstate_t s;
@@ -2420,6 +2429,11 @@ int cairn_recv_abort(cairn_store *st, const char *dataset)
 int cairn_chunks_present(cairn_store *st, const uint8_t (*digests)[32], size_t n,
 			 uint8_t *present)
 {
+	int r = STORE_ENTER(st);
+	if (r == 0 && n && (!digests || !present))
+		r = store_err(st, -EINVAL, "%s: %s is NULL", __func__, digests ? "present" : "digests");
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n; i++) {
 		digest_t d;
 		memcpy(d.b, digests[i], DIGEST_LEN);

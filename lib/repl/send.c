@@ -1193,9 +1193,13 @@ static void on_signal(int sig)
 
 int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 {
-	st->errdetail[0] = 0;
+	int e = STORE_ENTER(st);
+	if (e < 0)
+		return e;
 	if (!o)
 		return store_err(st, -EINVAL, "send: no options (opts->fd is required)");
+	if (!snap && !o->resume_token)
+		return store_err(st, -EINVAL, "send: no snapshot (snap is NULL)");
 	g_stop = 0;
 	splan_t p = {0};
 	/* The context holds a have() batch: keep it off the stack. */

@@ -42,6 +42,11 @@ const char *cairn_store_init_errdetail(void)
 	return init_err;
 }
 
+void store_init_err_clear(void)
+{
+	init_err[0] = 0;
+}
+
 typedef struct bconf {
 	char chunks[512], endpoint[256], region[64], addressing[16], tls_verify[8];
 	char credentials_file[512], store_id[24];

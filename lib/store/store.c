@@ -101,6 +101,44 @@ int store_err(cairn_store *st, int err, const char *fmt, ...)
 	return err;
 }
 
+int store_enter(cairn_store *st, const char *call, const char *names, const void *const *args,
+		size_t n)
+{
+	if (!st)
+		return -EINVAL;
+	st->errdetail[0] = 0;
+	for (size_t i = 0; i < n; i++, names += strcspn(names, ",")) {
+		names += strspn(names, ", ");
+		if (!args[i])
+			return store_err(st, -EINVAL, "%s: %.*s is NULL", call,
+					 (int)strcspn(names, ","), names);
+	}
+	return 0;
+}
+
+int store_check_names(cairn_store *st, const char *call, const char *what,
+		      const char *const *v, size_t n)
+{
+	if (n && !v)
+		return store_err(st, -EINVAL, "%s: %s is NULL (with %zu entries)", call, what, n);
+	for (size_t i = 0; i < n; i++)
+		if (!v[i])
+			return store_err(st, -EINVAL, "%s: %s[%zu] is NULL", call, what, i);
+	return 0;
+}
+
+int store_check_props(cairn_store *st, const char *call, const char *what,
+		      const cairn_prop *p, size_t n)
+{
+	if (n && !p)
+		return store_err(st, -EINVAL, "%s: %s is NULL (with %zu entries)", call, what, n);
+	for (size_t i = 0; i < n; i++)
+		if (!p[i].name || !p[i].value)
+			return store_err(st, -EINVAL, "%s: %s[%zu].%s is NULL", call, what, i,
+					 p[i].name ? "value" : "name");
+	return 0;
+}
+
 int store_chunk_err(cairn_store *st, int err, const digest_t *d)
 {
 	char what[160] = "";
@@ -150,6 +188,8 @@ const char *cairn_store_errdetail(const cairn_store *st)
 
 void cairn_store_set_warn(cairn_store *st, cairn_warn_fn fn, void *arg)
 {
+	if (STORE_ENTER(st) < 0)
+		return;
 	st->warn = fn;
 	st->warn_arg = arg;
 }
@@ -211,7 +251,9 @@ static void env_name(const char *key, char *out, size_t len)
 	out[i] = 0;
 }
 
-int cairn_config_get(cairn_store *st, const char *key, int64_t *value, bool *from_env)
+/* cairn_config_get without clearing errdetail: store_setting runs in the
+ * middle of other calls, whose failure detail it must keep. */
+static int config_get(cairn_store *st, const char *key, int64_t *value, bool *from_env)
 {
 	const cairn_config_info *ci = config_find(key);
 	if (!ci)
@@ -238,15 +280,23 @@ int cairn_config_get(cairn_store *st, const char *key, int64_t *value, bool *fro
 	return r < 0 ? store_err(st, r, "%s: %s", key, catalog_errmsg(st->cat)) : 0;
 }
 
+int cairn_config_get(cairn_store *st, const char *key, int64_t *value, bool *from_env)
+{
+	int r = STORE_ENTER(st, key, value);
+	return r < 0 ? r : config_get(st, key, value, from_env);
+}
+
 int cairn_config_check_env(cairn_store *st)
 {
-	st->errdetail[0] = 0;
+	int r = STORE_ENTER(st);
+	if (r < 0)
+		return r;
 	for (const cairn_config_info *ci = config_table; ci->key; ci++) {
 		char env[80], why[256];
 		int64_t v;
 		env_name(ci->key, env, sizeof(env));
 		const char *e = getenv(env);
-		int r = e ? config_validate(ci, e, &v, why, sizeof(why)) : 0;
+		r = e ? config_validate(ci, e, &v, why, sizeof(why)) : 0;
 		if (r < 0)
 			return store_err(st, r, "%s (from %s)", why, env);
 	}
@@ -256,7 +306,7 @@ int cairn_config_check_env(cairn_store *st)
 int64_t store_setting(cairn_store *st, const char *key)
 {
 	int64_t v;
-	if (cairn_config_get(st, key, &v, NULL) < 0) {
+	if (config_get(st, key, &v, NULL) < 0) {
 		const cairn_config_info *ci = config_find(key);
 		return ci ? ci->def : 0;
 	}
@@ -265,11 +315,14 @@ int64_t store_setting(cairn_store *st, const char *key)
 
 int cairn_config_set(cairn_store *st, const char *key, const char *value)
 {
+	int r = STORE_ENTER(st, key, value);
+	if (r < 0)
+		return r;
 	const cairn_config_info *ci = config_find(key);
 	if (!ci)
 		return store_err(st, CAIRN_EBADPROP, "%s: unknown setting", key);
 	int64_t v;
-	int r = config_validate(ci, value, &v, st->errdetail, sizeof(st->errdetail));
+	r = config_validate(ci, value, &v, st->errdetail, sizeof(st->errdetail));
 	if (r < 0)
 		return r;
 	uint64_t txg;
@@ -458,6 +511,9 @@ int store_setup_finish(const char *path, int dfd, bool made, int r)
 
 int cairn_store_init(const char *path, const cairn_init_opts *opts)
 {
+	store_init_err_clear();
+	if (!path)
+		return -EINVAL;
 	cairn_init_opts def = {0};
 	if (!opts)
 		opts = &def;
@@ -508,7 +564,11 @@ int cairn_store_init(const char *path, const cairn_init_opts *opts)
 
 int cairn_store_open(const char *path, cairn_store **out)
 {
+	if (!out)
+		return -EINVAL;
 	*out = NULL;
+	if (!path)
+		return -EINVAL;
 	cairn_store *st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;

@@ -41,6 +41,9 @@ int store_remote_publish(cairn_store *st, bool force);
  * -EPERM naming both ids when another store claimed it. */
 int store_remote_check_owner(cairn_store *st);
 int store_import(const char *path, const cairn_init_opts *o);
+/* Clears cairn_store_init_errdetail(): each init starts without the
+ * reason an earlier one of this thread failed. */
+void store_init_err_clear(void);
 /* Setting up a store (init, import).  begin: makes path (*made) or takes
  * an empty directory, or one an unfinished set-up left (cleared), and
  * marks it unfinished; -EEXIST otherwise.  finish (with the result r so
@@ -62,6 +65,28 @@ bool store_is_made(const char *path);
  * returns err, so callers can `return store_err(st, r, "...", ...)`. */
 int store_err(cairn_store *st, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The first step of every cairn_* call on a handle (through STORE_ENTER).
+ * A caller's NULL where the call needs a pointer must fail, not crash:
+ * -EINVAL when st or one of the n pointers args (named, comma-separated,
+ * in names) is NULL, errdetail naming call and argument.  Otherwise
+ * errdetail is cleared, so that a call that succeeds does not leave an
+ * earlier call's failure there for the caller to take as its own. */
+int store_enter(cairn_store *st, const char *call, const char *names, const void *const *args,
+		size_t n);
+/* STORE_ENTER(st, name, value...): store_enter with the pointers the call
+ * requires (none: just st).  The leading NULL keeps the array non-empty. */
+#define STORE_ENTER(st, ...)                                                                 \
+	store_enter((st), __func__, #__VA_ARGS__, (const void *const[]){NULL, __VA_ARGS__} + 1, \
+		    sizeof((const void *const[]){NULL, __VA_ARGS__}) / sizeof(void *) - 1)
+/* -EINVAL naming call and what when an array of n names (v) or n
+ * properties (p, name and value) is NULL or has a NULL entry.  Called
+ * before anything is changed, so a bad entry late in the array cannot
+ * leave the earlier ones applied.  0 when n is 0, whatever v is. */
+int store_check_names(cairn_store *st, const char *call, const char *what,
+		      const char *const *v, size_t n);
+int store_check_props(cairn_store *st, const char *call, const char *what,
+		      const cairn_prop *p, size_t n);
 
 /* store_err for a failed chunk put or chunkstore_flush: "chunk store:
  * <what>: <reason>".  <what> is the failed batch's own description when a
