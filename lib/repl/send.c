@@ -49,7 +49,20 @@ typedef struct splan {
 	int plain_level;
 } splan_t;
 
-static volatile int g_stop;
+/* Set by on_signal; read by the writer (stream.h's stop) and the chunk
+ * loops.  The handler may run on any thread that has the signal
+ * unblocked (an application's own), where volatile alone is a data race:
+ * so, as g_recv_stop in recv.c and gc_stop in gc.c, every access is a
+ * relaxed __atomic builtin - lock-free (asserted), hence async-signal
+ * safe; nothing is published through the flag, so no ordering is needed.
+ * volatile sig_atomic_t is int here (asserted): &g_stop fits the
+ * writer's volatile int *stop, whose reader loads it atomically too. */
+static volatile sig_atomic_t g_stop;
+_Static_assert(_Generic((sig_atomic_t)0, int: 1, default: 0),
+	       "g_stop is passed where a volatile int * is expected");
+_Static_assert(__atomic_always_lock_free(sizeof(sig_atomic_t), 0),
+	       "the signal handler's store must be lock-free");
+#define SEND_STOPPED() __atomic_load_n(&g_stop, __ATOMIC_RELAXED)
 
 static void plan_free(splan_t *p)
 {
@@ -735,7 +748,7 @@ static int have_flush(sctx_t *c)
 static int send_chunk(void *arg, const chunk_ref_t *ref)
 {
 	sctx_t *c = arg;
-	if (g_stop)
+	if (SEND_STOPPED())
 		return -EINTR;
 	if (c->pos++ < c->skip)
 		return 0;
@@ -865,7 +878,7 @@ static int put_snaplist(sctx_t *c, int64_t ds, const char *name)
 static int plain_out(sctx_t *c, const chunk_ref_t *ref, const digest_t *keyed,
 		     const buf_t *blob)
 {
-	if (g_stop)
+	if (SEND_STOPPED())
 		return -EINTR;
 	int k = refset_add(&c->sent, ref);
 	if (k <= 0)
@@ -1188,7 +1201,7 @@ static int estimate(sctx_t *c, splan_t *p)
 static void on_signal(int sig)
 {
 	(void)sig;
-	g_stop = 1;
+	__atomic_store_n(&g_stop, 1, __ATOMIC_RELAXED);
 }
 
 int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
@@ -1200,7 +1213,7 @@ int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 		return store_err(st, -EINVAL, "send: no options (opts->fd is required)");
 	if (!snap && !o->resume_token)
 		return store_err(st, -EINVAL, "send: no snapshot (snap is NULL)");
-	g_stop = 0;
+	__atomic_store_n(&g_stop, 0, __ATOMIC_RELAXED);
 	splan_t p = {0};
 	/* The context holds a have() batch: keep it off the stack. */
 	sctx_t *c = calloc(1, sizeof(*c));
@@ -1235,7 +1248,7 @@ int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGTERM, &old_term, NULL);
 		sigaction(SIGPIPE, &old_pipe, NULL);
-		if (g_stop && r == -EINTR)
+		if (SEND_STOPPED() && r == -EINTR)
 			store_err(st, r, "interrupted");
 	}
 	if (held) {
