@@ -6,9 +6,10 @@
  * store), or HOST:/STORE:DATASET (over ssh: $CAIRN_SSH, default "ssh",
  * runs $CAIRN_REMOTE, default "cairn", on the far side).  The source must
  * be local.  Each dataset is sent from its own newest snapshot or
- * bookmark that the destination has (by guid), with every snapshot after
- * it, in groups (one `snapshot -r` commits together).  A partial receive
- * on the destination is resumed by its token first.  Running sync again
+ * bookmark that the destination dataset its name maps to has (by guid;
+ * the same guid in another dataset there does not count), with every
+ * snapshot after it, in groups (one `snapshot -r` commits together).  A
+ * partial receive on the destination is resumed by its token first.  Running sync again
  * after any failure converges. */
 #include <errno.h>
 #include <fcntl.h>
@@ -389,19 +390,90 @@ static int dest_output(const endpoint_t *d, const char *const *verb, char **out,
 	return rc;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* What the destination has: the guid of every snapshot and bookmark
+ * under the destination dataset, sorted, and for each the dataset that
+ * holds it, as the rest of its name after the destination's ("" for the
+ * destination itself, "/kid" for DEST/kid): a source dataset is matched
+ * with the one its name maps to there, never with a copy elsewhere. */
+typedef struct dest_have {
+	uint64_t *guids;
+	char **rels;
+	size_t n;
+} dest_have_t;
+
+typedef struct guid_rel {
+	uint64_t guid;
+	char *rel;
+} guid_rel_t;
+
+static int cmp_guid_rel(const void *a, const void *b)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
+	const guid_rel_t *x = a, *y = b;
+	return x->guid < y->guid ? -1 : x->guid > y->guid;
 }
 
-/* The guids of every snapshot and bookmark under the destination dataset
- * (none if it does not exist), sorted. */
-static int dest_guids(const endpoint_t *d, uint64_t **guids, size_t *n)
+static void dest_have_free(dest_have_t *h)
 {
-	*guids = NULL;
-	*n = 0;
-	const char *verb[] = {"list", "-H", "-p", "-r", "-t", "snapshot,bookmark", "-o", "guid",
+	for (size_t i = 0; i < h->n; i++)
+		free(h->rels[i]);
+	free(h->guids);
+	free(h->rels);
+	memset(h, 0, sizeof(*h));
+}
+
+/* Parses `list -H -p -o name,guid` lines ("DEST/kid@s\tGUID") of the
+ * destination dest into h, sorted by guid. */
+static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
+{
+	size_t n = 0, cap = 0, dl = strlen(dest);
+	guid_rel_t *v = NULL;
+	int r = 0;
+	for (char *line = out, *next; r == 0 && line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		char *tab = strchr(line, '\t');
+		size_t nl = strcspn(line, "@#");
+		if (!tab || nl < dl || nl > (size_t)(tab - line))
+			continue; /* not a snapshot or bookmark line */
+		if (n == cap) {
+			guid_rel_t *q = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+			if (!q) {
+				r = -ENOMEM;
+				break;
+			}
+			v = q;
+		}
+		v[n].guid = strtoull(tab + 1, NULL, 10);
+		v[n].rel = strndup(line + dl, nl - dl);
+		r = v[n].rel ? 0 : -ENOMEM;
+		n += v[n].rel != NULL;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_guid_rel);
+	h->guids = calloc(n + 1, sizeof(*h->guids));
+	h->rels = calloc(n + 1, sizeof(*h->rels));
+	if (!h->guids || !h->rels)
+		r = -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (r == 0) {
+			h->guids[i] = v[i].guid;
+			h->rels[i] = v[i].rel;
+		} else {
+			free(v[i].rel);
+		}
+	}
+	h->n = r == 0 ? n : 0;
+	free(v);
+	return r;
+}
+
+/* What the destination dataset and its subtree hold (nothing if it does
+ * not exist yet). */
+static int dest_guids(const endpoint_t *d, dest_have_t *h)
+{
+	memset(h, 0, sizeof(*h));
+	const char *verb[] = {"list", "-H", "-p", "-r", "-t", "snapshot,bookmark", "-o", "name,guid",
 			      d->dataset, NULL};
 	char *out, *err;
 	int rc = dest_output(d, verb, &out, &err);
@@ -423,35 +495,37 @@ static int dest_guids(const endpoint_t *d, uint64_t **guids, size_t *n)
 		return -EIO;
 	}
 	free(err);
-	for (char *line = out, *next; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		uint64_t *p = realloc(*guids, (*n + 1) * sizeof(*p));
-		if (!p) {
-			free(out);
-			return -ENOMEM;
-		}
-		*guids = p;
-		(*guids)[(*n)++] = strtoull(line, NULL, 10);
-	}
+	int r = dest_have_parse(rc ? NULL : out, d->dataset, h);
 	free(out);
-	if (*n)
-		qsort(*guids, *n, sizeof(uint64_t), cmp_u64);
-	return 0;
+	if (r < 0)
+		cli_err(d->dataset, "cannot list the destination: %s", strerror(-r));
+	return r;
 }
 
-static bool has_guid(const uint64_t *guids, size_t ng, uint64_t g)
+/* Whether the destination dataset REL ("" or "/kid") has guid. */
+static bool has_guid(const dest_have_t *h, const char *rel, uint64_t g)
 {
-	return ng && bsearch(&g, guids, ng, sizeof(g), cmp_u64) != NULL;
+	size_t lo = 0, hi = h->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (h->guids[mid] < g)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < h->n && h->guids[lo] == g; lo++)
+		if (!strcmp(h->rels[lo], rel))
+			return true;
+	return false;
 }
 
 /* Over the source dataset (and its subtree with -R): the top's newest
  * snapshot (*newest, "ds@s"), the top's newest snapshot the destination
  * has (*common, "@s"), and whether every dataset's newest snapshot is
- * already there (*current). */
-static int find_common(cairn_store *st, const char *ds, bool recursive, const uint64_t *guids,
-		       size_t ng, char **common, char **newest, bool *current)
+ * already in the destination dataset its name maps to (*current): the
+ * decision is per dataset, as send plans it. */
+static int find_common(cairn_store *st, const char *ds, bool recursive, const dest_have_t *h,
+		       char **common, char **newest, bool *current)
 {
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = recursive ? -1 : 1,
 				.types = CAIRN_TYPE_SNAPSHOT, .fields = 1u << CAIRN_F_GUID};
@@ -471,24 +545,26 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const ui
 			uint64_t g = b.field[CAIRN_F_GUID][i];
 			if (lastds && (strlen(lastds) != (size_t)(at - name) ||
 				       strncmp(lastds, name, at - name))) {
-				*current &= has_guid(guids, ng, lastguid);
+				*current &= has_guid(h, lastds + dl, lastguid);
 				free(lastds);
 				lastds = NULL;
 			}
-			if (!lastds)
-				lastds = strndup(name, at - name);
+			if (!lastds && !(lastds = strndup(name, at - name))) {
+				r = -ENOMEM;
+				break;
+			}
 			lastguid = g;
 			if ((size_t)(at - name) != dl || strncmp(name, ds, dl))
 				continue; /* a child: only its newest matters */
 			free(*newest);
 			*newest = strdup(name);
-			if (has_guid(guids, ng, g)) {
+			if (has_guid(h, "", g)) {
 				free(*common);
 				*common = strdup(at);
 			}
 		}
 	if (lastds)
-		*current &= has_guid(guids, ng, lastguid);
+		*current &= has_guid(h, lastds + dl, lastguid);
 	free(lastds);
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
@@ -689,16 +765,17 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, bool force, bo
 /* Sends newest (from each dataset's newest snapshot the destination has)
  * into `recv -s` on the destination.  0, or 1 after printing the error. */
 static int send_to(cairn_store *st, const endpoint_t *dst, const char *newest,
-		   const uint64_t *guids, size_t ng, bool recursive, bool force, bool dry,
-		   bool verbose, const char *common)
+		   const dest_have_t *h, bool recursive, bool force, bool dry, bool verbose,
+		   const char *common)
 {
 	/* raw: encrypted datasets replicate as stored (no key needed there).
 	 * base_guids is set even when the destination has nothing: it is
-	 * what makes each dataset go to its own newest snapshot. */
+	 * what makes each dataset go to its own newest snapshot; with
+	 * base_datasets a guid counts only in the dataset it is in there. */
 	static const uint64_t no_guids[1];
 	cairn_send_opts o = {.intermediates = true, .recursive = recursive, .dry_run = dry,
-			     .progress = cli_progress, .base_guids = ng ? guids : no_guids,
-			     .nbase_guids = ng,
+			     .progress = cli_progress, .base_guids = h->n ? h->guids : no_guids,
+			     .nbase_guids = h->n, .base_datasets = (const char *const *)h->rels,
 			     .raw = true, .estimate = dry ? est : NULL};
 	const char *verb[] = {"recv", "-s", force ? "-F" : "-s", verbose ? "-v" : "-s",
 			      dst->dataset, NULL};
@@ -774,22 +851,21 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	if (cli_open(&st))
 		return 1;
 	int rc = 0;
-	uint64_t *guids = NULL;
-	size_t ng;
+	dest_have_t h = {0};
 	char *common = NULL, *newest = NULL;
 	bool current = false;
 	int r = dry ? 0 : resume_partial(st, &dst, force, verbose);
 	if (r >= 0)
-		r = dest_guids(&dst, &guids, &ng);
+		r = dest_guids(&dst, &h);
 	if (r < 0)
 		rc = 1; /* said */
-	else if ((r = find_common(st, src.dataset, recursive, guids, ng, &common, &newest,
-				  &current)) < 0)
+	else if ((r = find_common(st, src.dataset, recursive, &h, &common, &newest, &current)) <
+		 0)
 		rc = cli_fail(st, src.dataset, r);
 	else if (!newest) {
 		cli_err(src.dataset, "has no snapshots to sync");
 		rc = 1;
-	} else if (ng && !common) {
+	} else if (h.n && !common) {
 		cli_err(dst.dataset, "has snapshots but none in common with %s; refusing "
 				     "(destroy them or pick another destination)",
 			src.dataset);
@@ -798,9 +874,9 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 		if (verbose || dry)
 			printf("%s is up to date (%s)\n", dst.dataset, strchr(newest, '@'));
 	} else {
-		rc = send_to(st, &dst, newest, guids, ng, recursive, force, dry, verbose, common);
+		rc = send_to(st, &dst, newest, &h, recursive, force, dry, verbose, common);
 	}
-	free(guids);
+	dest_have_free(&h);
 	free(common);
 	free(newest);
 	cairn_store_close(st);

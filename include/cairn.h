@@ -534,6 +534,13 @@ typedef struct cairn_send_opts {
 	 * there is none), with intermediates; from is ignored. */
 	const uint64_t *base_guids;
 	size_t nbase_guids;
+	/** Optional, with base_guids: for each of them, which of the
+	 * receiver's datasets has it, as the rest of its name after the
+	 * receive target's ("" for the target itself, "/kid" for
+	 * TARGET/kid).  A guid then counts for the dataset that maps there
+	 * only (a copy of it in another dataset is neither current nor a
+	 * source for this one).  NULL: a guid counts wherever it is. */
+	const char *const *base_datasets;
 	/** -w: raw.  Encrypted datasets go as stored (encrypted blobs, keyed
 	 * ids) with their wrapped keys: the receiver holds them encrypted,
 	 * keystatus unavailable, and never needs the key.  Without it an

@@ -184,21 +184,32 @@ static int find_source(cairn_store *st, const ds_row_t *ds, const char *from, sn
 	return r;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* Whether the receiver has guid in the dataset that ds (in the subtree
+ * of topds) maps to there.  base_guids is sorted, and one guid may be in
+ * several of the receiver's datasets (a copy made by another receive):
+ * every entry with it is looked at, from the first. */
+static bool receiver_has(const cairn_send_opts *o, const ds_row_t *topds, const ds_row_t *ds,
+			 uint64_t guid)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static bool receiver_has(const cairn_send_opts *o, uint64_t guid)
-{
-	return bsearch(&guid, o->base_guids, o->nbase_guids, sizeof(uint64_t), cmp_u64) != NULL;
+	const char *rel = ds->name + strlen(topds->name);
+	size_t lo = 0, hi = o->nbase_guids;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (o->base_guids[mid] < guid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < o->nbase_guids && o->base_guids[lo] == guid; lo++)
+		if (!o->base_datasets || !strcmp(o->base_datasets[lo], rel))
+			return true;
+	return false;
 }
 
 /* sync: this dataset's newest snapshot or bookmark (not newer than the
  * target snapshot) that the receiver has, as "@name" / "#name" in from. */
-static int pick_base(cairn_store *st, const ds_row_t *ds, uint64_t to_txg,
-		     const cairn_send_opts *o, char *from, size_t fromlen)
+static int pick_base(cairn_store *st, const ds_row_t *topds, const ds_row_t *ds,
+		     uint64_t to_txg, const cairn_send_opts *o, char *from, size_t fromlen)
 {
 	static const char *sql[] = {
 		"SELECT name, guid, createtxg FROM snapshot WHERE dataset=?1 AND createtxg<=?2"
@@ -215,7 +226,7 @@ static int pick_base(cairn_store *st, const ds_row_t *ds, uint64_t to_txg,
 		sqlite3_bind_int64(q, 2, (int64_t)to_txg);
 		while (sqlite3_step(q) == SQLITE_ROW) {
 			uint64_t txg = sqlite3_column_int64(q, 2);
-			if (!receiver_has(o, sqlite3_column_int64(q, 1)))
+			if (!receiver_has(o, topds, ds, sqlite3_column_int64(q, 1)))
 				continue;
 			if (!from[0] || txg > best_txg) {
 				snprintf(from, fromlen, "%c%s", k ? '#' : '@', sqlite3_column_text(q, 0));
@@ -327,13 +338,13 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 	char base[300];
 	if (r == 0 && o->base_guids) {
 		/* sync: each dataset from its own newest common snapshot. */
-		if (receiver_has(o, tos.guid)) {
+		if (receiver_has(o, topds, ds, tos.guid)) {
 			if (top)
 				p->toguid = tos.guid;
 			snap_row_clear(&tos);
 			return 0; /* up to date */
 		}
-		r = pick_base(st, ds, tos.createtxg, o, base, sizeof(base));
+		r = pick_base(st, topds, ds, tos.createtxg, o, base, sizeof(base));
 		from = base[0] ? base : NULL;
 	}
 	int64_t bm = 0;

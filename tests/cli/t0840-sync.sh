@@ -67,4 +67,33 @@ out=$("$CAIRN" -s "$A" sync -R -v rs "$B:rcopy" 2>&1) || fail "second sync -R: $
 echo "$out" | grep -q "up to date" || fail "second sync -R not a no-op: $out"
 ok "$CAIRN" -s "$B" restore rcopy/w@late "$TESTDIR/rw"
 cmp -s "$TESTDIR/rs/w/g" "$TESTDIR/rw/g" || fail "rcopy/w@late content"
+# sync -R decides per dataset: a destination dataset is current only when
+# it (the source dataset's name mapped under the destination) has the
+# source dataset's newest snapshot.  The same guid under another dataset
+# there does not count, neither for "up to date" nor as an incremental
+# source.  (Counted anywhere under the destination, dd/w's snapshot in
+# dcopy/other made sync say "up to date" and never create dcopy/w.)
+mkdir -p "$TESTDIR/dd/w"
+echo top >"$TESTDIR/dd/f"
+echo child >"$TESTDIR/dd/w/g"
+ok "$CAIRN" -s "$A" create -o source="$TESTDIR/dd" dd
+ok "$CAIRN" -s "$A" create dd/w
+ok "$CAIRN" -s "$A" snapshot -r dd@first
+"$CAIRN" -s "$A" send dd@first | "$CAIRN" -s "$B" recv dcopy || fail "recv dd@first into dcopy"
+"$CAIRN" -s "$A" send dd/w@first | "$CAIRN" -s "$B" recv dcopy/other || fail "recv dd/w@first into dcopy/other"
+out=$("$CAIRN" -s "$A" sync -R -v dd "$B:dcopy" 2>&1) || fail "sync -R with dd/w's snapshot in dcopy/other: $out"
+got=$("$CAIRN" -s "$B" list -H -o name -t snapshot -r dcopy | tr '\n' ' ')
+[ "$got" = "dcopy@first dcopy/other@first dcopy/w@first " ] ||
+	fail "BUG: sync -R counted dcopy/other's snapshot as dcopy/w's: $got ($out)"
+# ... nor as dcopy/w's incremental source: without dcopy/w, dd/w goes whole
+echo more >>"$TESTDIR/dd/w/g"
+ok "$CAIRN" -s "$A" snapshot dd/w@second
+ok "$CAIRN" -s "$B" destroy -r dcopy/w
+out=$("$CAIRN" -s "$A" sync -R -v dd "$B:dcopy" 2>&1) || fail "sync -R without dcopy/w: $out"
+got=$("$CAIRN" -s "$B" list -H -o name -t snapshot -r dcopy/w 2>&1 | tr '\n' ' ')
+[ "$got" = "dcopy/w@first dcopy/w@second " ] || fail "BUG: dcopy/w not synced whole: $got ($out)"
+ok "$CAIRN" -s "$B" restore dcopy/w@second "$TESTDIR/dw"
+cmp -s "$TESTDIR/dd/w/g" "$TESTDIR/dw/g" || fail "dcopy/w@second content"
+out=$("$CAIRN" -s "$A" sync -R -v dd "$B:dcopy" 2>&1) || fail "third sync -R of dd: $out"
+echo "$out" | grep -q "up to date" || fail "third sync -R of dd not a no-op: $out"
 done_test
