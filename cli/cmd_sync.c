@@ -9,7 +9,8 @@
  * bookmark that the destination dataset its name maps to has (by guid;
  * the same guid in another dataset there does not count), with every
  * snapshot after it, in groups (one `snapshot -r` commits together).  A
- * partial receive on the destination is resumed by its token first.  Running sync again
+ * partial receive on the destination is resumed by its token first,
+ * planned the same way.  Running sync again
  * after any failure converges. */
 #include <errno.h>
 #include <fcntl.h>
@@ -695,6 +696,38 @@ static void first_to(const char *kind, const char *from, const char *to, uint64_
 		snprintf(first, 600, "%s", to);
 }
 
+/* Plans the stream that resumes token tok (a dry run: *plan is then the
+ * options to send it with, label the first snapshot it carries).  It is
+ * planned as sync plans (each dataset to its own newest snapshot, from
+ * what the destination has, h): that is how sync sent it, and planned as
+ * send -R -I it may be refused (a descendant without the top's snapshot
+ * name) or lack the group in flight, and the partial receive would be
+ * thrown away.  Only when that plan does not continue the token (one
+ * from a send -R -I | recv -s run by hand) is the token's own plan
+ * tried.  0, or <0 with the reason in why (the sync plan's, when both
+ * fail: it is the one sync would have used). */
+static int plan_resumed(cairn_store *st, const char *tok, const dest_have_t *h,
+			cairn_send_opts *plan, char *label, char *why, size_t whylen)
+{
+	static const uint64_t no_guids[1];
+	/* Encrypted datasets replicate raw: the far side never needs a key. */
+	*plan = (cairn_send_opts){.resume_token = tok, .raw = true, .dry_run = true,
+				  .estimate = first_to, .arg = label,
+				  .base_guids = h->n ? h->guids : no_guids, .nbase_guids = h->n,
+				  .base_datasets = (const char *const *)h->rels};
+	int r = cairn_send(st, NULL, plan);
+	if (r >= 0)
+		return r;
+	const char *d = cairn_store_errdetail(st);
+	snprintf(why, whylen, "%s", d && *d ? d : cairn_strerror(r));
+	plan->base_guids = NULL;
+	plan->nbase_guids = 0;
+	plan->base_datasets = NULL;
+	label[0] = 0;
+	int own = cairn_send(st, NULL, plan);
+	return own >= 0 ? own : r;
+}
+
 /* A partial receive on the destination is finished first, from its token
  * (send -t).  A token this store can no longer plan (its snapshot or
  * source is gone, the token is damaged) is unusable: the partial state is
@@ -702,7 +735,8 @@ static void first_to(const char *kind, const char *from, const char *to, uint64_
  * Any other failure (the link was cut, either side died) keeps the
  * partial state, so the next sync resumes where this one stopped.
  * 1 = resumed, 0 = nothing to resume (or discarded), -1 = failed (said). */
-static int resume_partial(cairn_store *st, const endpoint_t *dst, bool force, bool verbose)
+static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_have_t *h,
+			  bool force, bool verbose)
 {
 	const char *verb[] = {"get", "-H", "-o", "value", "receive_resume_token", dst->dataset, NULL};
 	char *tok, *err;
@@ -717,39 +751,36 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, bool force, bo
 		free(tok);
 		return 0;
 	}
-	/* Encrypted datasets replicate raw: the far side never needs a key. */
-	char label[600] = "";
-	cairn_send_opts plan = {.resume_token = tok, .raw = true, .dry_run = true,
-				.estimate = first_to, .arg = label};
-	int r = cairn_send(st, NULL, &plan);
+	char label[600] = "", why[512] = "";
+	cairn_send_opts plan;
+	int r = plan_resumed(st, tok, h, &plan, label, why, sizeof(why));
 	if (r == CAIRN_ECORRUPT || r == -ENOENT || r == -EINVAL) {
 		/* Said even without -v: progress is being thrown away. */
-		const char *why = cairn_store_errdetail(st);
 		fprintf(stderr, "cairn: sync: %s: discarding the partial receive (%s)\n",
-			dst->dataset, *why ? why : cairn_strerror(r));
+			dst->dataset, why);
 		const char *av2[] = {"recv", "-A", dst->dataset, NULL};
 		char *out;
 		rc = dest_output(dst, av2, &out, &err);
 		free(out);
 		if (rc) {
-			char *why = child_reason(err, rc, false, NULL);
+			char *dwhy = child_reason(err, rc, false, NULL);
 			cli_err(dst->dataset, "cannot discard the partial receive (its resume token "
 					      "is unusable: %s): %s",
-				cairn_store_errdetail(st), why);
-			free(why);
+				why, dwhy);
+			free(dwhy);
 		}
 		free(err);
 		free(tok);
 		return rc ? -1 : 0;
 	}
 	if (r < 0) {
-		const char *d = cairn_store_errdetail(st);
-		cli_err(dst->dataset, "resuming the partial receive: %s",
-			d && *d ? d : cairn_strerror(r));
+		cli_err(dst->dataset, "resuming the partial receive: %s", why);
 		free(tok);
 		return -1;
 	}
-	cairn_send_opts o = {.resume_token = tok, .progress = cli_progress, .raw = true};
+	cairn_send_opts o = {.resume_token = tok, .progress = cli_progress, .raw = true,
+			     .base_guids = plan.base_guids, .nbase_guids = plan.nbase_guids,
+			     .base_datasets = plan.base_datasets};
 	const char *rv[] = {"recv", "-s", force ? "-F" : "-s", dst->dataset, NULL};
 	char what[700];
 	snprintf(what, sizeof(what), "%s (resumed)", label[0] ? label : "a partial receive");
@@ -854,9 +885,15 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	dest_have_t h = {0};
 	char *common = NULL, *newest = NULL;
 	bool current = false;
-	int r = dry ? 0 : resume_partial(st, &dst, force, verbose);
-	if (r >= 0)
+	/* A resume is planned from what the destination has; after one, it
+	 * has more, so it is asked again. */
+	int r = dest_guids(&dst, &h);
+	if (r >= 0 && !dry)
+		r = resume_partial(st, &dst, &h, force, verbose);
+	if (r > 0) {
+		dest_have_free(&h);
 		r = dest_guids(&dst, &h);
+	}
 	if (r < 0)
 		rc = 1; /* said */
 	else if ((r = find_common(st, src.dataset, recursive, &h, &common, &newest, &current)) <

@@ -539,7 +539,10 @@ typedef struct cairn_send_opts {
 	 * receive target's ("" for the target itself, "/kid" for
 	 * TARGET/kid).  A guid then counts for the dataset that maps there
 	 * only (a copy of it in another dataset is neither current nor a
-	 * source for this one).  NULL: a guid counts wherever it is. */
+	 * source for this one).  NULL: a guid counts wherever it is.  With
+	 * resume_token, the resumed stream is planned as sync plans (each
+	 * dataset to its own newest snapshot), which a stream that sync sent
+	 * needs. */
 	const char *const *base_datasets;
 	/** -w: raw.  Encrypted datasets go as stored (encrypted blobs, keyed
 	 * ids) with their wrapped keys: the receiver holds them encrypted,

@@ -482,9 +482,14 @@ static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o
 
 /* The resumed stream planned from one snapshot that has the token's
  * toguid (snap, in dataset dsid): the same stream again, starting at the
- * group in flight.  -ENOENT when that group is not in this plan. */
+ * group in flight.  -ENOENT when that group is not in this plan.  With
+ * o->base_guids it is planned as sync plans (each dataset to its own
+ * newest snapshot, from what the receiver has now): a stream sync sent
+ * was planned so, and planned as send -R -I instead it may lack the
+ * group in flight or be refused outright (a descendant without the top's
+ * snapshot name). */
 static int plan_resume_from(cairn_store *st, const resume_token_t *t, const char *snap,
-			    int64_t dsid, splan_t *p)
+			    int64_t dsid, const cairn_send_opts *o, splan_t *p)
 {
 	char from[300] = "";
 	int r = 0;
@@ -511,8 +516,18 @@ static int plan_resume_from(cairn_store *st, const resume_token_t *t, const char
 	cairn_send_opts again = {.from = from[0] ? from : NULL,
 				 .recursive = t->flags & STREAM_F_RECURSIVE,
 				 .intermediates = t->flags & STREAM_F_INTERMEDIATES,
-				 .raw = t->flags & STREAM_F_RAW};
+				 .raw = t->flags & STREAM_F_RAW,
+				 .base_guids = o->base_guids,
+				 .nbase_guids = o->nbase_guids,
+				 .base_datasets = o->base_datasets};
 	r = plan_send(st, snap, &again, p);
+	/* The groups already committed moved the top's base on (or made it
+	 * current), but those groups are dropped below, and the groups from
+	 * the one in flight on are planned as before.  The stream is still
+	 * the token's: its header names the token's source, which the
+	 * receiver checks. */
+	if (r == 0 && o->base_guids)
+		p->fromguid = t->fromguid;
 	/* Whole groups before the one in flight are on the receiver. */
 	size_t keep = 0;
 	for (size_t i = 0; r == 0 && i < p->n; i++) {
@@ -547,7 +562,8 @@ static int plan_resume_from(cairn_store *st, const resume_token_t *t, const char
  * with the token's guid (a local copy made by sync or recv): the one whose
  * plan has the group in flight is the sender's (groups are createtxgs, and
  * a copy's snapshots were made in other transactions). */
-static int plan_resume(cairn_store *st, const char *token, splan_t *p)
+static int plan_resume(cairn_store *st, const char *token, const cairn_send_opts *o,
+		       splan_t *p)
 {
 	resume_token_t t;
 	if (token_decode(token, &t) < 0)
@@ -571,7 +587,7 @@ static int plan_resume(cairn_store *st, const char *token, splan_t *p)
 		}
 		plan_free(p); /* a candidate tried before */
 		memset(p, 0, sizeof(*p));
-		r = plan_resume_from(st, &t, snap, sqlite3_column_int64(q, 2), p);
+		r = plan_resume_from(st, &t, snap, sqlite3_column_int64(q, 2), o, p);
 		free(snap);
 	}
 	sqlite3_finalize(q);
@@ -1232,7 +1248,7 @@ int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 		return -ENOMEM;
 	c->st = st;
 	c->o = o;
-	int r = o->resume_token ? plan_resume(st, o->resume_token, &p) : plan_send(st, snap, o, &p);
+	int r = o->resume_token ? plan_resume(st, o->resume_token, o, &p) : plan_send(st, snap, o, &p);
 	char tag[64];
 	snprintf(tag, sizeof(tag), ".send-%d-%llu", (int)getpid(),
 		 (unsigned long long)process_start_time(getpid()));

@@ -10,7 +10,7 @@
 #  - with -i, a descendant that lacks the source but has @S goes whole as
 #    its @S alone; with -I, with every snapshot up to @S.
 # sync -R keeps its own meaning (each dataset to its newest snapshot) and
-# still converges after a cut link in such a tree.
+# resumes a cut sync in such a tree (planned as sync plans, not as send -R).
 . "$(dirname "$0")/lib.sh"
 new_store
 second_store
@@ -75,9 +75,10 @@ ca send -R -i @c pool@e | cb recv bk || fail "send -R -i @c pool@e with a later 
 cb list -H -o name bk/late2@e >/dev/null || fail "bk/late2@e missing after the -i stream"
 
 # ---- sync -R is not send -R: each dataset goes to its own newest
-# snapshot, and a cut sync still converges.  Its resume is planned again
-# as send -R -I, which now refuses tank/w (older than tank@x, without it):
-# sync then discards the partial receive and starts the group again. ----
+# snapshot, and a cut sync is resumed, not thrown away: its resume is
+# planned as sync plans (each dataset to its own newest snapshot).  As
+# send -R -I, the plan refused tank/w (older than tank@x, without it), and
+# sync discarded the partial receive and started the group again. ----
 T=$TESTDIR/t
 mkdir -p "$T/w"
 head -c 600000 /dev/urandom >"$T/f"; head -c 900000 /dev/urandom >"$T/w/g"
@@ -102,8 +103,12 @@ CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN ca sync -R tank "localhost:$B:tk" 
 [ "$(cb get -H -o value receive_resume_token tk 2>/dev/null)" != - ] ||
 	fail "the cut sync -R left no partial state to resume"
 echo 100000000 >"$TESTDIR/cut"
-CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN ca sync -R tank "localhost:$B:tk" 2>"$TESTDIR/err" ||
+CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN ca sync -R -v tank "localhost:$B:tk" >"$TESTDIR/out" 2>"$TESTDIR/err" ||
 	fail "sync -R after a cut: $(cat "$TESTDIR/err")"
+! grep -q "discarding the partial receive" "$TESTDIR/err" ||
+	fail "BUG: sync -R threw the cut receive away instead of resuming it: $(cat "$TESTDIR/err")"
+grep -q "resumed the partial receive into tk" "$TESTDIR/out" ||
+	fail "sync -R after a cut did not resume: $(cat "$TESTDIR/out" "$TESTDIR/err")"
 want=$(ca list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk|')
 [ "$want" = "$(cb list -H -p -t snapshot -r -o name,guid tk)" ] ||
 	fail "sync -R after a cut did not converge: $(names tk)"
