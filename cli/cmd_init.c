@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "parse.h"
 
 static const char *u = "init [-c AVG | --chunk-size AVG] [--chunks s3://BUCKET[/PREFIX] | --import s3://BUCKET[/PREFIX]]\n"
 			"            [--endpoint URL] [--region R] [--addressing path|virtual] [--credentials-file F]";
@@ -52,24 +53,13 @@ static int make_default_parents(const char *path)
 	return 0;
 }
 
-/* AVG of -c/--chunk-size: digits with an optional K or M, a power of two
- * from 64K to 8M.  0, or -1 when it is not. */
+/* AVG of -c/--chunk-size: digits with an optional K or M (parse.h's
+ * parser, as every numeric option), a power of two from 64K to 8M.  0,
+ * or -1 when it is not. */
 static int parse_chunk_size(const char *arg, uint32_t *out)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(arg, &end, 10);
-	int shift = 0;
-	if (*end == 'K' || *end == 'k')
-		shift = 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20, end++;
-	/* Range-check before scaling: a huge count must not wrap round to a
-	 * valid size. */
-	if (errno || arg[0] < '0' || arg[0] > '9' || *end || v > ((8ull << 20) >> shift))
-		return -1;
-	v <<= shift;
-	if (v < (64u << 10) || (v & (v - 1)))
+	uint64_t v;
+	if (parse_scaled_uint(arg, 64u << 10, 8u << 20, &v) < 0 || (v & (v - 1)))
 		return -1;
 	*out = v;
 	return 0;

@@ -70,11 +70,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool env = false;
 	int gb = cairn_config_get(st, key, &before, &env);
 	int r = cairn_config_set(st, key, value);
+	/* Read before the next call on st, which clears it. */
+	bool why = *cairn_store_errdetail(st);
 	int ga = cairn_config_get(st, key, &after, &env);
 	if ((gb == 0) != (ci != NULL) || (ga == 0) != (ci != NULL))
 		abort(); /* exactly the table's keys exist */
 	if (r != 0) {
-		if (before != after || !*cairn_store_errdetail(st))
+		if (before != after || !why)
 			abort();
 	} else {
 		long long want = spelled(value);

@@ -99,9 +99,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	char *before = get(st, prop);
 	int r = set(st, prop, value);
+	/* Read before the next call on st, which clears it. */
+	bool why = *cairn_store_errdetail(st);
 	char *after = get(st, prop);
 	if (r != 0) {
-		if (!same(before, after) || !*cairn_store_errdetail(st))
+		if (!same(before, after) || !why)
 			abort();
 	} else {
 		if (!after)
