@@ -15,6 +15,8 @@
  *   fails with -EINVAL before anything is changed.  An options struct
  *   ("opts") that may be NULL acts as a zeroed one, its results dropped;
  *   each function says whether its options may be NULL.
+ * - Strings, arrays and handles returned through out pointers are NULL
+ *   (their counts 0) after any failure, so they can be freed either way.
  * - The library never prints.  Progress is reported through callbacks.
  * - Handles are opaque.  Every pointer a function returns says who owns it;
  *   every free/close function accepts NULL.

@@ -291,6 +291,7 @@ int dataset_chunksize(cairn_store *st, const ds_row_t *ds, uint32_t *avg)
 int cairn_dataset_get(cairn_store *st, const char *name, const char *prop, char **value,
 		      char **source)
 {
+	clear_out(value, source);
 	int r = STORE_ENTER(st, name, prop, value);
 	if (r < 0)
 		return r;

@@ -488,11 +488,10 @@ int cairn_holds_iter(cairn_store *st, const char *snap,
 
 int cairn_snapshot_expand(cairn_store *st, const char *snap, char ***names, size_t *n)
 {
+	clear_names_out(names, n);
 	int r = STORE_ENTER(st, snap, names, n);
 	if (r < 0)
 		return r;
-	*names = NULL;
-	*n = 0;
 	ds_row_t ds = {0};
 	const char *sname;
 	r = snapshot_split(st, snap, &ds, &sname);

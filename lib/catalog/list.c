@@ -246,10 +246,11 @@ static int prepare(cairn_list *l)
 
 int cairn_list_open(cairn_store *st, const cairn_list_spec *spec, cairn_list **out)
 {
+	if (out)
+		*out = NULL;
 	int r = STORE_ENTER(st, out);
 	if (r < 0)
 		return r;
-	*out = NULL;
 	if (!spec)
 		return store_err(st, -EINVAL, "list: no spec (a zeroed one lists every dataset)");
 	r = store_check_names(st, __func__, "spec->roots", spec->roots, spec->nroots);
@@ -675,6 +676,7 @@ int cairn_list_next(cairn_list *l, cairn_list_cursor *c, cairn_list_batch *b)
 
 int cairn_snapshot_get_user(cairn_store *st, const char *snap, const char *prop, char **value)
 {
+	clear_out(value, NULL);
 	int r = STORE_ENTER(st, snap, prop, value);
 	if (r < 0)
 		return r;

@@ -70,10 +70,10 @@ int props_receive(cairn_store *st, const char *name, const cairn_prop *props, si
 
 int cairn_prop_get_received(cairn_store *st, const char *name, const char *prop, char **value)
 {
+	clear_out(value, NULL);
 	int r = STORE_ENTER(st, name, prop, value);
 	if (r < 0)
 		return r;
-	*value = NULL;
 	if (strchr(name, '@') || strchr(name, '#')) {
 		*value = strdup("-"); /* snapshots and bookmarks receive no values */
 		return *value ? 0 : -ENOMEM;
@@ -240,12 +240,10 @@ int cairn_snapshot_set_user(cairn_store *st, const char *snap, const cairn_prop 
 int cairn_snapshot_user_get(cairn_store *st, const char *snap, const char *prop, char **value,
 			    char **source)
 {
+	clear_out(value, source);
 	int r = STORE_ENTER(st, snap, prop, value);
 	if (r < 0)
 		return r;
-	*value = NULL;
-	if (source)
-		*source = NULL;
 	ds_row_t ds = {0};
 	snap_row_t s = {0};
 	r = snap_lookup(st, snap, &ds, &s);
@@ -328,11 +326,10 @@ static int cmp_str(const void *a, const void *b)
 
 int cairn_user_props(cairn_store *st, const char *name, char ***names, size_t *n)
 {
+	clear_names_out(names, n);
 	int r = STORE_ENTER(st, name, names, n);
 	if (r < 0)
 		return r;
-	*names = NULL;
-	*n = 0;
 	names_t ns = {0};
 	ds_row_t ds = {0};
 	snap_row_t s = {0};

@@ -191,11 +191,10 @@ int cairn_change_key(cairn_store *st, const char *name, const cairn_prop *props,
 
 int cairn_encryption_roots(cairn_store *st, const char *under, char ***names, size_t *n)
 {
+	clear_names_out(names, n);
 	int r = STORE_ENTER(st, names, n);
 	if (r < 0)
 		return r;
-	*names = NULL;
-	*n = 0;
 	r = catalog_begin_read(st->cat);
 	if (r < 0)
 		return store_err(st, r, "catalog: %s", catalog_errmsg(st->cat));
@@ -271,10 +270,10 @@ int cairn_encryption_roots(cairn_store *st, const char *under, char ***names, si
 int cairn_key_info(cairn_store *st, const char *name, char **keyformat, char **keylocation,
 		   bool *loaded)
 {
+	clear_out(keyformat, keylocation);
 	int r = STORE_ENTER(st, name, keyformat, keylocation, loaded);
 	if (r < 0)
 		return r;
-	*keyformat = *keylocation = NULL;
 	ds_row_t root = {0};
 	char desc[64];
 	r = catalog_begin_read(st->cat);

@@ -79,6 +79,23 @@ int store_enter(cairn_store *st, const char *call, const char *names, const void
 #define STORE_ENTER(st, ...)                                                                 \
 	store_enter((st), __func__, #__VA_ARGS__, (const void *const[]){NULL, __VA_ARGS__} + 1, \
 		    sizeof((const void *const[]){NULL, __VA_ARGS__}) / sizeof(void *) - 1)
+/* What a call returns through out pointers is NULL (a count 0) on every
+ * failure, the entry check's included, so a caller may free it whatever
+ * happened.  Each pointer may itself be NULL (an optional result). */
+static inline void clear_out(char **a, char **b)
+{
+	if (a)
+		*a = NULL;
+	if (b)
+		*b = NULL;
+}
+static inline void clear_names_out(char ***names, size_t *n)
+{
+	if (names)
+		*names = NULL;
+	if (n)
+		*n = 0;
+}
 /* -EINVAL naming call and what when an array of n names (v) or n
  * properties (p, name and value) is NULL or has a NULL entry.  Called
  * before anything is changed, so a bad entry late in the array cannot

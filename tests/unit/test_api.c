@@ -502,6 +502,48 @@ static void test_errdetail_cleared(cairn_store *st, const char *src)
 	}
 }
 
+/* Results returned through out pointers are NULL after any failure, the
+ * entry check's (st NULL) included, so a caller may free them either way. */
+static void test_outputs_cleared(cairn_store *st)
+{
+	static char junk[] = "junk";
+	char *a = junk, *b = junk, **v = (char **)junk;
+	size_t n = 7;
+	cairn_list *l = (cairn_list *)junk;
+	bool loaded;
+	CHECK(cairn_dataset_get(NULL, "pool", "compression", &a, &b) < 0);
+	CHECK(!a && !b);
+	a = b = junk;
+	CHECK(cairn_dataset_get(st, "nope", "compression", &a, &b) < 0);
+	CHECK(!a && !b);
+	a = junk;
+	CHECK(cairn_snapshot_get_user(NULL, "pool@a", "user:x", &a) < 0);
+	CHECK(!a);
+	a = junk;
+	CHECK(cairn_snapshot_get_user(st, "pool@nope", "user:x", &a) < 0);
+	CHECK(!a);
+	a = junk;
+	CHECK(cairn_prop_get_received(NULL, "pool", "compression", &a) < 0);
+	CHECK(!a);
+	a = b = junk;
+	CHECK(cairn_snapshot_user_get(NULL, "pool@a", "user:x", &a, &b) < 0);
+	CHECK(!a && !b);
+	CHECK(cairn_snapshot_expand(NULL, "pool@a", &v, &n) < 0);
+	CHECK(!v && n == 0);
+	v = (char **)junk, n = 7;
+	CHECK(cairn_user_props(NULL, "pool", &v, &n) < 0);
+	CHECK(!v && n == 0);
+	v = (char **)junk, n = 7;
+	CHECK(cairn_encryption_roots(NULL, NULL, &v, &n) < 0);
+	CHECK(!v && n == 0);
+	a = b = junk;
+	CHECK(cairn_key_info(NULL, "pool", &a, &b, &loaded) < 0);
+	CHECK(!a && !b);
+	cairn_list_spec spec = {0};
+	CHECK(cairn_list_open(NULL, &spec, &l) < 0);
+	CHECK(!l);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir) && !mkdtemp(strcpy(tmpdir, "/tmp/test_api.XXXXXX"))) {
@@ -576,6 +618,7 @@ int main(void)
 
 	test_null_args(st);
 	test_errdetail_cleared(st, src);
+	test_outputs_cleared(st);
 
 	cairn_store_close(st);
 	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
