@@ -289,6 +289,9 @@ static int view_load(const char *snap, const ds_row_t *d, const snap_row_t *s, v
 		free(e);
 		return r;
 	}
+	/* A handled -EEXIST left the hold's detail: the load below reports
+	 * its own failure, and must not be given that text. */
+	g.st->errdetail[0] = 0;
 	buf_t tree = {0}, idx = {0};
 	snapview_t *v = NULL;
 	chunk_ref_t failed = {0};
