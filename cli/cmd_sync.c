@@ -876,8 +876,24 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 	snprintf(what, sizeof(what), "%s (resumed)", label[0] ? label : "a partial receive");
 	rc = stream_to(st, dst, NULL, &o, rv, what);
 	free(tok);
-	if (rc)
-		return -1;
+	if (rc) {
+		/* A resumed receive that can never complete (its source gone
+		 * there, the group in flight changed here) discards its partial
+		 * state: then the sync goes on and sends that group again. */
+		char *now = NULL;
+		int grc = dest_output(dst, verb, &now, &err);
+		/* "-", or no dataset: the discard took back the one it made */
+		bool gone = grc == 0 ? now && (now[strcspn(now, "\n")] = 0, !strcmp(now, "-"))
+				     : grc > 0 && err && strstr(err, "dataset does not exist");
+		free(err);
+		free(now);
+		if (!gone)
+			return -1;
+		fprintf(stderr, "cairn: sync: %s: the partial receive was discarded there; sending "
+				"again\n",
+			dst->dataset);
+		return 1;
+	}
 	if (verbose)
 		printf("resumed the partial receive into %s\n", dst->dataset);
 	return 1;
