@@ -540,7 +540,8 @@ static int dest_guids(const endpoint_t *d, dest_have_t *h)
  * old name, the renamed dataset was planned whole, and the full stream
  * was refused onto the dataset the receiver had just renamed, on every
  * run.)  Not when a dataset of the new name is there already: the
- * receiver's rename is in the way, and says so. */
+ * receiver's rename is in the way, and says so.  Returns how many
+ * destination datasets are so renamed, or <0. */
 static int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h)
 {
 	if (!h->nds)
@@ -553,6 +554,7 @@ static int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h)
 	cairn_list_cursor cur = {0};
 	cairn_list_batch b = {0};
 	size_t dl = strlen(ds);
+	int nrenamed = 0;
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
 		for (size_t i = 0; r >= 0 && i < b.n; i++) {
 			const char *rel = b.name[i] + dl; /* "" or "/kid" */
@@ -586,11 +588,12 @@ static int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h)
 			else {
 				free(old);
 				h->dsrels[at] = nr;
+				nrenamed++;
 			}
 		}
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
-	return r < 0 ? r : 0;
+	return r < 0 ? r : nrenamed;
 }
 
 /* Whether the destination dataset REL ("" or "/kid") has guid. */
@@ -993,8 +996,11 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	bool current = false;
 	/* A resume is planned from what the destination has; after one, it
 	 * has more, so it is asked again. */
+	/* A dataset renamed on the source is renamed there by a stream,
+	 * even one with no snapshot to send. */
+	int renamed = 0;
 	int r = dest_guids(&dst, &h);
-	if (r >= 0 && recursive && (r = remap_renamed(st, src.dataset, &h)) < 0) {
+	if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
 		cli_fail(st, src.dataset, r);
 		r = -1;
 	}
@@ -1003,7 +1009,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	if (r > 0) {
 		dest_have_free(&h);
 		r = dest_guids(&dst, &h);
-		if (r >= 0 && recursive && (r = remap_renamed(st, src.dataset, &h)) < 0) {
+		if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
 			cli_fail(st, src.dataset, r);
 			r = -1;
 		}
@@ -1021,7 +1027,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "(destroy them or pick another destination)",
 			src.dataset);
 		rc = 1;
-	} else if (current) {
+	} else if (current && renamed <= 0) {
 		if (verbose || dry)
 			printf("%s is up to date (%s)\n", dst.dataset, strchr(newest, '@'));
 	} else {

@@ -123,4 +123,14 @@ ok "$CAIRN" -s "$B" restore rncopy/w2@s3 "$TESTDIR/rnw"
 cmp -s "$TESTDIR/rn/w2/g" "$TESTDIR/rnw/g" || fail "rncopy/w2@s3 content"
 out=$("$CAIRN" -s "$A" sync -R -v rn "$B:rncopy" 2>&1) || fail "sync -R after the rename, again: $out"
 echo "$out" | grep -q "up to date" || fail "sync -R after the rename, again, not a no-op: $out"
+# A rename alone is synced too: a stream with no snapshot to send renames
+# it there (before, sync said "up to date" and left rncopy/w2 as it was).
+ok "$CAIRN" -s "$A" rename rn/w2 rn/w3
+mv "$TESTDIR/rn/w2" "$TESTDIR/rn/w3"
+out=$("$CAIRN" -s "$A" sync -R -v rn "$B:rncopy" 2>&1) || fail "sync -R after a rename alone: $out"
+got=$("$CAIRN" -s "$B" list -H -o name -t snapshot -r rncopy | tr '\n' ' ')
+[ "$got" = "rncopy@s1 rncopy@s2 rncopy@s3 rncopy/w3@s2 rncopy/w3@s3 " ] ||
+	fail "BUG: sync -R after a rename alone: $got ($out)"
+out=$("$CAIRN" -s "$A" sync -R -v rn "$B:rncopy" 2>&1) || fail "sync -R after the rename alone, again: $out"
+echo "$out" | grep -q "up to date" || fail "sync -R after the rename alone, again, not a no-op: $out"
 done_test
