@@ -201,7 +201,7 @@ static bool receiver_has(const cairn_send_opts *o, const ds_row_t *topds, const 
 			hi = mid;
 	}
 	for (; lo < o->nbase_guids && o->base_guids[lo] == guid; lo++)
-		if (!o->base_datasets || !strcmp(o->base_datasets[lo], rel))
+		if (!o->base_datasets || !o->base_datasets[lo] || !strcmp(o->base_datasets[lo], rel))
 			return true;
 	return false;
 }
