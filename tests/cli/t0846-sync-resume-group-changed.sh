@@ -61,4 +61,38 @@ cmp -s "$T/w/g2" "$TESTDIR/r/g2" || fail "tk/w@s2 content"
 out=$(CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN ca sync -R -v tank "localhost:$B:tk" 2>&1) ||
 	fail "sync again: $out"
 echo "$out" | grep -q "up to date" || fail "sync again not a no-op: $out"
+
+# An incremental sync cut in its second group, then the token's own
+# incremental source destroyed on the source: planned as sync plans, each
+# dataset's base is what the destination has now (tk2@s1, committed), so
+# the cut group is resumed, not thrown away (before: "discarding the
+# partial receive (resume token's incremental source is gone)").
+A2=$TESTDIR/a2 B2=$TESTDIR/b2 T2=$TESTDIR/src2
+ok "$CAIRN" -s "$A2" init >/dev/null
+ok "$CAIRN" -s "$B2" init >/dev/null
+mkdir -p "$T2/w"
+rnd "$T2/f"; rnd "$T2/w/g"
+ok "$CAIRN" -s "$A2" create -o source="$T2" tank
+ok "$CAIRN" -s "$A2" create tank/w
+ok "$CAIRN" -s "$A2" snapshot -r tank@s0
+ok "$CAIRN" -s "$A2" sync -R tank "$B2:tk2"
+rnd "$T2/f1"; rnd "$T2/w/g1"
+ok "$CAIRN" -s "$A2" snapshot -r tank@s1
+rnd "$T2/f2"; rnd "$T2/w/g2"
+ok "$CAIRN" -s "$A2" snapshot -r tank@s2
+echo 1700000 >"$TESTDIR/cut"
+CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN "$CAIRN" -s "$A2" sync -R tank "localhost:$B2:tk2" 2>/dev/null &&
+	fail "the cut incremental sync -R succeeded"
+got=$("$CAIRN" -s "$B2" list -H -o name -t snapshot -r tk2 | tr '\n' ' ')
+[ "$got" = "tk2@s0 tk2@s1 tk2/w@s0 tk2/w@s1 " ] || fail "the cut was not in group s2: $got"
+ok "$CAIRN" -s "$A2" destroy -r tank@s0
+echo 100000000 >"$TESTDIR/cut"
+CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN "$CAIRN" -s "$A2" sync -R -v tank "localhost:$B2:tk2" >"$TESTDIR/out" 2>"$TESTDIR/err" ||
+	fail "incremental sync -R after its source was destroyed: $(cat "$TESTDIR/err")"
+! grep -q "discarding the partial receive" "$TESTDIR/err" ||
+	fail "BUG: the cut group was thrown away: $(cat "$TESTDIR/err")"
+grep -q "resumed the partial receive into tk2" "$TESTDIR/out" || fail "not resumed: $(cat "$TESTDIR/out")"
+want=$("$CAIRN" -s "$A2" list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk2|')
+got=$("$CAIRN" -s "$B2" list -H -p -t snapshot -r -o name,guid tk2 | grep -v @s0)
+[ "$want" = "$got" ] || fail "incremental sync -R did not converge: $got"
 done_test
