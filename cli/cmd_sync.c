@@ -400,6 +400,10 @@ typedef struct dest_have {
 	uint64_t *guids;
 	char **rels;
 	size_t n;
+	/* The datasets there: their guids and rels, in listing order. */
+	uint64_t *dsguids;
+	char **dsrels;
+	size_t nds;
 } dest_have_t;
 
 typedef struct guid_rel {
@@ -417,13 +421,35 @@ static void dest_have_free(dest_have_t *h)
 {
 	for (size_t i = 0; i < h->n; i++)
 		free(h->rels[i]);
+	for (size_t i = 0; i < h->nds; i++)
+		free(h->dsrels[i]);
 	free(h->guids);
 	free(h->rels);
+	free(h->dsguids);
+	free(h->dsrels);
 	memset(h, 0, sizeof(*h));
 }
 
-/* Parses `list -H -p -o name,guid` lines ("DEST/kid@s\tGUID") of the
- * destination dest into h, sorted by guid. */
+/* A dataset line ("DEST/kid\tGUID") of the destination: kept in h's
+ * dataset list (rels are matched with the source's datasets by guid, for
+ * renames). */
+static int dest_ds_add(dest_have_t *h, const char *line, size_t nl, size_t dl, uint64_t guid)
+{
+	uint64_t *g = realloc(h->dsguids, (h->nds + 1) * sizeof(*g));
+	if (g)
+		h->dsguids = g;
+	char **rl = g ? realloc(h->dsrels, (h->nds + 1) * sizeof(*rl)) : NULL;
+	if (!rl)
+		return -ENOMEM;
+	h->dsrels = rl;
+	if (!(rl[h->nds] = strndup(line + dl, nl - dl)))
+		return -ENOMEM;
+	h->dsguids[h->nds++] = guid;
+	return 0;
+}
+
+/* Parses `list -H -p -t all -o name,guid` lines ("DEST/kid@s\tGUID",
+ * "DEST/kid\tGUID") of the destination dest into h, sorted by guid. */
 static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
 {
 	size_t n = 0, cap = 0, dl = strlen(dest);
@@ -435,6 +461,10 @@ static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
 			*next++ = 0;
 		char *tab = strchr(line, '\t');
 		size_t nl = strcspn(line, "@#");
+		if (tab && nl > (size_t)(tab - line) && (size_t)(tab - line) >= dl) {
+			r = dest_ds_add(h, line, tab - line, dl, strtoull(tab + 1, NULL, 10));
+			continue; /* a dataset line */
+		}
 		if (!tab || nl < dl || nl > (size_t)(tab - line))
 			continue; /* not a snapshot or bookmark line */
 		if (n == cap) {
@@ -474,7 +504,7 @@ static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
 static int dest_guids(const endpoint_t *d, dest_have_t *h)
 {
 	memset(h, 0, sizeof(*h));
-	const char *verb[] = {"list", "-H", "-p", "-r", "-t", "snapshot,bookmark", "-o", "name,guid",
+	const char *verb[] = {"list", "-H", "-p", "-r", "-t", "all", "-o", "name,guid",
 			      d->dataset, NULL};
 	char *out, *err;
 	int rc = dest_output(d, verb, &out, &err);
@@ -501,6 +531,69 @@ static int dest_guids(const endpoint_t *d, dest_have_t *h)
 	if (r < 0)
 		cli_err(d->dataset, "cannot list the destination: %s", strerror(-r));
 	return r;
+}
+
+/* -R: a destination dataset with the guid of a source dataset whose name
+ * maps elsewhere is that dataset, renamed on the source: the stream
+ * renames it there (recv -R matches datasets by guid), so its snapshots
+ * and bookmarks count for the name it is renamed to.  (Counted under its
+ * old name, the renamed dataset was planned whole, and the full stream
+ * was refused onto the dataset the receiver had just renamed, on every
+ * run.)  Not when a dataset of the new name is there already: the
+ * receiver's rename is in the way, and says so.  Returns how many
+ * destination datasets are so renamed, or <0. */
+static int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h)
+{
+	if (!h->nds)
+		return 0;
+	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
+				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME,
+				.fields = 1u << CAIRN_F_GUID};
+	cairn_list *l;
+	int r = cairn_list_open(st, &spec, &l);
+	cairn_list_cursor cur = {0};
+	cairn_list_batch b = {0};
+	size_t dl = strlen(ds);
+	int nrenamed = 0;
+	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
+		for (size_t i = 0; r >= 0 && i < b.n; i++) {
+			const char *rel = b.name[i] + dl; /* "" or "/kid" */
+			uint64_t g = b.field[CAIRN_F_GUID][i];
+			if (!*rel)
+				continue; /* the top always maps to the destination */
+			size_t at = SIZE_MAX;
+			bool taken = false;
+			for (size_t k = 0; k < h->nds; k++) {
+				if (h->dsguids[k] == g && strcmp(h->dsrels[k], rel))
+					at = k;
+				taken |= !strcmp(h->dsrels[k], rel);
+			}
+			if (at == SIZE_MAX || taken)
+				continue;
+			char *old = h->dsrels[at];
+			for (size_t k = 0; r >= 0 && k < h->n; k++) {
+				if (strcmp(h->rels[k], old))
+					continue;
+				char *nr = strdup(rel);
+				if (!nr)
+					r = -ENOMEM;
+				else {
+					free(h->rels[k]);
+					h->rels[k] = nr;
+				}
+			}
+			char *nr = r >= 0 ? strdup(rel) : NULL;
+			if (!nr)
+				r = -ENOMEM;
+			else {
+				free(old);
+				h->dsrels[at] = nr;
+				nrenamed++;
+			}
+		}
+	cairn_list_batch_free(&b);
+	cairn_list_close(l);
+	return r < 0 ? r : nrenamed;
 }
 
 /* Whether the destination dataset REL ("" or "/kid") has guid. */
@@ -786,8 +879,24 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 	snprintf(what, sizeof(what), "%s (resumed)", label[0] ? label : "a partial receive");
 	rc = stream_to(st, dst, NULL, &o, rv, what);
 	free(tok);
-	if (rc)
-		return -1;
+	if (rc) {
+		/* A resumed receive that can never complete (its source gone
+		 * there, the group in flight changed here) discards its partial
+		 * state: then the sync goes on and sends that group again. */
+		char *now = NULL;
+		int grc = dest_output(dst, verb, &now, &err);
+		/* "-", or no dataset: the discard took back the one it made */
+		bool gone = grc == 0 ? now && (now[strcspn(now, "\n")] = 0, !strcmp(now, "-"))
+				     : grc > 0 && err && strstr(err, "dataset does not exist");
+		free(err);
+		free(now);
+		if (!gone)
+			return -1;
+		fprintf(stderr, "cairn: sync: %s: the partial receive was discarded there; sending "
+				"again\n",
+			dst->dataset);
+		return 1;
+	}
 	if (verbose)
 		printf("resumed the partial receive into %s\n", dst->dataset);
 	return 1;
@@ -887,12 +996,23 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	bool current = false;
 	/* A resume is planned from what the destination has; after one, it
 	 * has more, so it is asked again. */
+	/* A dataset renamed on the source is renamed there by a stream,
+	 * even one with no snapshot to send. */
+	int renamed = 0;
 	int r = dest_guids(&dst, &h);
+	if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
+		cli_fail(st, src.dataset, r);
+		r = -1;
+	}
 	if (r >= 0 && !dry)
 		r = resume_partial(st, &dst, &h, force, verbose);
 	if (r > 0) {
 		dest_have_free(&h);
 		r = dest_guids(&dst, &h);
+		if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
+			cli_fail(st, src.dataset, r);
+			r = -1;
+		}
 	}
 	if (r < 0)
 		rc = 1; /* said */
@@ -907,7 +1027,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "(destroy them or pick another destination)",
 			src.dataset);
 		rc = 1;
-	} else if (current) {
+	} else if (current && renamed <= 0) {
 		if (verbose || dry)
 			printf("%s is up to date (%s)\n", dst.dataset, strchr(newest, '@'));
 	} else {

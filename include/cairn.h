@@ -536,12 +536,15 @@ typedef struct cairn_send_opts {
 	 * there is none), with intermediates; from is ignored. */
 	const uint64_t *base_guids;
 	size_t nbase_guids;
-	/** Optional, with base_guids: for each of them, which of the
+	/** Optional, with base_guids (ignored without): nbase_guids names
+	 * (not owned), entry i for base_guids[i] (so in the same order: one
+	 * guid may repeat, once per dataset that has it): which of the
 	 * receiver's datasets has it, as the rest of its name after the
 	 * receive target's ("" for the target itself, "/kid" for
 	 * TARGET/kid).  A guid then counts for the dataset that maps there
 	 * only (a copy of it in another dataset is neither current nor a
-	 * source for this one).  NULL: a guid counts wherever it is.  With
+	 * source for this one).  NULL, or a NULL entry: that guid counts
+	 * wherever it is.  With
 	 * resume_token, the resumed stream is planned as sync plans (each
 	 * dataset to its own newest snapshot), which a stream that sync sent
 	 * needs. */

@@ -143,6 +143,9 @@ typedef struct rctx {
 	 * the check had saved it; sending again from a source the target has
 	 * is the way on). */
 	bool source_gone;
+	/* check_complete found a chunk of the snapshot neither in the
+	 * stream nor on the receiver. */
+	bool chunk_missing;
 	/* Parents of the top that a checkpoint made (-d, -e), deepest first:
 	 * a discarded state takes them back. */
 	char **made;
@@ -1387,6 +1390,24 @@ static bool source_missing(rctx_t *c, const psnap_t *s)
 	return missing;
 }
 
+/* A resumed stream skips the chunks of the group in flight that the
+ * interrupted receive had stored, by position in the group.  A chunk so
+ * skipped that is not here means the sender's group is not the one that
+ * was cut (a snapshot of it destroyed there, a dataset renamed, which
+ * moves the positions): this state can never complete, and is discarded
+ * (as for a source gone), so that sending again starts the group anew. */
+static int group_changed(rctx_t *c, const psnap_t *s)
+{
+	c->refused = true;
+	c->source_gone = true;
+	return store_err(c->st, -ESTALE,
+			 "%s@%s: the resumed stream does not continue the interrupted receive "
+			 "(the group in flight changed on the sender since the cut: a snapshot "
+			 "destroyed or a dataset renamed there?): its partial state is "
+			 "discarded; send again",
+			 s->target, s->name);
+}
+
 static int read_snap(rctx_t *c)
 {
 	char why[256], dsname[NAME_BUF], full[NAME_BUF * 2];
@@ -1770,8 +1791,10 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	for (size_t i = 0; i < s->tree.len / CHUNK_REF_WIRE; i++) {
 		chunk_ref_t ref;
 		chunk_ref_unpack(s->tree.data + i * CHUNK_REF_WIRE, &ref);
-		if (have_chunk(c, &ref.digest) < 0)
+		if (have_chunk(c, &ref.digest) < 0) {
+			c->chunk_missing = true;
 			return bad(c, "tree chunk neither sent nor present");
+		}
 	}
 	/* An encrypted tree (raw stream) cannot be read here: its chunks are
 	 * checked for structure, its index for completeness.  A plain one's
@@ -1794,6 +1817,7 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	int k;
 	while (r == 0 && (k = idxrd_next(&x, &ref)) == 1) {
 		if (have_chunk(c, &ref.digest) < 0) {
+			c->chunk_missing = true;
 			char hex[DIGEST_HEX_LEN + 1];
 			digest_to_hex(&ref.digest, hex);
 			r = store_err(c->st, CAIRN_ECORRUPT,
@@ -1858,9 +1882,13 @@ static int read_snapend(rctx_t *c)
 	int r = c->scratch ? 0 : chunkstore_flush(c->st->cs);
 	if (r < 0)
 		return store_chunk_err(c->st, r, NULL);
+	c->chunk_missing = false;
 	r = check_complete(c, &c->cur, c->cur_ds->type);
 	if (r < 0 && source_missing(c, &c->cur))
 		r = source_not_on_target(c, c->cur.target, c->cur.fromguid);
+	else if (r < 0 && c->chunk_missing && (c->flags & STREAM_F_RESUMED) &&
+		 !c->last_group_txg && c->group_txg == c->resume_txg)
+		r = group_changed(c, &c->cur);
 	if (r < 0)
 		return r;
 	psnap_t *p = realloc(c->pend, (c->npend + 1) * sizeof(*p));

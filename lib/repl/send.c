@@ -201,7 +201,7 @@ static bool receiver_has(const cairn_send_opts *o, const ds_row_t *topds, const 
 			hi = mid;
 	}
 	for (; lo < o->nbase_guids && o->base_guids[lo] == guid; lo++)
-		if (!o->base_datasets || !strcmp(o->base_datasets[lo], rel))
+		if (!o->base_datasets || !o->base_datasets[lo] || !strcmp(o->base_datasets[lo], rel))
 			return true;
 	return false;
 }
@@ -480,6 +480,16 @@ static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o
 	return r;
 }
 
+/* sync: whether the receiver's target itself has guid. */
+static bool top_current(const cairn_send_opts *o, uint64_t guid)
+{
+	for (size_t i = 0; i < o->nbase_guids; i++)
+		if (o->base_guids[i] == guid &&
+		    (!o->base_datasets || !o->base_datasets[i] || !o->base_datasets[i][0]))
+			return true;
+	return false;
+}
+
 /* The resumed stream planned from one snapshot that has the token's
  * toguid (snap, in dataset dsid): the same stream again, starting at the
  * group in flight.  -ENOENT when that group is not in this plan.  With
@@ -510,7 +520,10 @@ static int plan_resume_from(cairn_store *st, const resume_token_t *t, const char
 					 sqlite3_column_text(q, 0));
 			sqlite3_finalize(q);
 		}
-		if (!from[0])
+		/* Planned as sync plans, each dataset's base is what the
+		 * receiver has now (from is ignored): the token's source may be
+		 * gone here, the groups from the one in flight on are the same. */
+		if (!from[0] && !o->base_guids)
 			return store_err(st, -ENOENT, "resume token's incremental source is gone");
 	}
 	cairn_send_opts again = {.from = from[0] ? from : NULL,
@@ -526,6 +539,11 @@ static int plan_resume_from(cairn_store *st, const resume_token_t *t, const char
 	 * the one in flight on are planned as before.  The stream is still
 	 * the token's: its header names the token's source, which the
 	 * receiver checks. */
+	if (r == 0 && t->fromguid && !from[0] && !p->fromguid && !top_current(o, p->toguid))
+		r = store_err(st, -ENOENT,
+			      "resume token's incremental source is gone, and the receiver has no "
+			      "other base for %s",
+			      p->top);
 	if (r == 0 && o->base_guids)
 		p->fromguid = t->fromguid;
 	/* Whole groups before the one in flight are on the receiver. */

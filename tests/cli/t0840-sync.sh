@@ -96,4 +96,41 @@ ok "$CAIRN" -s "$B" restore dcopy/w@second "$TESTDIR/dw"
 cmp -s "$TESTDIR/dd/w/g" "$TESTDIR/dw/g" || fail "dcopy/w@second content"
 out=$("$CAIRN" -s "$A" sync -R -v dd "$B:dcopy" 2>&1) || fail "third sync -R of dd: $out"
 echo "$out" | grep -q "up to date" || fail "third sync -R of dd not a no-op: $out"
+# A child renamed on the source is the destination dataset with its guid:
+# the stream renames it there (recv -R matches datasets by guid), so its
+# snapshots count for its new name.  (Matched by name alone, the renamed
+# child was planned whole, and the receiver refused the full stream onto
+# the dataset it had just renamed - "destination has snapshots" - on every
+# run, even with the oldest snapshot pruned there.)
+mkdir -p "$TESTDIR/rn/w"
+echo top >"$TESTDIR/rn/f"; echo child >"$TESTDIR/rn/w/g"
+ok "$CAIRN" -s "$A" create -o source="$TESTDIR/rn" rn
+ok "$CAIRN" -s "$A" create rn/w
+ok "$CAIRN" -s "$A" snapshot -r rn@s1
+echo more >>"$TESTDIR/rn/w/g"
+ok "$CAIRN" -s "$A" snapshot -r rn@s2
+ok "$CAIRN" -s "$A" sync -R rn "$B:rncopy"
+ok "$CAIRN" -s "$B" destroy rncopy/w@s1
+ok "$CAIRN" -s "$A" rename rn/w rn/w2
+mv "$TESTDIR/rn/w" "$TESTDIR/rn/w2"
+echo again >>"$TESTDIR/rn/w2/g"
+ok "$CAIRN" -s "$A" snapshot -r rn@s3
+out=$("$CAIRN" -s "$A" sync -R -v rn "$B:rncopy" 2>&1) || fail "BUG: sync -R after a child rename: $out"
+got=$("$CAIRN" -s "$B" list -H -o name -t snapshot -r rncopy | tr '\n' ' ')
+[ "$got" = "rncopy@s1 rncopy@s2 rncopy@s3 rncopy/w2@s2 rncopy/w2@s3 " ] ||
+	fail "sync -R after a child rename: $got ($out)"
+ok "$CAIRN" -s "$B" restore rncopy/w2@s3 "$TESTDIR/rnw"
+cmp -s "$TESTDIR/rn/w2/g" "$TESTDIR/rnw/g" || fail "rncopy/w2@s3 content"
+out=$("$CAIRN" -s "$A" sync -R -v rn "$B:rncopy" 2>&1) || fail "sync -R after the rename, again: $out"
+echo "$out" | grep -q "up to date" || fail "sync -R after the rename, again, not a no-op: $out"
+# A rename alone is synced too: a stream with no snapshot to send renames
+# it there (before, sync said "up to date" and left rncopy/w2 as it was).
+ok "$CAIRN" -s "$A" rename rn/w2 rn/w3
+mv "$TESTDIR/rn/w2" "$TESTDIR/rn/w3"
+out=$("$CAIRN" -s "$A" sync -R -v rn "$B:rncopy" 2>&1) || fail "sync -R after a rename alone: $out"
+got=$("$CAIRN" -s "$B" list -H -o name -t snapshot -r rncopy | tr '\n' ' ')
+[ "$got" = "rncopy@s1 rncopy@s2 rncopy@s3 rncopy/w3@s2 rncopy/w3@s3 " ] ||
+	fail "BUG: sync -R after a rename alone: $got ($out)"
+out=$("$CAIRN" -s "$A" sync -R -v rn "$B:rncopy" 2>&1) || fail "sync -R after the rename alone, again: $out"
+echo "$out" | grep -q "up to date" || fail "sync -R after the rename alone, again, not a no-op: $out"
 done_test

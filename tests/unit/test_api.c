@@ -544,6 +544,52 @@ static void test_outputs_cleared(cairn_store *st)
 	CHECK(!l);
 }
 
+/* ---- sync's bases: base_guids, and base_datasets beside it ---- */
+
+static void note_kind(const char *kind, const char *from, const char *to, uint64_t bytes,
+		      void *arg)
+{
+	(void)from, (void)to, (void)bytes;
+	snprintf(arg, 32, "%s", kind);
+}
+
+/* What kind of stream pool@b goes as, pool@a's guid being the receiver's
+ * one snapshot, in the dataset rel (rels NULL: anywhere). */
+static const char *sync_kind(cairn_store *st, uint64_t ga, const char *const *rels, char *kind)
+{
+	kind[0] = 0;
+	cairn_send_opts o = {.fd = -1, .dry_run = true, .estimate = note_kind, .arg = kind,
+			     .base_guids = &ga, .nbase_guids = 1, .base_datasets = rels};
+	CHECK_EQ(cairn_send(st, "pool@b", &o), 0);
+	return kind;
+}
+
+static void test_sync_bases(cairn_store *st)
+{
+	const char *root = "pool";
+	cairn_list_spec spec = {.roots = &root, .nroots = 1, .depth = 1,
+				.types = CAIRN_TYPE_SNAPSHOT, .fields = 1u << CAIRN_F_GUID};
+	cairn_list *l = NULL;
+	CHECK_EQ(cairn_list_open(st, &spec, &l), 0);
+	cairn_list_cursor cur = {0};
+	cairn_list_batch b = {0};
+	uint64_t ga = 0;
+	while (l && cairn_list_next(l, &cur, &b) > 0)
+		for (size_t i = 0; i < b.n; i++)
+			if (!strcmp(b.name[i], "pool@a"))
+				ga = b.field[CAIRN_F_GUID][i];
+	cairn_list_batch_free(&b);
+	cairn_list_close(l);
+	CHECK(ga != 0);
+	char kind[32];
+	CHECK(!strcmp(sync_kind(st, ga, NULL, kind), "incremental"));
+	CHECK(!strcmp(sync_kind(st, ga, (const char *[]){""}, kind), "incremental"));
+	/* the guid in another of the receiver's datasets: no base here */
+	CHECK(!strcmp(sync_kind(st, ga, (const char *[]){"/other"}, kind), "full"));
+	/* a NULL entry: that guid counts wherever it is (as base_datasets NULL) */
+	CHECK(!strcmp(sync_kind(st, ga, (const char *[]){NULL}, kind), "incremental"));
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir) && !mkdtemp(strcpy(tmpdir, "/tmp/test_api.XXXXXX"))) {
@@ -619,6 +665,7 @@ int main(void)
 	test_null_args(st);
 	test_errdetail_cleared(st, src);
 	test_outputs_cleared(st);
+	test_sync_bases(st);
 
 	cairn_store_close(st);
 	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
