@@ -536,19 +536,6 @@ typedef struct cairn_send_opts {
 	 * there is none), with intermediates; from is ignored. */
 	const uint64_t *base_guids;
 	size_t nbase_guids;
-	/** Optional, with base_guids (ignored without): nbase_guids names
-	 * (not owned), entry i for base_guids[i] (so in the same order: one
-	 * guid may repeat, once per dataset that has it): which of the
-	 * receiver's datasets has it, as the rest of its name after the
-	 * receive target's ("" for the target itself, "/kid" for
-	 * TARGET/kid).  A guid then counts for the dataset that maps there
-	 * only (a copy of it in another dataset is neither current nor a
-	 * source for this one).  NULL, or a NULL entry: that guid counts
-	 * wherever it is.  With
-	 * resume_token, the resumed stream is planned as sync plans (each
-	 * dataset to its own newest snapshot), which a stream that sync sent
-	 * needs. */
-	const char *const *base_datasets;
 	/** -w: raw.  Encrypted datasets go as stored (encrypted blobs, keyed
 	 * ids) with their wrapped keys: the receiver holds them encrypted,
 	 * keystatus unavailable, and never needs the key.  Without it an
@@ -557,6 +544,20 @@ typedef struct cairn_send_opts {
 	 * key (CAIRN_ENOKEY otherwise), and recursive is refused (-EINVAL)
 	 * when the subtree holds an encrypted dataset, as zfs refuses. */
 	bool raw;
+	/** Optional, with base_guids (ignored without): nbase_guids names
+	 * (not owned), entry i for base_guids[i] (so in the same order: one
+	 * guid may repeat, once per dataset that has it): which of the
+	 * receiver's datasets has it, as the rest of its name after the
+	 * receive target's ("" for the target itself, "/kid" for
+	 * TARGET/kid).  A guid then counts for the dataset that maps there
+	 * only (a copy of it in another dataset is neither current nor a
+	 * source for this one).  NULL, or a NULL entry: that guid counts
+	 * wherever it is.  With resume_token, the resumed stream is planned
+	 * as sync plans (each dataset to its own newest snapshot), which a
+	 * stream that sync sent needs.  (Last in the struct: a field added
+	 * after a release goes at the end, so the ones before keep their
+	 * offsets.) */
+	const char *const *base_datasets;
 } cairn_send_opts;
 
 /** Writes a send stream of snap ("ds@snap") to opts->fd (opts is
