@@ -18,6 +18,23 @@
 #define DIGEST_LEN 32
 #define DIGEST_HEX_LEN 64
 
+/* Stop flags (gc's, send's, recv's): set by a signal handler or another
+ * thread, read by the working threads and by callees given a pointer
+ * (volatile int *: the stream writer and reader, the catalog's writer
+ * wait, the chunk sweep, S3 retries).  A handler may run on any thread
+ * with the signal unblocked (an application's own), where volatile alone
+ * is a data race, so every access is a relaxed __atomic builtin:
+ * lock-free (asserted), hence async-signal safe; nothing is published
+ * through a flag, so no ordering is needed.  volatile sig_atomic_t is int
+ * here (asserted), so a flag's address fits those volatile int *. */
+typedef volatile sig_atomic_t stop_flag_t;
+_Static_assert(_Generic((sig_atomic_t)0, int: 1, default: 0),
+	       "stop flags are passed where a volatile int * is expected");
+_Static_assert(__atomic_always_lock_free(sizeof(sig_atomic_t), 0),
+	       "a signal handler's store to a stop flag must be lock-free");
+#define STOP_FLAG_GET(f) __atomic_load_n(&(f), __ATOMIC_RELAXED)
+#define STOP_FLAG_SET(f, v) __atomic_store_n(&(f), (v), __ATOMIC_RELAXED)
+
 /* SHA-256 of a chunk's plain bytes: the chunk's name everywhere. */
 typedef struct digest {
 	uint8_t b[DIGEST_LEN];

@@ -136,17 +136,13 @@
 
 /* Set by cairn_gc_interrupt(), from a signal handler or from another
  * thread (chunkstore_sweep_remote's contract), and read by the sweep
- * workers and the GC thread.  volatile alone makes that a data race (UB;
- * TSan reports it), so every access goes through a relaxed __atomic
- * builtin: lock-free, hence still async-signal safe, and nothing is
- * published through the flag, so no ordering is needed.  The type stays
- * volatile sig_atomic_t for the callees that take &gc_stop. */
-static volatile sig_atomic_t gc_stop;
-#define GC_STOPPED() __atomic_load_n(&gc_stop, __ATOMIC_RELAXED)
+ * workers and the GC thread; see stop_flag_t. */
+static stop_flag_t gc_stop;
+#define GC_STOPPED() STOP_FLAG_GET(gc_stop)
 
 void cairn_gc_interrupt(void)
 {
-	__atomic_store_n(&gc_stop, 1, __ATOMIC_RELAXED);
+	STOP_FLAG_SET(gc_stop, 1);
 }
 
 /* ---- names ---- */
@@ -2488,6 +2484,6 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 	pthread_mutex_destroy(&sw.lock);
 	close(chunkfd);
 	close(lockfd); /* releases the lock */
-	__atomic_store_n(&gc_stop, 0, __ATOMIC_RELAXED);
+	STOP_FLAG_SET(gc_stop, 0);
 	return r;
 }

@@ -2229,21 +2229,9 @@ static void scratch_close(rctx_t *c)
 }
 
 /* Set by recv_on_signal, read by the receiving thread (the stream reader,
- * the catalog's writer wait, release_signals).  The handler runs on
- * whichever thread has the signal unblocked: never one of the library's
- * own (thread_start blocks the stop signals), but an application's thread
- * may, and then volatile alone is a data race.  So, as gc_stop in gc.c,
- * every access is a relaxed __atomic builtin: lock-free (asserted below),
- * hence async-signal safe, and nothing is published through the flag, so
- * no ordering is needed.  The type stays volatile sig_atomic_t, which is
- * int here (asserted), so &g_recv_stop fits sreader_t.stop and
- * catalog_stop_waits_on, whose readers also load it atomically. */
-static volatile sig_atomic_t g_recv_stop;
-_Static_assert(_Generic((sig_atomic_t)0, int: 1, default: 0),
-	       "g_recv_stop is passed where a volatile int * is expected");
-_Static_assert(__atomic_always_lock_free(sizeof(sig_atomic_t), 0),
-	       "the signal handler's store must be lock-free");
-#define RECV_STOPPED() __atomic_load_n(&g_recv_stop, __ATOMIC_RELAXED)
+ * the catalog's writer wait, release_signals); see stop_flag_t. */
+static stop_flag_t g_recv_stop;
+#define RECV_STOPPED() STOP_FLAG_GET(g_recv_stop)
 static int g_recv_wake[2] = {-1, -1}; /* the handler writes here to wake a poll */
 static const int recv_sigs[] = {SIGINT, SIGTERM, SIGHUP};
 static bool g_recv_caught[3]; /* which of recv_sigs have our handler */
@@ -2255,7 +2243,7 @@ static void recv_on_signal(int sig)
 {
 	(void)sig;
 	int saved = errno;
-	__atomic_store_n(&g_recv_stop, 1, __ATOMIC_RELAXED);
+	STOP_FLAG_SET(g_recv_stop, 1);
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	for (int i = 0; i < 3; i++)
 		if (g_recv_caught[i])
@@ -2278,7 +2266,7 @@ static void catch_signals(rctx_t *c, struct sigaction old[3])
 	/* While the handler runs, the others wait: it resets all three. */
 	for (int i = 0; i < 3; i++)
 		sigaddset(&sa.sa_mask, recv_sigs[i]);
-	__atomic_store_n(&g_recv_stop, 0, __ATOMIC_RELAXED);
+	STOP_FLAG_SET(g_recv_stop, 0);
 	if (pipe2(g_recv_wake, O_CLOEXEC | O_NONBLOCK) < 0)
 		g_recv_wake[0] = g_recv_wake[1] = -1; /* the flag alone, as before */
 	for (int i = 0; i < 3; i++) {

@@ -50,19 +50,9 @@ typedef struct splan {
 } splan_t;
 
 /* Set by on_signal; read by the writer (stream.h's stop) and the chunk
- * loops.  The handler may run on any thread that has the signal
- * unblocked (an application's own), where volatile alone is a data race:
- * so, as g_recv_stop in recv.c and gc_stop in gc.c, every access is a
- * relaxed __atomic builtin - lock-free (asserted), hence async-signal
- * safe; nothing is published through the flag, so no ordering is needed.
- * volatile sig_atomic_t is int here (asserted): &g_stop fits the
- * writer's volatile int *stop, whose reader loads it atomically too. */
-static volatile sig_atomic_t g_stop;
-_Static_assert(_Generic((sig_atomic_t)0, int: 1, default: 0),
-	       "g_stop is passed where a volatile int * is expected");
-_Static_assert(__atomic_always_lock_free(sizeof(sig_atomic_t), 0),
-	       "the signal handler's store must be lock-free");
-#define SEND_STOPPED() __atomic_load_n(&g_stop, __ATOMIC_RELAXED)
+ * loops; see stop_flag_t. */
+static stop_flag_t g_stop;
+#define SEND_STOPPED() STOP_FLAG_GET(g_stop)
 
 static void plan_free(splan_t *p)
 {
@@ -1246,7 +1236,7 @@ static int estimate(sctx_t *c, splan_t *p)
 static void on_signal(int sig)
 {
 	(void)sig;
-	__atomic_store_n(&g_stop, 1, __ATOMIC_RELAXED);
+	STOP_FLAG_SET(g_stop, 1);
 }
 
 int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
@@ -1258,7 +1248,7 @@ int cairn_send(cairn_store *st, const char *snap, cairn_send_opts *o)
 		return store_err(st, -EINVAL, "send: no options (opts->fd is required)");
 	if (!snap && !o->resume_token)
 		return store_err(st, -EINVAL, "send: no snapshot (snap is NULL)");
-	__atomic_store_n(&g_stop, 0, __ATOMIC_RELAXED);
+	STOP_FLAG_SET(g_stop, 0);
 	splan_t p = {0};
 	/* The context holds a have() batch: keep it off the stack. */
 	sctx_t *c = calloc(1, sizeof(*c));
