@@ -1791,8 +1791,11 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	for (size_t i = 0; i < s->tree.len / CHUNK_REF_WIRE; i++) {
 		chunk_ref_t ref;
 		chunk_ref_unpack(s->tree.data + i * CHUNK_REF_WIRE, &ref);
-		if (have_chunk(c, &ref.digest) < 0) {
-			c->chunk_missing = true;
+		int h = have_chunk(c, &ref.digest);
+		if (h < 0) {
+			/* Missing: not a touch that failed otherwise (EIO...),
+			 * after which the state must stay for a retry. */
+			c->chunk_missing = h == -ENOENT;
 			return bad(c, "tree chunk neither sent nor present");
 		}
 	}
@@ -1816,8 +1819,9 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	chunk_ref_t ref;
 	int k;
 	while (r == 0 && (k = idxrd_next(&x, &ref)) == 1) {
-		if (have_chunk(c, &ref.digest) < 0) {
-			c->chunk_missing = true;
+		int h = have_chunk(c, &ref.digest);
+		if (h < 0) {
+			c->chunk_missing = h == -ENOENT;
 			char hex[DIGEST_HEX_LEN + 1];
 			digest_to_hex(&ref.digest, hex);
 			r = store_err(c->st, CAIRN_ECORRUPT,
