@@ -1400,12 +1400,15 @@ static int group_changed(rctx_t *c, const psnap_t *s)
 {
 	c->refused = true;
 	c->source_gone = true;
+	/* A dry run discards nothing (recv -n changes nothing). */
 	return store_err(c->st, -ESTALE,
 			 "%s@%s: the resumed stream does not continue the interrupted receive "
 			 "(the group in flight changed on the sender since the cut: a snapshot "
-			 "destroyed or a dataset renamed there?): its partial state is "
-			 "discarded; send again",
-			 s->target, s->name);
+			 "destroyed or a dataset renamed there?): %s",
+			 s->target, s->name,
+			 c->o->dryrun ? "a receive would discard its partial state (this dry run "
+					"keeps it)"
+				      : "its partial state is discarded; send again");
 }
 
 static int read_snap(rctx_t *c)
