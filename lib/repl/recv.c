@@ -1400,12 +1400,15 @@ static int group_changed(rctx_t *c, const psnap_t *s)
 {
 	c->refused = true;
 	c->source_gone = true;
+	/* A dry run discards nothing (recv -n changes nothing). */
 	return store_err(c->st, -ESTALE,
 			 "%s@%s: the resumed stream does not continue the interrupted receive "
 			 "(the group in flight changed on the sender since the cut: a snapshot "
-			 "destroyed or a dataset renamed there?): its partial state is "
-			 "discarded; send again",
-			 s->target, s->name);
+			 "destroyed or a dataset renamed there?): %s",
+			 s->target, s->name,
+			 c->o->dryrun ? "a receive would discard its partial state (this dry run "
+					"keeps it)"
+				      : "its partial state is discarded; send again");
 }
 
 static int read_snap(rctx_t *c)
@@ -1791,8 +1794,11 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	for (size_t i = 0; i < s->tree.len / CHUNK_REF_WIRE; i++) {
 		chunk_ref_t ref;
 		chunk_ref_unpack(s->tree.data + i * CHUNK_REF_WIRE, &ref);
-		if (have_chunk(c, &ref.digest) < 0) {
-			c->chunk_missing = true;
+		int h = have_chunk(c, &ref.digest);
+		if (h < 0) {
+			/* Missing: not a touch that failed otherwise (EIO...),
+			 * after which the state must stay for a retry. */
+			c->chunk_missing = h == -ENOENT;
 			return bad(c, "tree chunk neither sent nor present");
 		}
 	}
@@ -1816,8 +1822,9 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	chunk_ref_t ref;
 	int k;
 	while (r == 0 && (k = idxrd_next(&x, &ref)) == 1) {
-		if (have_chunk(c, &ref.digest) < 0) {
-			c->chunk_missing = true;
+		int h = have_chunk(c, &ref.digest);
+		if (h < 0) {
+			c->chunk_missing = h == -ENOENT;
 			char hex[DIGEST_HEX_LEN + 1];
 			digest_to_hex(&ref.digest, hex);
 			r = store_err(c->st, CAIRN_ECORRUPT,

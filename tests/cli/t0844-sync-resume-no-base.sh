@@ -1,0 +1,52 @@
+#!/bin/bash
+# An incremental sync -R cut in its first group, then its incremental
+# source (tank@s0, the only snapshot the destination has) destroyed on
+# the source: the resume has no base for the top there, so send -t
+# refuses it ("resume token's incremental source is gone, and the
+# receiver has no other base for tank") and sync discards the partial
+# state, then says the destination has nothing in common.  Without that
+# refusal the top was planned whole, the receiver refused the full stream
+# ("destination has snapshots") and kept the state: every sync resumed
+# it again, and failed, until recv -A by hand.  (t0846 is the case where
+# another base is there: resumed, not discarded.)
+. "$(dirname "$0")/lib.sh"
+cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
+A=$TESTDIR/a B=$TESTDIR/b T=$TESTDIR/src
+ca() { "$CAIRN" -s "$A" "$@"; }
+cb() { "$CAIRN" -s "$B" "$@"; }
+rnd() { head -c 500000 /dev/urandom >"$1"; }
+cat >"$TESTDIR/cutssh" <<SH
+#!/bin/bash
+shift
+case "\$*" in
+*"'recv' '-s'"*) head -c "\$(cat "$TESTDIR/cut")" | sh -c "\$*" ;;
+*) exec sh -c "\$*" ;;
+esac
+SH
+chmod +x "$TESTDIR/cutssh"
+ok ca init >/dev/null
+ok cb init >/dev/null
+mkdir -p "$T/w"
+rnd "$T/f"; rnd "$T/w/g"
+ok ca create -o source="$T" tank
+ok ca create tank/w
+ok ca snapshot -r tank@s0
+ok ca sync -R tank "$B:tk"
+rnd "$T/f1"; rnd "$T/w/g1"
+ok ca snapshot -r tank@s1
+echo 700000 >"$TESTDIR/cut"
+CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN ca sync -R tank "localhost:$B:tk" 2>/dev/null &&
+	fail "the cut sync -R succeeded"
+[ "$(cb list -H -o name -t snapshot -r tk | tr '\n' ' ')" = "tk@s0 tk/w@s0 " ] ||
+	fail "the cut was not in the first group"
+case $(cb get -H -o value receive_resume_token tk) in 2-*) ;; *) fail "no partial state" ;; esac
+ok ca destroy -r tank@s0
+echo 100000000 >"$TESTDIR/cut"
+CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN ca sync -R tank "localhost:$B:tk" 2>"$TESTDIR/err" &&
+	fail "sync -R with no base succeeded"
+grep -q "tk: discarding the partial receive (resume token's incremental source is gone, and the receiver has no other base for tank)" \
+	"$TESTDIR/err" || fail "BUG: the dead resume is not refused: $(cat "$TESTDIR/err")"
+grep -q "has snapshots but none in common with tank" "$TESTDIR/err" ||
+	fail "no 'none in common' after the discard: $(cat "$TESTDIR/err")"
+[ "$(cb get -H -o value receive_resume_token tk)" = - ] || fail "BUG: the dead partial state was kept"
+done_test

@@ -1,0 +1,42 @@
+#!/bin/bash
+# A resumed receive whose completeness check cannot touch a chunk it has
+# (utimensat fails with EIO: a disk or NFS error) keeps its partial state:
+# the chunk is not missing, and a retry completes.  The rule that
+# discards the state of a resumed group with a chunk neither sent nor
+# present (t0846: the group in flight changed on the sender) is for a
+# chunk that is not there (-ENOENT) only.  Before, the I/O error counted
+# as missing: the state and the dataset the receive had made were thrown
+# away, "the group in flight changed on the sender", and the retry had
+# nothing to resume.
+. "$(dirname "$0")/lib.sh"
+SHIM=$TESTDIR/touch-eio.so
+cc -shared -fPIC -o "$SHIM" "$(dirname "$0")/touch-eio.c" -ldl || fail "cannot build the shim"
+new_store
+B=$TESTDIR/b
+ok "$CAIRN" -s "$B" init >/dev/null
+cb() { "$CAIRN" -s "$B" "$@"; }
+ok cairn config chunk_size=65536 >/dev/null
+mkdir -p "$TESTDIR/src"
+head -c 3000000 /dev/urandom >"$TESTDIR/src/f"
+ok cairn create -o source="$TESTDIR/src" ds
+ok cairn snapshot ds@1
+cairn send ds@1 >"$TESTDIR/s" || fail "send"
+size=$(stat -c %s "$TESTDIR/s")
+head -c $((size / 2)) "$TESTDIR/s" | cb recv -s bk 2>/dev/null && fail "a cut stream was received"
+tok=$(cb get -H -o value receive_resume_token bk)
+[ -n "$tok" ] && [ "$tok" != - ] || fail "the cut receive left no partial state"
+cairn send -t "$tok" >"$TESTDIR/r" || fail "send -t"
+# chunks on disk before the resume are touched as usual; the ones it
+# stores fail their touch in the completeness check
+find "$B" -type f -printf '%f\n' >"$TESTDIR/keep"
+EIO_KEEP=$TESTDIR/keep LD_PRELOAD=$SHIM "$CAIRN" -s "$B" recv -s bk <"$TESTDIR/r" 2>"$TESTDIR/err" &&
+	fail "the resume succeeded though its touches failed"
+! grep -q "does not continue the interrupted receive" "$TESTDIR/err" ||
+	fail "BUG: an I/O error counted as a changed group: $(cat "$TESTDIR/err")"
+tok2=$(cb get -H -o value receive_resume_token bk 2>&1)
+case $tok2 in 2-*) ;; *) false ;; esac || fail "BUG: the partial state was discarded: $tok2"
+cb recv -s bk <"$TESTDIR/r" || fail "the retry did not complete the resumed receive"
+want=$(cairn list -H -p -t snapshot -o name,guid ds@1 | sed 's|^ds|bk|')
+[ "$want" = "$(cb list -H -p -t snapshot -o name,guid bk@1 2>&1)" ] || fail "bk@1 not received"
+ok cb verify bk >/dev/null
+done_test
