@@ -22,7 +22,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
-.PHONY: all deps demo check check-long unit asan install clean fuzz check-s3
+.PHONY: all deps demo check check-long unit asan tsan install clean fuzz check-s3
 .PHONY: check-zfs check-stress FORCE
 
 all: $(B)/cairn $(B)/libcairn.so $(B)/cairn.pc
@@ -125,6 +125,27 @@ asan: deps
 		LDLIBS="$(PKG_LIBS) -pthread $(SAN_FLAGS)" all unit $(FUZZ_SRC:tests/fuzz/%.c=build-asan/fuzz/%)
 	CAIRN_BUILD=build-asan tests/run.sh
 
+# ThreadSanitizer over the tests whose commands run threads in one process
+# (the unit tests without threads, and test_gc's 30x slowdown, are left out):
+# the backup pipeline and its flusher, restore lanes, recv's parallel verify,
+# GC, the S3-less chunk cache paths and the FUSE mount.  Races between
+# processes are the kill and race tests' job (check-stress); TSan sees only
+# threads.  Address-space randomisation is turned off for the run (setarch
+# -R) because TSan's fixed shadow layout fails on kernels with many
+# mmap_rnd_bits.
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+TSAN_TESTS := unit/test_api unit/test_blob unit/test_chunkstore unit/test_lru \
+	unit/test_pool_backup unit/test_recvq unit/test_snapio unit/test_statahead \
+	unit/test_stream unit/test_threads cli/t0300-* cli/t0310-* cli/t0600-* \
+	cli/t0601-* cli/t0640-* cli/t0800-* cli/t0820-* cli/t0840-* cli/t0880-* \
+	cli/t1000-* cli/t1110-* cli/t1160-* cli/t1170-* cli/t1310-* cli/t1520-* \
+	cli/t1593-* cli/t1720-*
+tsan: deps
+	@echo '$(TSAN_FLAGS)' | cmp -s - build-tsan/.flags || { rm -rf build-tsan; mkdir -p build-tsan; echo '$(TSAN_FLAGS)' >build-tsan/.flags; }
+	$(MAKE) B=build-tsan STATIC=0 OPT="-O1 -g $(TSAN_FLAGS)" \
+		LDLIBS="$(PKG_LIBS) -pthread $(TSAN_FLAGS)" all unit
+	CAIRN_BUILD=build-tsan CAIRN_TESTS='$(TSAN_TESTS)' setarch $$(uname -m) -R tests/run.sh
+
 # Coverage-guided fuzzing (clang, libFuzzer + ASan + UBSan), FUZZ_SECONDS
 # per target (scripts/fuzz.sh).  The fuzzer binaries link without replay.c.
 $(B)/libfuzzer/%: tests/fuzz/%.c $(B)/libcairn.a
@@ -152,7 +173,7 @@ install: all
 	ln -sf ../../../bin/cairn $(DESTDIR)$(PREFIX)/libexec/cairn/zfs-compat/zpool
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz
 
 # S3 backend against a real single-node Ceph (scripts/ceph-dev.sh): the
 # client test, tests/s3/t14*.sh, then chunk-touching CLI tests on S3 stores.

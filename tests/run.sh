@@ -11,7 +11,9 @@
 # the tests whose names (e.g. unit/test_gc, cli/t0710-holds-atomic) match
 # one of them (for re-running a few under the sanitizer by hand).
 #
-# CAIRN_BUILD names the build directory (default build).  A sanitizer build
+# CAIRN_BUILD names the build directory (default build).  A ThreadSanitizer
+# build (build-tsan) sets CAIRN_TSAN=1 and fails a test on any race report.
+# An ASan build
 # (build-asan) sets CAIRN_ASAN=1 for the tests, so a test can skip, visibly,
 # only a leg the sanitizer cannot run (ulimit -v, ptrace by strace); every
 # sanitizer report is written under a per-test directory and fails the test
@@ -25,6 +27,10 @@ limit=${CAIRN_TEST_TIMEOUT:-600}
 case $B in
 *asan*)
 	export CAIRN_ASAN=1
+	[ -n "${CAIRN_TEST_TIMEOUT:-}" ] || limit=1800
+	;;
+*tsan*)
+	export CAIRN_TSAN=1
 	[ -n "${CAIRN_TEST_TIMEOUT:-}" ] || limit=1800
 	;;
 esac
@@ -41,6 +47,10 @@ san_env() {
 	local dir=$1
 	export ASAN_OPTIONS="log_path=$dir/asan:exitcode=86:abort_on_error=0:detect_leaks=1${CAIRN_ASAN_EXTRA:+:$CAIRN_ASAN_EXTRA}"
 	export UBSAN_OPTIONS="log_path=$dir/ubsan:exitcode=87:print_stacktrace=1:halt_on_error=1"
+}
+tsan_env() {
+	local dir=$1
+	export TSAN_OPTIONS="log_path=$dir/tsan:exitcode=88:halt_on_error=0:second_deadlock_stack=1"
 }
 
 selected() {
@@ -63,6 +73,7 @@ run() {
 	dir="$sanlogs/${name//\//_}"
 	mkdir -p "$dir"
 	[ "${CAIRN_ASAN:-}" = 1 ] && san_env "$dir"
+	[ "${CAIRN_TSAN:-}" = 1 ] && tsan_env "$dir"
 	start=$(date +%s.%N)
 	timeout -k 10 "$limit" "$@" >"$log" 2>&1
 	local rc=$?
@@ -73,8 +84,8 @@ run() {
 	reports=$(find "$dir" -type f 2>/dev/null | head -3)
 	# A report printed on stderr (UBSan's, when it ignores log_path) that
 	# the test swallowed still fails it.
-	if [ -z "$reports" ] && [ "${CAIRN_ASAN:-}" = 1 ] &&
-		grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error: ' "$log"; then
+	if [ -z "$reports" ] && [ -n "${CAIRN_ASAN:-}${CAIRN_TSAN:-}" ] &&
+		grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error: |WARNING: ThreadSanitizer' "$log"; then
 		reports=$log
 	fi
 	if [ -n "$reports" ]; then
