@@ -286,9 +286,12 @@ static int have_remote(const uint8_t (*d)[32], size_t n, uint8_t *present, void 
 
 /* Why a child failed, from its stderr: its "cairn: VERB: " lines without
  * that prefix (joined by "; "), else its last line (ssh's, say), else how
- * it ended.  With pass_on, its other lines (recv -v) go to our stderr.
- * *kept is set when the receiver kept resumable partial state.  Returns a
- * malloc'ed string. */
+ * it ended.  A line right after such a line, without the prefix, goes on
+ * with its message (recv's "destination has snapshots (eg. X)" is followed
+ * by "must destroy them to overwrite it", in zfs's words): it is part of
+ * the reason, not passed on ahead of it.  With pass_on, its other lines
+ * (recv -v) go to our stderr.  *kept is set when the receiver kept
+ * resumable partial state.  Returns a malloc'ed string. */
 static char *child_reason(const char *err, int status, bool pass_on, bool *kept)
 {
 	char *why = NULL, *last = NULL;
@@ -296,7 +299,7 @@ static char *child_reason(const char *err, int status, bool pass_on, bool *kept)
 	FILE *f = open_memstream(&why, &wl);
 	if (!f)
 		return strdup(err && *err ? err : "out of memory");
-	bool any = false;
+	bool any = false, in_reason = false;
 	for (const char *l = err ? err : ""; *l;) {
 		size_t n = strcspn(l, "\n");
 		const char *verb = !strncmp(l, "cairn: ", 7) ? l + 7 : NULL;
@@ -305,10 +308,14 @@ static char *child_reason(const char *err, int status, bool pass_on, bool *kept)
 		    (size_t)(strstr(l, "partial state kept; resume with") - l) < n) {
 			if (kept)
 				*kept = true; /* sync resumes by itself */
+			in_reason = false;
 		} else if (colon && colon[1] == ' ') {
 			fprintf(f, "%s%.*s", any ? "; " : "", (int)(n - (colon + 2 - l)), colon + 2);
-			any = true;
+			any = in_reason = true;
+		} else if (n && in_reason && !verb) {
+			fprintf(f, "; %.*s", (int)n, l); /* the message goes on */
 		} else if (n) {
+			in_reason = false;
 			if (pass_on)
 				fprintf(stderr, "%.*s\n", (int)n, l);
 			free(last);
