@@ -411,6 +411,11 @@ typedef struct dest_have {
 	uint64_t *dsguids;
 	char **dsrels;
 	size_t nds;
+	/* The first snapshot or bookmark of the destination dataset itself,
+	 * and the first of a dataset under it (NULL: none), to name in a
+	 * refusal the dataset that does have them. */
+	char *top_example;
+	char *sub_example;
 } dest_have_t;
 
 typedef struct guid_rel {
@@ -434,6 +439,8 @@ static void dest_have_free(dest_have_t *h)
 	free(h->rels);
 	free(h->dsguids);
 	free(h->dsrels);
+	free(h->top_example);
+	free(h->sub_example);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -474,6 +481,11 @@ static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
 		}
 		if (!tab || nl < dl || nl > (size_t)(tab - line))
 			continue; /* not a snapshot or bookmark line */
+		char **example = nl == dl ? &h->top_example : &h->sub_example;
+		if (!*example && !(*example = strndup(line, tab - line))) {
+			r = -ENOMEM;
+			break;
+		}
 		if (n == cap) {
 			guid_rel_t *q = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
 			if (!q) {
@@ -622,11 +634,13 @@ static bool has_guid(const dest_have_t *h, const char *rel, uint64_t g)
 
 /* Over the source dataset (and its subtree with -R): the top's newest
  * snapshot (*newest, "ds@s"), the top's newest snapshot the destination
- * has (*common, "@s"), and whether every dataset's newest snapshot is
+ * has (*common, "@s"), whether every dataset's newest snapshot is
  * already in the destination dataset its name maps to (*current): the
- * decision is per dataset, as send plans it. */
+ * decision is per dataset, as send plans it; and whether any dataset has
+ * a snapshot there at all (*any_common: the destination is a copy of
+ * this source, even when its top has no snapshot yet). */
 static int find_common(cairn_store *st, const char *ds, bool recursive, const dest_have_t *h,
-		       char **common, char **newest, bool *current)
+		       char **common, char **newest, bool *current, bool *any_common)
 {
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = recursive ? -1 : 1,
 				.types = CAIRN_TYPE_SNAPSHOT, .fields = 1u << CAIRN_F_GUID};
@@ -636,6 +650,7 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 	cairn_list_batch b = {0};
 	*common = *newest = NULL;
 	*current = true;
+	*any_common = false;
 	size_t dl = strlen(ds);
 	char *lastds = NULL;
 	uint64_t lastguid = 0;
@@ -655,6 +670,7 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 				break;
 			}
 			lastguid = g;
+			*any_common |= has_guid(h, lastds + dl, g);
 			if ((size_t)(at - name) != dl || strncmp(name, ds, dl))
 				continue; /* a child: only its newest matters */
 			free(*newest);
@@ -1000,7 +1016,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	int rc = 0;
 	dest_have_t h = {0};
 	char *common = NULL, *newest = NULL;
-	bool current = false;
+	bool current = false, any_common = false;
 	/* A resume is planned from what the destination has; after one, it
 	 * has more, so it is asked again. */
 	/* A dataset renamed on the source is renamed there by a stream,
@@ -1023,16 +1039,28 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	}
 	if (r < 0)
 		rc = 1; /* said */
-	else if ((r = find_common(st, src.dataset, recursive, &h, &common, &newest, &current)) <
-		 0)
+	else if ((r = find_common(st, src.dataset, recursive, &h, &common, &newest, &current,
+				  &any_common)) < 0)
 		rc = cli_fail(st, src.dataset, r);
 	else if (!newest) {
 		cli_err(src.dataset, "has no snapshots to sync");
 		rc = 1;
-	} else if (h.n && !common) {
-		cli_err(dst.dataset, "has snapshots but none in common with %s; refusing "
+	} else if (h.top_example && !common) {
+		/* Named by one of them: the refusal is about this dataset's own
+		 * snapshots or bookmarks, not its children's. */
+		bool bm = strchr(h.top_example, '#') != NULL;
+		cli_err(dst.dataset, "has %s (eg. %s) but none in common with %s; refusing "
 				     "(destroy them or pick another destination)",
-			src.dataset);
+			bm ? "bookmarks" : "snapshots", h.top_example, src.dataset);
+		rc = 1;
+	} else if (recursive && h.sub_example && !any_common) {
+		/* The top has none, but datasets under it do, and none of them
+		 * is a copy of this source's: a -R stream into it is not a
+		 * sync of a copy (-F would destroy them). */
+		cli_err(dst.dataset, "has no snapshots of its own, but datasets under it do (eg. %s), "
+				     "none in common with %s; refusing (destroy them or pick "
+				     "another destination)",
+			h.sub_example, src.dataset);
 		rc = 1;
 	} else if (current && renamed <= 0) {
 		if (verbose || dry)
