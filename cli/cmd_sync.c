@@ -844,6 +844,45 @@ static int plan_resumed(cairn_store *st, const char *tok, const dest_have_t *h,
 	return own >= 0 ? own : r;
 }
 
+/* How many snapshots and bookmarks the destination has now that it did
+ * not have in h (both lists are sorted by guid); <0 if it cannot be
+ * listed (said). */
+static long dest_gained(const endpoint_t *dst, const dest_have_t *h)
+{
+	dest_have_t now;
+	int r = dest_guids(dst, &now);
+	if (r < 0)
+		return r;
+	long n = 0;
+	for (size_t i = 0, k = 0; i < now.n; i++) {
+		while (k < h->n && h->guids[k] < now.guids[i])
+			k++;
+		n += k == h->n || h->guids[k] != now.guids[i];
+	}
+	dest_have_free(&now);
+	return n;
+}
+
+/* After a failed resume that left no partial state there: says what
+ * became of it before the rest is sent.  Either the receiver discarded
+ * the state (the stream could not continue it), or it committed the
+ * group it resumed, and maybe more, and stopped between groups, where
+ * nothing is in flight and there is no state to keep. */
+static void say_resume_outcome(const endpoint_t *dst, const dest_have_t *h)
+{
+	long gained = dest_gained(dst, h);
+	if (gained < 0)
+		return; /* said; the listing that follows fails the same way */
+	if (gained > 0)
+		fprintf(stderr, "cairn: sync: %s: the resumed receive committed %ld snapshot(s) "
+				"before it stopped and left no partial state; sending the rest\n",
+			dst->dataset, gained);
+	else
+		fprintf(stderr, "cairn: sync: %s: the partial receive was discarded there; sending "
+				"again\n",
+			dst->dataset);
+}
+
 /* A partial receive on the destination is finished first, from its token
  * (send -t).  A token this store can no longer plan (its snapshot or
  * source is gone, the token is damaged) is unusable: the partial state is
@@ -905,7 +944,8 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 	if (rc) {
 		/* A resumed receive that can never complete (its source gone
 		 * there, the group in flight changed here) discards its partial
-		 * state: then the sync goes on and sends that group again. */
+		 * state; one cut between groups has none left either.  Then the
+		 * sync goes on and sends what is missing. */
 		char *now = NULL;
 		int grc = dest_output(dst, verb, &now, &err);
 		/* "-", or no dataset: the discard took back the one it made */
@@ -915,9 +955,7 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 		free(now);
 		if (!gone)
 			return -1;
-		fprintf(stderr, "cairn: sync: %s: the partial receive was discarded there; sending "
-				"again\n",
-			dst->dataset);
+		say_resume_outcome(dst, h);
 		return 1;
 	}
 	if (verbose)
