@@ -615,6 +615,55 @@ static int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h)
 	return r < 0 ? r : nrenamed;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* -R -F: how many datasets under the destination are not on the source
+ * (their guid is no source dataset's, renames included), or <0.  The
+ * receiver of a -R -F stream destroys those (as zfs recv -F does with a
+ * -R stream), even a stream with no snapshot to send: so sync sends one
+ * when the source's only change is a destroyed dataset, instead of
+ * calling the destination up to date and leaving it there. */
+static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h)
+{
+	if (h->nds < 2)
+		return 0; /* the top alone, or nothing */
+	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
+				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME,
+				.fields = 1u << CAIRN_F_GUID};
+	cairn_list *l;
+	int r = cairn_list_open(st, &spec, &l);
+	cairn_list_cursor cur = {0};
+	cairn_list_batch b = {0};
+	uint64_t *src = NULL;
+	size_t n = 0, cap = 0;
+	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
+		for (size_t i = 0; r >= 0 && i < b.n; i++) {
+			if (n == cap) {
+				uint64_t *p = realloc(src, (cap = cap ? cap * 2 : 64) * sizeof(*p));
+				if (!p) {
+					r = -ENOMEM;
+					break;
+				}
+				src = p;
+			}
+			src[n++] = b.field[CAIRN_F_GUID][i];
+		}
+	cairn_list_batch_free(&b);
+	cairn_list_close(l);
+	if (n)
+		qsort(src, n, sizeof(*src), cmp_u64);
+	int extra = 0;
+	for (size_t k = 0; r >= 0 && k < h->nds; k++)
+		extra += h->dsrels[k][0] && /* the top always maps */
+			 !(n && bsearch(&h->dsguids[k], src, n, sizeof(*src), cmp_u64));
+	free(src);
+	return r < 0 ? r : extra;
+}
+
 /* Whether the destination dataset REL ("" or "/kid") has guid. */
 static bool has_guid(const dest_have_t *h, const char *rel, uint64_t g)
 {
@@ -1059,7 +1108,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	 * has more, so it is asked again. */
 	/* A dataset renamed on the source is renamed there by a stream,
 	 * even one with no snapshot to send. */
-	int renamed = 0;
+	int renamed = 0, extra = 0;
 	int r = dest_guids(&dst, &h);
 	if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
 		cli_fail(st, src.dataset, r);
@@ -1100,7 +1149,10 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "another destination)",
 			h.sub_example, src.dataset);
 		rc = 1;
-	} else if (current && renamed <= 0) {
+	} else if (current && renamed <= 0 && recursive && force &&
+		   (extra = dest_extra(st, src.dataset, &h)) < 0) {
+		rc = cli_fail(st, src.dataset, extra);
+	} else if (current && renamed <= 0 && extra == 0) {
 		if (verbose || dry)
 			printf("%s is up to date (%s)\n", dst.dataset, strchr(newest, '@'));
 	} else {

@@ -158,4 +158,29 @@ L0=$(bc list -H -p -t all -o name,guid)
 fails_with 1 "cv: has no snapshots of its own, but datasets under it do (eg. cv/other@z), none in common with t1" \
 	"$CAIRN" -s "$A" sync -R -F t1 "$B:cv"
 [ "$(bc list -H -p -t all -o name,guid)" = "$L0" ] || fail "a refused sync -R changed the destination"
+# sync -R -F destroys the datasets the source no longer has (as recv -F of
+# a -R stream does) also when that is the source's only change: a stream
+# with no snapshot carries it.  (It said "up to date" and left them until
+# something new was sent.)  A held snapshot there still stops it; without
+# -F nothing is destroyed.
+mkdir -p "$TESTDIR/rf/a" "$TESTDIR/rf/b" "$TESTDIR/rf/c"
+echo f >"$TESTDIR/rf/f"
+ok "$CAIRN" -s "$A" create -o source="$TESTDIR/rf" rf
+for k in a b c; do ok "$CAIRN" -s "$A" create rf/$k; done
+ok "$CAIRN" -s "$A" snapshot -r rf@1
+ok "$CAIRN" -s "$A" sync -R rf "$B:rfc"
+ok "$CAIRN" -s "$A" destroy -r rf/b
+ok "$CAIRN" -s "$A" destroy -r rf/c
+ok bc hold keep rfc/c@1
+out=$("$CAIRN" -s "$A" sync -R -v rf "$B:rfc" 2>&1) || fail "sync -R (no -F) after a destroy: $out"
+echo "$out" | grep -q "up to date" || fail "sync -R without -F not a no-op: $out"
+fails_with 1 "rfc/c@1: snapshot is held" "$CAIRN" -s "$A" sync -R -F rf "$B:rfc"
+got=$(bc list -H -o name -r rfc | tr '\n' ' ')
+[ "$got" = "rfc rfc/a rfc/b rfc/c " ] || fail "a refused sync -R -F changed the destination: $got"
+ok bc release keep rfc/c@1
+out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F after a destroy: $out"
+got=$(bc list -H -o name -r rfc | tr '\n' ' ')
+[ "$got" = "rfc rfc/a " ] || fail "BUG: sync -R -F left datasets the source destroyed: $got ($out)"
+out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F again: $out"
+echo "$out" | grep -q "up to date" || fail "sync -R -F again not a no-op: $out"
 done_test
