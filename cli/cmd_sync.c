@@ -264,6 +264,12 @@ static int have_local(const uint8_t (*d)[32], size_t n, uint8_t *present, void *
 	return cairn_chunks_present(arg, d, n, present);
 }
 
+/* A dry run asks without touching: it must leave both stores as they were. */
+static int have_local_dry(const uint8_t (*d)[32], size_t n, uint8_t *present, void *arg)
+{
+	return cairn_chunks_peek(arg, d, n, present);
+}
+
 static int have_remote(const uint8_t (*d)[32], size_t n, uint8_t *present, void *arg)
 {
 	remote_have_t *h = arg;
@@ -773,7 +779,7 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 	cairn_store *dstore = NULL;
 	int r = 0, child = 0, efd = -1;
 	if (dst->host) {
-		const char *verb[] = {"have", NULL};
+		const char *verb[] = {"have", o->dry_run ? "-n" : NULL, NULL};
 		char **av = dest_argv(dst, verb);
 		rh.errfd = errfile_open();
 		rh.pid = spawn_piped(av, &rh.to, &rh.from, rh.errfd);
@@ -785,7 +791,7 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 			cli_err(dst->store, "cannot open the destination store");
 			return 1;
 		}
-		o->have = have_local;
+		o->have = o->dry_run ? have_local_dry : have_local;
 		o->have_arg = dstore;
 	}
 	if (o->dry_run) {
