@@ -27,7 +27,8 @@
 extern char **environ;
 
 static const char *u = "sync [-R] [-F] [-v] [-p] [-n|--dry-run] SOURCE DESTINATION\n"
-		       "       endpoints: DATASET | /STORE:DATASET | HOST:/STORE:DATASET";
+		       "       endpoints: DATASET | /STORE:DATASET | HOST:/STORE:DATASET\n"
+		       "       HOST: NAME, USER@NAME, [IPV6] or USER@[IPV6]";
 
 typedef struct endpoint {
 	char *host;  /* NULL: local */
@@ -43,18 +44,78 @@ static void endpoint_free(endpoint_t *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* Splits s into e; -1 for a malformed endpoint or no memory, and then e
- * holds nothing. */
-static int parse_endpoint(const char *s, endpoint_t *e)
+/* Whether s[0..n) is an IPv6 address as it goes between brackets: hex
+ * digits, ':' (at least one) and '.' (an IPv4 tail), then maybe a zone
+ * ("%eth0").  Loose on purpose (ssh says what it cannot resolve), but it
+ * keeps out names, options ("-o...") and anything a shell would read. */
+static bool ipv6_literal(const char *s, size_t n)
+{
+	size_t zone = strcspn(s, "%");
+	if (zone > n)
+		zone = n;
+	bool colon = false;
+	for (size_t i = 0; i < zone; i++) {
+		if (!strchr("0123456789abcdefABCDEF:.", s[i]))
+			return false;
+		colon |= s[i] == ':';
+	}
+	for (size_t i = zone + 1; i < n; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", s[i]))
+			return false;
+	return colon && (zone == n || zone + 1 < n);
+}
+
+/* The host of "[ADDR]:/..." or "USER@[ADDR]:/..." (s begins with it):
+ * "ADDR" or "USER@ADDR", as ssh takes an IPv6 address (it does not strip
+ * brackets), malloc'ed, and *rest set to the "/STORE:DATASET" after it.
+ * NULL with *why for a malformed one. */
+static char *bracketed_host(const char *s, const char **rest, const char **why)
+{
+	const char *lb = strchr(s, '['), *rb = strchr(lb, ']');
+	if (!rb) {
+		*why = "'[' without a closing ']' (an IPv6 host is [ADDR] or USER@[ADDR])";
+		return NULL;
+	}
+	if (!ipv6_literal(lb + 1, rb - lb - 1)) {
+		*why = "not an IPv6 address between '[' and ']'";
+		return NULL;
+	}
+	if (strncmp(rb + 1, ":/", 2)) {
+		*why = "a host in brackets must be followed by ':/STORE:DATASET'";
+		return NULL;
+	}
+	char *host = NULL;
+	if (asprintf(&host, "%.*s%.*s", (int)(lb - s), s, (int)(rb - lb - 1), lb + 1) < 0) {
+		*why = strerror(ENOMEM);
+		return NULL;
+	}
+	*rest = rb + 2;
+	return host;
+}
+
+/* Splits s into e; -1 with *why set for a malformed endpoint or no
+ * memory, and then e holds nothing.  A host is NAME, USER@NAME, or an IPv6
+ * address in brackets, [ADDR] or USER@[ADDR] (as scp and rsync write it:
+ * "::1:/store:ds" also works, read up to the first ":/"). */
+static int parse_endpoint(const char *s, endpoint_t *e, const char **why)
 {
 	memset(e, 0, sizeof(*e));
+	*why = NULL;
 	const char *p = s;
 	const char *hostsep = strstr(s, ":/");
+	size_t user = strcspn(s, "@:/[]");
 	bool ok = true;
-	if (s[0] != '/' && hostsep) {
+	if ((user == 0 && s[0] == '[') || (s[user] == '@' && s[user + 1] == '[')) {
+		/* "[" first, or right after "USER@": a bracketed host */
+		ok = (e->host = bracketed_host(s, &p, why)) != NULL;
+	} else if (s[0] != '/' && hostsep) {
 		e->host = strndup(s, hostsep - s);
 		p = hostsep + 1;
 		ok = e->host != NULL;
+		if (ok && strpbrk(e->host, "[]")) {
+			*why = "'[' or ']' in a host, other than around a whole IPv6 address";
+			ok = false;
+		}
 	}
 	if (ok && p[0] == '/') {
 		const char *colon = strchr(p, ':');
@@ -1067,11 +1128,14 @@ int cmd_sync(int argc, char **argv)
 	if (optind + 2 != argc)
 		return cli_usage(u, "expected SOURCE and DESTINATION");
 	endpoint_t src, dst;
-	if (parse_endpoint(argv[optind], &src) < 0)
-		return cli_usage(u, "bad endpoint");
-	if (parse_endpoint(argv[optind + 1], &dst) < 0) {
+	const char *why;
+	if (parse_endpoint(argv[optind], &src, &why) < 0)
+		return cli_usage(u, "%s: bad endpoint%s%s", argv[optind], why ? ": " : "",
+				 why ? why : "");
+	if (parse_endpoint(argv[optind + 1], &dst, &why) < 0) {
 		endpoint_free(&src);
-		return cli_usage(u, "bad endpoint");
+		return cli_usage(u, "%s: bad endpoint%s%s", argv[optind + 1], why ? ": " : "",
+				 why ? why : "");
 	}
 	int rc = sync_endpoints(&src, &dst, argv + optind, recursive, force, dry, verbose);
 	endpoint_free(&src);
