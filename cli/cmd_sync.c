@@ -690,10 +690,10 @@ static int cmp_u64(const void *a, const void *b)
 
 /* -R -F: how many datasets under the destination are not on the source
  * (their guid is no source dataset's, renames included), or <0.  The
- * receiver of a -R -F stream destroys those (as zfs recv -F does with a
- * -R stream), even a stream with no snapshot to send: so sync sends one
- * when the source's only change is a destroyed dataset, instead of
- * calling the destination up to date and leaving it there. */
+ * receiver of a -R -F stream destroys those (as zfs recv -F does with an
+ * incremental -R stream), even from a stream with no snapshot to send: so
+ * sync sends one when the source's only change is a destroyed dataset,
+ * instead of calling the destination up to date and leaving it there. */
 static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h)
 {
 	if (h->nds < 2)
