@@ -2,7 +2,9 @@
  * digests (u32 count, then 32 bytes each) on stdin and answers with one
  * byte per digest (1 = present) on stdout.  A present chunk is touched, so
  * the receiving store's GC keeps it until the receive that relies on it
- * has committed. */
+ * has committed; with -n (sync -n: no receive follows) nothing is touched,
+ * and the store is left as it was. */
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,10 +23,21 @@ static int read_all(int fd, void *buf, size_t n)
 	return 0;
 }
 
+static const char *u = "have [-n|--dry-run]   (internal: used by cairn sync over ssh)";
+
 int cmd_have(int argc, char **argv)
 {
-	if (argc != 1)
-		return cli_usage("have   (internal: used by cairn sync over ssh)", NULL);
+	static const struct option lo[] = {{"dry-run", no_argument, 0, 'n'}, {0}};
+	bool dry = false;
+	int ch;
+	while ((ch = getopt_long(argc, argv, "n", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'n': dry = true; break;
+		default: return cli_usage(u, NULL);
+		}
+	}
+	if (optind != argc)
+		return cli_usage(u, "unexpected argument '%s'", argv[optind]);
 	cairn_store *st;
 	if (cli_open(&st))
 		return 1;
@@ -41,7 +54,9 @@ int cmd_have(int argc, char **argv)
 			rc = 1;
 			break;
 		}
-		if (cairn_chunks_present(st, (const uint8_t(*)[32])digests, n, present) < 0 ||
+		const uint8_t(*d)[32] = (const uint8_t(*)[32])digests;
+		if ((dry ? cairn_chunks_peek(st, d, n, present)
+			 : cairn_chunks_present(st, d, n, present)) < 0 ||
 		    write(1, present, n) != (ssize_t)n) {
 			rc = 1;
 			break;

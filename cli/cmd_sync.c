@@ -27,7 +27,8 @@
 extern char **environ;
 
 static const char *u = "sync [-R] [-F] [-v] [-p] [-n|--dry-run] SOURCE DESTINATION\n"
-		       "       endpoints: DATASET | /STORE:DATASET | HOST:/STORE:DATASET";
+		       "       endpoints: DATASET | /STORE:DATASET | HOST:/STORE:DATASET\n"
+		       "       HOST: NAME, USER@NAME, [IPV6] or USER@[IPV6]";
 
 typedef struct endpoint {
 	char *host;  /* NULL: local */
@@ -43,18 +44,78 @@ static void endpoint_free(endpoint_t *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* Splits s into e; -1 for a malformed endpoint or no memory, and then e
- * holds nothing. */
-static int parse_endpoint(const char *s, endpoint_t *e)
+/* Whether s[0..n) is an IPv6 address as it goes between brackets: hex
+ * digits, ':' (at least one) and '.' (an IPv4 tail), then maybe a zone
+ * ("%eth0").  Loose on purpose (ssh says what it cannot resolve), but it
+ * keeps out names, options ("-o...") and anything a shell would read. */
+static bool ipv6_literal(const char *s, size_t n)
+{
+	size_t zone = strcspn(s, "%");
+	if (zone > n)
+		zone = n;
+	bool colon = false;
+	for (size_t i = 0; i < zone; i++) {
+		if (!strchr("0123456789abcdefABCDEF:.", s[i]))
+			return false;
+		colon |= s[i] == ':';
+	}
+	for (size_t i = zone + 1; i < n; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", s[i]))
+			return false;
+	return colon && (zone == n || zone + 1 < n);
+}
+
+/* The host of "[ADDR]:/..." or "USER@[ADDR]:/..." (s begins with it):
+ * "ADDR" or "USER@ADDR", as ssh takes an IPv6 address (it does not strip
+ * brackets), malloc'ed, and *rest set to the "/STORE:DATASET" after it.
+ * NULL with *why for a malformed one. */
+static char *bracketed_host(const char *s, const char **rest, const char **why)
+{
+	const char *lb = strchr(s, '['), *rb = strchr(lb, ']');
+	if (!rb) {
+		*why = "'[' without a closing ']' (an IPv6 host is [ADDR] or USER@[ADDR])";
+		return NULL;
+	}
+	if (!ipv6_literal(lb + 1, rb - lb - 1)) {
+		*why = "not an IPv6 address between '[' and ']'";
+		return NULL;
+	}
+	if (strncmp(rb + 1, ":/", 2)) {
+		*why = "a host in brackets must be followed by ':/STORE:DATASET'";
+		return NULL;
+	}
+	char *host = NULL;
+	if (asprintf(&host, "%.*s%.*s", (int)(lb - s), s, (int)(rb - lb - 1), lb + 1) < 0) {
+		*why = strerror(ENOMEM);
+		return NULL;
+	}
+	*rest = rb + 2;
+	return host;
+}
+
+/* Splits s into e; -1 with *why set for a malformed endpoint or no
+ * memory, and then e holds nothing.  A host is NAME, USER@NAME, or an IPv6
+ * address in brackets, [ADDR] or USER@[ADDR] (as scp and rsync write it:
+ * "::1:/store:ds" also works, read up to the first ":/"). */
+static int parse_endpoint(const char *s, endpoint_t *e, const char **why)
 {
 	memset(e, 0, sizeof(*e));
+	*why = NULL;
 	const char *p = s;
 	const char *hostsep = strstr(s, ":/");
+	size_t user = strcspn(s, "@:/[]");
 	bool ok = true;
-	if (s[0] != '/' && hostsep) {
+	if ((user == 0 && s[0] == '[') || (s[user] == '@' && s[user + 1] == '[')) {
+		/* "[" first, or right after "USER@": a bracketed host */
+		ok = (e->host = bracketed_host(s, &p, why)) != NULL;
+	} else if (s[0] != '/' && hostsep) {
 		e->host = strndup(s, hostsep - s);
 		p = hostsep + 1;
 		ok = e->host != NULL;
+		if (ok && strpbrk(e->host, "[]")) {
+			*why = "'[' or ']' in a host, other than around a whole IPv6 address";
+			ok = false;
+		}
 	}
 	if (ok && p[0] == '/') {
 		const char *colon = strchr(p, ':');
@@ -264,6 +325,12 @@ static int have_local(const uint8_t (*d)[32], size_t n, uint8_t *present, void *
 	return cairn_chunks_present(arg, d, n, present);
 }
 
+/* A dry run asks without touching: it must leave both stores as they were. */
+static int have_local_dry(const uint8_t (*d)[32], size_t n, uint8_t *present, void *arg)
+{
+	return cairn_chunks_peek(arg, d, n, present);
+}
+
 static int have_remote(const uint8_t (*d)[32], size_t n, uint8_t *present, void *arg)
 {
 	remote_have_t *h = arg;
@@ -286,9 +353,12 @@ static int have_remote(const uint8_t (*d)[32], size_t n, uint8_t *present, void 
 
 /* Why a child failed, from its stderr: its "cairn: VERB: " lines without
  * that prefix (joined by "; "), else its last line (ssh's, say), else how
- * it ended.  With pass_on, its other lines (recv -v) go to our stderr.
- * *kept is set when the receiver kept resumable partial state.  Returns a
- * malloc'ed string. */
+ * it ended.  A line right after such a line, without the prefix, goes on
+ * with its message (recv's "destination has snapshots (eg. X)" is followed
+ * by "must destroy them to overwrite it", in zfs's words): it is part of
+ * the reason, not passed on ahead of it.  With pass_on, its other lines
+ * (recv -v) go to our stderr.  *kept is set when the receiver kept
+ * resumable partial state.  Returns a malloc'ed string. */
 static char *child_reason(const char *err, int status, bool pass_on, bool *kept)
 {
 	char *why = NULL, *last = NULL;
@@ -296,7 +366,7 @@ static char *child_reason(const char *err, int status, bool pass_on, bool *kept)
 	FILE *f = open_memstream(&why, &wl);
 	if (!f)
 		return strdup(err && *err ? err : "out of memory");
-	bool any = false;
+	bool any = false, in_reason = false;
 	for (const char *l = err ? err : ""; *l;) {
 		size_t n = strcspn(l, "\n");
 		const char *verb = !strncmp(l, "cairn: ", 7) ? l + 7 : NULL;
@@ -305,10 +375,14 @@ static char *child_reason(const char *err, int status, bool pass_on, bool *kept)
 		    (size_t)(strstr(l, "partial state kept; resume with") - l) < n) {
 			if (kept)
 				*kept = true; /* sync resumes by itself */
+			in_reason = false;
 		} else if (colon && colon[1] == ' ') {
 			fprintf(f, "%s%.*s", any ? "; " : "", (int)(n - (colon + 2 - l)), colon + 2);
-			any = true;
+			any = in_reason = true;
+		} else if (n && in_reason && !verb) {
+			fprintf(f, "; %.*s", (int)n, l); /* the message goes on */
 		} else if (n) {
+			in_reason = false;
 			if (pass_on)
 				fprintf(stderr, "%.*s\n", (int)n, l);
 			free(last);
@@ -404,6 +478,11 @@ typedef struct dest_have {
 	uint64_t *dsguids;
 	char **dsrels;
 	size_t nds;
+	/* The first snapshot or bookmark of the destination dataset itself,
+	 * and the first of a dataset under it (NULL: none), to name in a
+	 * refusal the dataset that does have them. */
+	char *top_example;
+	char *sub_example;
 } dest_have_t;
 
 typedef struct guid_rel {
@@ -427,6 +506,8 @@ static void dest_have_free(dest_have_t *h)
 	free(h->rels);
 	free(h->dsguids);
 	free(h->dsrels);
+	free(h->top_example);
+	free(h->sub_example);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -467,6 +548,11 @@ static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
 		}
 		if (!tab || nl < dl || nl > (size_t)(tab - line))
 			continue; /* not a snapshot or bookmark line */
+		char **example = nl == dl ? &h->top_example : &h->sub_example;
+		if (!*example && !(*example = strndup(line, tab - line))) {
+			r = -ENOMEM;
+			break;
+		}
 		if (n == cap) {
 			guid_rel_t *q = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
 			if (!q) {
@@ -596,6 +682,55 @@ static int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h)
 	return r < 0 ? r : nrenamed;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* -R -F: how many datasets under the destination are not on the source
+ * (their guid is no source dataset's, renames included), or <0.  The
+ * receiver of a -R -F stream destroys those (as zfs recv -F does with an
+ * incremental -R stream), even from a stream with no snapshot to send: so
+ * sync sends one when the source's only change is a destroyed dataset,
+ * instead of calling the destination up to date and leaving it there. */
+static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h)
+{
+	if (h->nds < 2)
+		return 0; /* the top alone, or nothing */
+	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
+				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME,
+				.fields = 1u << CAIRN_F_GUID};
+	cairn_list *l;
+	int r = cairn_list_open(st, &spec, &l);
+	cairn_list_cursor cur = {0};
+	cairn_list_batch b = {0};
+	uint64_t *src = NULL;
+	size_t n = 0, cap = 0;
+	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
+		for (size_t i = 0; r >= 0 && i < b.n; i++) {
+			if (n == cap) {
+				uint64_t *p = realloc(src, (cap = cap ? cap * 2 : 64) * sizeof(*p));
+				if (!p) {
+					r = -ENOMEM;
+					break;
+				}
+				src = p;
+			}
+			src[n++] = b.field[CAIRN_F_GUID][i];
+		}
+	cairn_list_batch_free(&b);
+	cairn_list_close(l);
+	if (n)
+		qsort(src, n, sizeof(*src), cmp_u64);
+	int extra = 0;
+	for (size_t k = 0; r >= 0 && k < h->nds; k++)
+		extra += h->dsrels[k][0] && /* the top always maps */
+			 !(n && bsearch(&h->dsguids[k], src, n, sizeof(*src), cmp_u64));
+	free(src);
+	return r < 0 ? r : extra;
+}
+
 /* Whether the destination dataset REL ("" or "/kid") has guid. */
 static bool has_guid(const dest_have_t *h, const char *rel, uint64_t g)
 {
@@ -615,11 +750,13 @@ static bool has_guid(const dest_have_t *h, const char *rel, uint64_t g)
 
 /* Over the source dataset (and its subtree with -R): the top's newest
  * snapshot (*newest, "ds@s"), the top's newest snapshot the destination
- * has (*common, "@s"), and whether every dataset's newest snapshot is
+ * has (*common, "@s"), whether every dataset's newest snapshot is
  * already in the destination dataset its name maps to (*current): the
- * decision is per dataset, as send plans it. */
+ * decision is per dataset, as send plans it; and whether any dataset has
+ * a snapshot there at all (*any_common: the destination is a copy of
+ * this source, even when its top has no snapshot yet). */
 static int find_common(cairn_store *st, const char *ds, bool recursive, const dest_have_t *h,
-		       char **common, char **newest, bool *current)
+		       char **common, char **newest, bool *current, bool *any_common)
 {
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = recursive ? -1 : 1,
 				.types = CAIRN_TYPE_SNAPSHOT, .fields = 1u << CAIRN_F_GUID};
@@ -629,6 +766,7 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 	cairn_list_batch b = {0};
 	*common = *newest = NULL;
 	*current = true;
+	*any_common = false;
 	size_t dl = strlen(ds);
 	char *lastds = NULL;
 	uint64_t lastguid = 0;
@@ -648,6 +786,7 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 				break;
 			}
 			lastguid = g;
+			*any_common |= has_guid(h, lastds + dl, g);
 			if ((size_t)(at - name) != dl || strncmp(name, ds, dl))
 				continue; /* a child: only its newest matters */
 			free(*newest);
@@ -701,7 +840,7 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 	cairn_store *dstore = NULL;
 	int r = 0, child = 0, efd = -1;
 	if (dst->host) {
-		const char *verb[] = {"have", NULL};
+		const char *verb[] = {"have", o->dry_run ? "-n" : NULL, NULL};
 		char **av = dest_argv(dst, verb);
 		rh.errfd = errfile_open();
 		rh.pid = spawn_piped(av, &rh.to, &rh.from, rh.errfd);
@@ -713,7 +852,7 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 			cli_err(dst->store, "cannot open the destination store");
 			return 1;
 		}
-		o->have = have_local;
+		o->have = o->dry_run ? have_local_dry : have_local;
 		o->have_arg = dstore;
 	}
 	if (o->dry_run) {
@@ -821,6 +960,45 @@ static int plan_resumed(cairn_store *st, const char *tok, const dest_have_t *h,
 	return own >= 0 ? own : r;
 }
 
+/* How many snapshots and bookmarks the destination has now that it did
+ * not have in h (both lists are sorted by guid); <0 if it cannot be
+ * listed (said). */
+static long dest_gained(const endpoint_t *dst, const dest_have_t *h)
+{
+	dest_have_t now;
+	int r = dest_guids(dst, &now);
+	if (r < 0)
+		return r;
+	long n = 0;
+	for (size_t i = 0, k = 0; i < now.n; i++) {
+		while (k < h->n && h->guids[k] < now.guids[i])
+			k++;
+		n += k == h->n || h->guids[k] != now.guids[i];
+	}
+	dest_have_free(&now);
+	return n;
+}
+
+/* After a failed resume that left no partial state there: says what
+ * became of it before the rest is sent.  Either the receiver discarded
+ * the state (the stream could not continue it), or it committed the
+ * group it resumed, and maybe more, and stopped between groups, where
+ * nothing is in flight and there is no state to keep. */
+static void say_resume_outcome(const endpoint_t *dst, const dest_have_t *h)
+{
+	long gained = dest_gained(dst, h);
+	if (gained < 0)
+		return; /* said; the listing that follows fails the same way */
+	if (gained > 0)
+		fprintf(stderr, "cairn: sync: %s: the resumed receive committed %ld snapshot(s) "
+				"before it stopped and left no partial state; sending the rest\n",
+			dst->dataset, gained);
+	else
+		fprintf(stderr, "cairn: sync: %s: the partial receive was discarded there; sending "
+				"again\n",
+			dst->dataset);
+}
+
 /* A partial receive on the destination is finished first, from its token
  * (send -t).  A token this store can no longer plan (its snapshot or
  * source is gone, the token is damaged) is unusable: the partial state is
@@ -882,7 +1060,8 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 	if (rc) {
 		/* A resumed receive that can never complete (its source gone
 		 * there, the group in flight changed here) discards its partial
-		 * state: then the sync goes on and sends that group again. */
+		 * state; one cut between groups has none left either.  Then the
+		 * sync goes on and sends what is missing. */
 		char *now = NULL;
 		int grc = dest_output(dst, verb, &now, &err);
 		/* "-", or no dataset: the discard took back the one it made */
@@ -892,9 +1071,7 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 		free(now);
 		if (!gone)
 			return -1;
-		fprintf(stderr, "cairn: sync: %s: the partial receive was discarded there; sending "
-				"again\n",
-			dst->dataset);
+		say_resume_outcome(dst, h);
 		return 1;
 	}
 	if (verbose)
@@ -951,11 +1128,14 @@ int cmd_sync(int argc, char **argv)
 	if (optind + 2 != argc)
 		return cli_usage(u, "expected SOURCE and DESTINATION");
 	endpoint_t src, dst;
-	if (parse_endpoint(argv[optind], &src) < 0)
-		return cli_usage(u, "bad endpoint");
-	if (parse_endpoint(argv[optind + 1], &dst) < 0) {
+	const char *why;
+	if (parse_endpoint(argv[optind], &src, &why) < 0)
+		return cli_usage(u, "%s: bad endpoint%s%s", argv[optind], why ? ": " : "",
+				 why ? why : "");
+	if (parse_endpoint(argv[optind + 1], &dst, &why) < 0) {
 		endpoint_free(&src);
-		return cli_usage(u, "bad endpoint");
+		return cli_usage(u, "%s: bad endpoint%s%s", argv[optind + 1], why ? ": " : "",
+				 why ? why : "");
 	}
 	int rc = sync_endpoints(&src, &dst, argv + optind, recursive, force, dry, verbose);
 	endpoint_free(&src);
@@ -993,12 +1173,12 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	int rc = 0;
 	dest_have_t h = {0};
 	char *common = NULL, *newest = NULL;
-	bool current = false;
+	bool current = false, any_common = false;
 	/* A resume is planned from what the destination has; after one, it
 	 * has more, so it is asked again. */
 	/* A dataset renamed on the source is renamed there by a stream,
 	 * even one with no snapshot to send. */
-	int renamed = 0;
+	int renamed = 0, extra = 0;
 	int r = dest_guids(&dst, &h);
 	if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
 		cli_fail(st, src.dataset, r);
@@ -1016,18 +1196,33 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	}
 	if (r < 0)
 		rc = 1; /* said */
-	else if ((r = find_common(st, src.dataset, recursive, &h, &common, &newest, &current)) <
-		 0)
+	else if ((r = find_common(st, src.dataset, recursive, &h, &common, &newest, &current,
+				  &any_common)) < 0)
 		rc = cli_fail(st, src.dataset, r);
 	else if (!newest) {
 		cli_err(src.dataset, "has no snapshots to sync");
 		rc = 1;
-	} else if (h.n && !common) {
-		cli_err(dst.dataset, "has snapshots but none in common with %s; refusing "
+	} else if (h.top_example && !common) {
+		/* Named by one of them: the refusal is about this dataset's own
+		 * snapshots or bookmarks, not its children's. */
+		bool bm = strchr(h.top_example, '#') != NULL;
+		cli_err(dst.dataset, "has %s (eg. %s) but none in common with %s; refusing "
 				     "(destroy them or pick another destination)",
-			src.dataset);
+			bm ? "bookmarks" : "snapshots", h.top_example, src.dataset);
 		rc = 1;
-	} else if (current && renamed <= 0) {
+	} else if (recursive && h.sub_example && !any_common) {
+		/* The top has none, but datasets under it do, and none of them
+		 * is a copy of this source's: a -R stream into it is not a
+		 * sync of a copy (-F would destroy them). */
+		cli_err(dst.dataset, "has no snapshots of its own, but datasets under it do (eg. %s), "
+				     "none in common with %s; refusing (destroy them or pick "
+				     "another destination)",
+			h.sub_example, src.dataset);
+		rc = 1;
+	} else if (current && renamed <= 0 && recursive && force &&
+		   (extra = dest_extra(st, src.dataset, &h)) < 0) {
+		rc = cli_fail(st, src.dataset, extra);
+	} else if (current && renamed <= 0 && extra == 0) {
 		if (verbose || dry)
 			printf("%s is up to date (%s)\n", dst.dataset, strchr(newest, '@'));
 	} else {

@@ -632,6 +632,12 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *opts);
 int cairn_chunks_present(cairn_store *st, const uint8_t (*digests)[32], size_t n,
 			 uint8_t *present);
 
+/** As cairn_chunks_present, but touches nothing: the store is left as it
+ * was, atimes included (a dry run: sync -n, have -n).  No receive may
+ * rely on its answer, since GC may remove a chunk it found. */
+int cairn_chunks_peek(cairn_store *st, const uint8_t (*digests)[32], size_t n,
+		      uint8_t *present);
+
 /** Discards the partial state of an interrupted resumable receive. */
 int cairn_recv_abort(cairn_store *st, const char *dataset);
 /** @} */

@@ -2449,18 +2449,32 @@ int cairn_recv_abort(cairn_store *st, const char *dataset)
 	return store_txn_end(st, r);
 }
 
+/* present[i] = whether the store has digests[i]; touched (kept by GC
+ * for the receive that relies on it) or only looked at.  fn: the API
+ * call, entered by the caller (errors name it). */
+static int chunks_present(cairn_store *st, const char *fn, const uint8_t (*digests)[32],
+			  size_t n, uint8_t *present, bool touch)
+{
+	if (n && (!digests || !present))
+		return store_err(st, -EINVAL, "%s: %s is NULL", fn, digests ? "present" : "digests");
+	for (size_t i = 0; i < n; i++) {
+		digest_t d;
+		memcpy(d.b, digests[i], DIGEST_LEN);
+		present[i] = (touch ? chunkstore_touch(st->cs, &d) : chunkstore_has(st->cs, &d)) == 0;
+	}
+	return 0;
+}
+
 int cairn_chunks_present(cairn_store *st, const uint8_t (*digests)[32], size_t n,
 			 uint8_t *present)
 {
 	int r = STORE_ENTER(st);
-	if (r == 0 && n && (!digests || !present))
-		r = store_err(st, -EINVAL, "%s: %s is NULL", __func__, digests ? "present" : "digests");
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < n; i++) {
-		digest_t d;
-		memcpy(d.b, digests[i], DIGEST_LEN);
-		present[i] = chunkstore_touch(st->cs, &d) == 0;
-	}
-	return 0;
+	return r < 0 ? r : chunks_present(st, __func__, digests, n, present, true);
+}
+
+int cairn_chunks_peek(cairn_store *st, const uint8_t (*digests)[32], size_t n,
+		      uint8_t *present)
+{
+	int r = STORE_ENTER(st);
+	return r < 0 ? r : chunks_present(st, __func__, digests, n, present, false);
 }

@@ -44,7 +44,7 @@ same_tree "$TESTDIR/src" "$TESTDIR/r3"
 out=$("$CAIRN" -s "$A" sync -v t1 "$B:copy" 2>&1) || fail "second sync: $out"
 echo "$out" | grep -q "up to date" || fail "second sync not a no-op: $out"
 "$CAIRN" -s "$A" sync --dry-run t1 "$B:other" >/dev/null 2>&1 && fail "sync into unrelated dataset accepted"
-fails_with 1 "none in common" "$CAIRN" -s "$A" sync t1 "$B:other"
+fails_with 1 "other: has snapshots (eg. other@x) but none in common with t1" "$CAIRN" -s "$A" sync t1 "$B:other"
 fails_with 1 "must be a local store" "$CAIRN" -s "$A" sync "host:$A:t1" "$B:x"
 # sync -R brings every dataset to its own newest snapshot, as syncoid -r
 # does: a child without the top's newest snapshot name (w@first only), or
@@ -133,4 +133,54 @@ got=$("$CAIRN" -s "$B" list -H -o name -t snapshot -r rncopy | tr '\n' ' ')
 	fail "BUG: sync -R after a rename alone: $got ($out)"
 out=$("$CAIRN" -s "$A" sync -R -v rn "$B:rncopy" 2>&1) || fail "sync -R after the rename alone, again: $out"
 echo "$out" | grep -q "up to date" || fail "sync -R after the rename alone, again, not a no-op: $out"
+# "Has snapshots but none in common" is about the destination dataset's
+# own snapshots.  A top with none, whose child there is a copy of the
+# source's child (synced alone before), is synced -R (it was refused,
+# "has snapshots", which it had not).  Without -R a child's snapshots do
+# not matter: the stream does not touch it.  With -R, a top with none over
+# children whose snapshots are unrelated to the source is refused, naming
+# one of them, and nothing changes.
+bc() { "$CAIRN" -s "$B" "$@"; }
+ok bc create ct
+ok "$CAIRN" -s "$A" sync rs/w "$B:ct/w"
+out=$("$CAIRN" -s "$A" sync -R rs "$B:ct" 2>&1) || fail "BUG: sync -R into a top without snapshots over a copy of the child: $out"
+got=$(bc list -H -o name -t snapshot -r ct | tr '\n' ' ')
+[ "$got" = "ct@first ct@x ct/w@first ct/w@late " ] || fail "sync -R into ct: $got ($out)"
+ok bc create -o source="$TESTDIR/src2" cu
+ok bc create -o source="$TESTDIR/src2/linux" cu/other
+ok bc snapshot cu/other@z
+out=$("$CAIRN" -s "$A" sync t1 "$B:cu" 2>&1) || fail "BUG: sync (not -R) refused for a child's snapshots: $out"
+[ "$(bc list -H -o guid cu@3 2>&1)" = "$("$CAIRN" -s "$A" list -H -o guid t1@3)" ] || fail "cu@3 not synced"
+ok bc create -o source="$TESTDIR/src2" cv
+ok bc create -o source="$TESTDIR/src2/linux" cv/other
+ok bc snapshot cv/other@z
+L0=$(bc list -H -p -t all -o name,guid)
+fails_with 1 "cv: has no snapshots of its own, but datasets under it do (eg. cv/other@z), none in common with t1" \
+	"$CAIRN" -s "$A" sync -R -F t1 "$B:cv"
+[ "$(bc list -H -p -t all -o name,guid)" = "$L0" ] || fail "a refused sync -R changed the destination"
+# sync -R -F destroys the datasets the source no longer has (as recv -F of
+# a -R stream does) also when that is the source's only change: a stream
+# with no snapshot carries it.  (It said "up to date" and left them until
+# something new was sent.)  A held snapshot there still stops it; without
+# -F nothing is destroyed.
+mkdir -p "$TESTDIR/rf/a" "$TESTDIR/rf/b" "$TESTDIR/rf/c"
+echo f >"$TESTDIR/rf/f"
+ok "$CAIRN" -s "$A" create -o source="$TESTDIR/rf" rf
+for k in a b c; do ok "$CAIRN" -s "$A" create rf/$k; done
+ok "$CAIRN" -s "$A" snapshot -r rf@1
+ok "$CAIRN" -s "$A" sync -R rf "$B:rfc"
+ok "$CAIRN" -s "$A" destroy -r rf/b
+ok "$CAIRN" -s "$A" destroy -r rf/c
+ok bc hold keep rfc/c@1
+out=$("$CAIRN" -s "$A" sync -R -v rf "$B:rfc" 2>&1) || fail "sync -R (no -F) after a destroy: $out"
+echo "$out" | grep -q "up to date" || fail "sync -R without -F not a no-op: $out"
+fails_with 1 "rfc/c@1: snapshot is held" "$CAIRN" -s "$A" sync -R -F rf "$B:rfc"
+got=$(bc list -H -o name -r rfc | tr '\n' ' ')
+[ "$got" = "rfc rfc/a rfc/b rfc/c " ] || fail "a refused sync -R -F changed the destination: $got"
+ok bc release keep rfc/c@1
+out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F after a destroy: $out"
+got=$(bc list -H -o name -r rfc | tr '\n' ' ')
+[ "$got" = "rfc rfc/a " ] || fail "BUG: sync -R -F left datasets the source destroyed: $got ($out)"
+out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F again: $out"
+echo "$out" | grep -q "up to date" || fail "sync -R -F again not a no-op: $out"
 done_test

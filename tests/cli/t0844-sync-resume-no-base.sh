@@ -46,7 +46,7 @@ CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN ca sync -R tank "localhost:$B:tk" 
 	fail "sync -R with no base succeeded"
 grep -q "tk: discarding the partial receive (resume token's incremental source is gone, and the receiver has no other base for tank)" \
 	"$TESTDIR/err" || fail "BUG: the dead resume is not refused: $(cat "$TESTDIR/err")"
-grep -q "has snapshots but none in common with tank" "$TESTDIR/err" ||
+grep -q "has snapshots (eg. tk@s0) but none in common with tank" "$TESTDIR/err" ||
 	fail "no 'none in common' after the discard: $(cat "$TESTDIR/err")"
 [ "$(cb get -H -o value receive_resume_token tk)" = - ] || fail "BUG: the dead partial state was kept"
 done_test

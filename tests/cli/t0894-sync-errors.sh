@@ -5,7 +5,9 @@
 #  - the sender fails (a chunk of the source is missing from its store);
 #  - the destination store does not exist;
 #  - the link fails before anything is sent (ssh cannot connect);
-#  - the destination dies in the middle of the stream (killed).
+#  - the destination dies in the middle of the stream (killed);
+#  - the receiver's refusal spans two lines (destination has snapshots):
+#    one sync line carries both, in order.
 # Nothing on the target changes.
 . "$(dirname "$0")/lib.sh"
 cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
@@ -120,6 +122,11 @@ for try in 1 2; do
 	echo "$out" | grep -q "^cairn: sync: bk2: receiving tank@4 (resumed): destination has snapshots" ||
 		fail "try $try: the refusal is not reported: $out"
 	echo "$out" | grep -q "sync again" && fail "try $try: a refusal says to run sync again: $out"
+	# recv says it on two lines (zfs's words); sync's one line has both,
+	# and nothing comes before it (the second line was printed first)
+	echo "$out" | head -1 | grep -q "^cairn: sync: bk2: .*destination has snapshots (eg. bk2@mine); must destroy them to overwrite it$" ||
+		fail "try $try: recv's two-line refusal is not one line, in order: $out"
+	[ "$(echo "$out" | wc -l)" = 1 ] || fail "try $try: more than one line: $out"
 done
 ok cb destroy bk2@mine
 ok ca sync tank "$B:bk2"

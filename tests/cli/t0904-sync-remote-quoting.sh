@@ -7,7 +7,11 @@
 #    than 8 KiB (it was cut there, and the far shell saw a broken line);
 #  - a destination (or source) dataset name beginning with '-' is refused
 #    before anything runs, not read as an option by the far side's cairn;
-#  - an ssh that cannot be run is named in the error.
+#  - an ssh that cannot be run is named in the error;
+#  - an IPv6 host in brackets, [ADDR] or USER@[ADDR], reaches ssh without
+#    them (ssh does not strip brackets: "Could not resolve hostname
+#    [::1]"), and malformed brackets are refused, naming the endpoint and
+#    what is wrong, before ssh runs.
 . "$(dirname "$0")/lib.sh"
 cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
 new_store
@@ -60,4 +64,38 @@ fails_with 1 "bad dataset name" ca sync -- -r "localhost:$B:bk"
 # ---- an ssh that cannot run is named ----
 CAIRN_SSH=$TESTDIR/no-such-ssh fails_with 1 "cannot run '$TESTDIR/no-such-ssh'" \
 	ca sync tank "localhost:$B:bk"
+# ---- IPv6 hosts in brackets ----
+B6=$TESTDIR/b6
+ok "$CAIRN" -s "$B6" init >/dev/null
+for host in "[::1]" "bob@[::1]" "[fe80::1%eth0]" "::1"; do
+	: >"$TESTDIR/ssh.log"
+	out=$(ca sync tank "$host:$B6:v6" 2>&1) || fail "sync to $host: $out"
+	want=${host//[\[\]]/}
+	[ "$(sort -u "$TESTDIR/ssh.log")" = "$want" ] ||
+		fail "BUG: sync to $host ran ssh for host '$(sort -u "$TESTDIR/ssh.log" | tr '\n' ' ')', not '$want'"
+done
+[ "$("$CAIRN" -s "$B6" list -H -p -o guid v6@1)" = "$(ca list -H -p -o guid tank@1)" ] ||
+	fail "sync over a bracketed IPv6 host did not arrive"
+L0=$("$CAIRN" -s "$B6" list -H -p -t all -o name,guid)
+: >"$TESTDIR/ssh.log"
+# bad6 ENDPOINT WHY: sync to ENDPOINT is a usage error (exit 2) whose first
+# line names it and says WHY (compared as text, brackets and all)
+bad6() {
+	local err rc
+	err=$(ca sync tank "$1" 2>&1 >/dev/null)
+	rc=$?
+	[ $rc = 2 ] || fail "sync to $1: exit $rc, not 2 ($err)"
+	[[ ${err%%$'\n'*} == "cairn: sync: $1: bad endpoint: $2"* ]] ||
+		fail "sync to $1 does not say 'bad endpoint: $2': $err"
+}
+bad6 "[::1:$B6:v6" "'[' without a closing ']'"
+bad6 "[::1]$B6:v6" "a host in brackets must be followed by ':/STORE:DATASET'"
+bad6 "[::1]:pool/ds" "a host in brackets must be followed by ':/STORE:DATASET'"
+bad6 "bob@[::1]x:$B6:v6" "a host in brackets must be followed by ':/STORE:DATASET'"
+bad6 "[]:$B6:v6" "not an IPv6 address between '[' and ']'"
+bad6 "[far]:$B6:v6" "not an IPv6 address between '[' and ']'"
+bad6 "bob@[-oProxyCommand=x]:$B6:v6" "not an IPv6 address between '[' and ']'"
+bad6 "ho[st:$B6:v6" "'[' or ']' in a host"
+[ -s "$TESTDIR/ssh.log" ] && fail "ssh ran for a malformed endpoint: $(cat "$TESTDIR/ssh.log")"
+[ "$("$CAIRN" -s "$B6" list -H -p -t all -o name,guid)" = "$L0" ] || fail "a refused endpoint changed the target"
 done_test

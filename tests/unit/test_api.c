@@ -168,6 +168,9 @@ static int no_hold(const char *snap, const char *tag, int64_t time, int pid, voi
 	X(0, cairn_chunks_present(NULL, digest0, 1, (uint8_t[1]){0}))                         \
 	X(1, cairn_chunks_present(st, NULL, 1, (uint8_t[1]){0}))                              \
 	X(1, cairn_chunks_present(st, digest0, 1, NULL))                                       \
+	X(0, cairn_chunks_peek(NULL, digest0, 1, (uint8_t[1]){0}))                            \
+	X(1, cairn_chunks_peek(st, NULL, 1, (uint8_t[1]){0}))                                 \
+	X(1, cairn_chunks_peek(st, digest0, 1, NULL))                                          \
 	X(0, cairn_recv_abort(NULL, "pool"))                                                   \
 	X(1, cairn_recv_abort(st, NULL))                                                       \
 	X(0, cairn_gc(NULL, NULL, NULL))                                                       \
