@@ -1,4 +1,5 @@
 /* cmd_send.c - cairn send: a replication stream to stdout. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,26 @@ static void est(const char *kind, const char *from, const char *to, uint64_t byt
 	} else {
 		fprintf(e->out, "full send of %s estimated size is %s\n", to, b);
 	}
+}
+
+/* zfs mode: send -R refused for a descendant without the snapshot.  The
+ * library's detail starts "CHILD@S: ..." with CHILD below snap's
+ * dataset; zfs (libzfs_sendrecv.c) words that refusal as "cannot send
+ * DS@S recursively: snapshot CHILD@S does not exist", not as its usual
+ * "cannot open 'X'", and scripts match it.  0 when it printed that. */
+static int zfs_recursive_refusal(cairn_store *st, const char *snap, int r)
+{
+	const char *d = cairn_store_errdetail(st), *at = strchr(snap, '@');
+	size_t dslen = at ? (size_t)(at - snap) : 0;
+	size_t objlen = d ? strcspn(d, ": ") : 0;
+	if (r != -ENOENT || !at || !d || d[objlen] != ':' || strncmp(d, snap, dslen) ||
+	    d[dslen] != '/' || objlen <= strlen(at) ||
+	    strncmp(d + objlen - strlen(at), at, strlen(at)))
+		return -1;
+	cli_progress_done();
+	fprintf(stderr, "cannot send %s recursively: snapshot %.*s does not exist\n", snap,
+		(int)objlen, d);
+	return 0;
 }
 
 int cmd_send(int argc, char **argv)
@@ -136,7 +157,11 @@ int cmd_send(int argc, char **argv)
 	}
 	if (r == 0)
 		r = cairn_send(st, snap, &o);
-	int rc = r < 0 ? cli_fail(st, snap ? snap : "resume token", r) : 0;
+	int rc = 0;
+	if (r < 0 && g_cli.zfs && o.recursive && snap && zfs_recursive_refusal(st, snap, r) == 0)
+		rc = 1;
+	else if (r < 0)
+		rc = cli_fail(st, snap ? snap : "resume token", r);
 	if (r == 0 && o.dry_run && verbose) {
 		char b[32];
 		cli_size(b, sizeof(b), o.bytes, e.parsable);

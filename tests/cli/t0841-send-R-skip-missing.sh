@@ -103,7 +103,7 @@ ca send -R -n -v pool@c >"$TESTDIR/out" 2>"$TESTDIR/err" || fail "send -R -n -v 
 grep -q "^skipping dataset pool/late: snapshot pool/late@c does not exist$" "$TESTDIR/err" ||
 	fail "send -R -n -v: no note for pool/late: $(cat "$TESTDIR/err")"
 
-# ---- zfs mode: zfs's words for the warning and the note ----
+# ---- zfs mode: zfs's words for the refusal and the warning ----
 BIN=$TESTDIR/bin
 mkdir -p "$BIN" && ln -s "$CAIRN" "$BIN/zfs"
 printf 'pool %s\n' "$CAIRN_STORE" >"$TESTDIR/pools"
@@ -112,6 +112,7 @@ ok ca destroy -r pool/late
 ok ca snapshot pool@d # pool/ok lacks it, older
 ok ca create -o source="$S/late" pool/late2 # after pool@d
 ok ca snapshot pool/late2@x
+fails_with 1 "^cannot send pool@d recursively: snapshot pool/ok@d does not exist$" zfs send -R pool@d
 zfs send -R -s pool@d 2>"$TESTDIR/err" >/dev/null || fail "zfs send -R -s pool@d: $(cat "$TESTDIR/err")"
 grep -q "^WARNING: skipping dataset pool/ok and its children: snapshot d does not exist$" "$TESTDIR/err" ||
 	fail "zfs send -R -s: not zfs's warning: $(cat "$TESTDIR/err")"
