@@ -1,4 +1,5 @@
 /* cmd_send.c - cairn send: a replication stream to stdout. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,18 +8,38 @@
 #include "cli.h"
 
 static const char *u =
-	"send [-R] [-w] [-i SNAPSHOT|BOOKMARK | -I SNAPSHOT] [-n] [-v] [-P] SNAPSHOT\n"
+	"send [-R [-s]] [-w] [-i SNAPSHOT|BOOKMARK | -I SNAPSHOT] [-n] [-v] [-P] SNAPSHOT\n"
 	"       cairn send [-n] [-v] [-P] -t RECEIVE_RESUME_TOKEN\n"
-	"  Long forms: --replicate (-R), --raw (-w), --dryrun (-n), --verbose (-v),\n"
-	"  --parsable (-P), --resume (-t).  Accepted and ignored, for zfs scripts:\n"
-	"  -L/--large-block, -c/--compressed, -e/--embed, -h/--holds, -b/--backup,\n"
-	"  -p/--props, -D/--dedup (cairn streams carry their own chunking and\n"
-	"  compression; -R streams carry properties).";
+	"  -s: with -R, skip (with a warning) a dataset that lacks the snapshot, and\n"
+	"  everything below it, instead of refusing the send.\n"
+	"  Long forms: --replicate (-R), --skip-missing (-s), --raw (-w), --dryrun (-n),\n"
+	"  --verbose (-v), --parsable (-P), --resume (-t).  Accepted and ignored, for\n"
+	"  zfs scripts: -L/--large-block, -c/--compressed, -e/--embed, -h/--holds,\n"
+	"  -b/--backup, -p/--props, -D/--dedup (cairn streams carry their own chunking\n"
+	"  and compression; -R streams carry properties).";
 
 typedef struct eopts {
 	bool parsable;
+	bool verbose;
 	FILE *out;
 } eopts_t;
+
+/* A dataset send -R leaves out: with -s, one that lacks the snapshot is
+ * always worth a warning (the stream is not the whole subtree); one made
+ * after the snapshot only with -v.  zfs's texts in zfs mode (there the
+ * snapshot goes by its short name). */
+static void skipped(const char *ds, const char *snap, bool missing, void *arg)
+{
+	const eopts_t *e = arg;
+	char name[600];
+	snprintf(name, sizeof(name), "%s%s%s", g_cli.zfs ? "" : ds, g_cli.zfs ? "" : "@", snap);
+	if (missing)
+		fprintf(stderr,
+			"WARNING: skipping dataset %s and its children: snapshot %s does not exist\n",
+			ds, name);
+	else if (e->verbose)
+		fprintf(stderr, "skipping dataset %s: snapshot %s does not exist\n", ds, name);
+}
 
 static void est(const char *kind, const char *from, const char *to, uint64_t bytes, void *arg)
 {
@@ -38,6 +59,26 @@ static void est(const char *kind, const char *from, const char *to, uint64_t byt
 	}
 }
 
+/* zfs mode: send -R refused for a descendant without the snapshot.  The
+ * library's detail starts "CHILD@S: ..." with CHILD below snap's
+ * dataset; zfs (libzfs_sendrecv.c) words that refusal as "cannot send
+ * DS@S recursively: snapshot CHILD@S does not exist", not as its usual
+ * "cannot open 'X'", and scripts match it.  0 when it printed that. */
+static int zfs_recursive_refusal(cairn_store *st, const char *snap, int r)
+{
+	const char *d = cairn_store_errdetail(st), *at = strchr(snap, '@');
+	size_t dslen = at ? (size_t)(at - snap) : 0;
+	size_t objlen = d ? strcspn(d, ": ") : 0;
+	if (r != -ENOENT || !at || !d || d[objlen] != ':' || strncmp(d, snap, dslen) ||
+	    d[dslen] != '/' || objlen <= strlen(at) ||
+	    strncmp(d + objlen - strlen(at), at, strlen(at)))
+		return -1;
+	cli_progress_done();
+	fprintf(stderr, "cannot send %s recursively: snapshot %.*s does not exist\n", snap,
+		(int)objlen, d);
+	return 0;
+}
+
 int cmd_send(int argc, char **argv)
 {
 	cairn_send_opts o = {.fd = 1, .progress = cli_progress};
@@ -51,11 +92,13 @@ int cmd_send(int argc, char **argv)
 		{"holds", no_argument, 0, 'h'},      {"backup", no_argument, 0, 'b'},
 		{"props", no_argument, 0, 'p'},      {"dedup", no_argument, 0, 'D'},
 		{"raw", no_argument, 0, 'w'},        {"help", no_argument, 0, '?'},
+		{"skip-missing", no_argument, 0, 's'},
 		{0}};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "Ri:I:nvPt:wLcehbpD", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "Rsi:I:nvPt:wLcehbpD", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'R': o.recursive = true; break;
+		case 's': o.skip_missing = true; break;
 		case 'h':
 			if (g_cli.help)
 				return cli_usage(u, NULL); /* cairn send -h: help */
@@ -77,6 +120,10 @@ int cmd_send(int argc, char **argv)
 		default: return cli_usage(u, NULL);
 		}
 	}
+	/* zfs's rule and meaning: only a replication stream has children to skip. */
+	if (o.skip_missing && !o.recursive)
+		return cli_usage(u, "skip-missing flag can only be used in conjunction with replicate "
+				    "(-s needs -R)");
 	if (o.resume_token ? optind != argc : optind + 1 != argc)
 		return cli_usage(u, o.resume_token ? "no snapshot with -t" : "expected one snapshot");
 	if (!o.dry_run && isatty(1)) {
@@ -85,10 +132,11 @@ int cmd_send(int argc, char **argv)
 		return 1;
 	}
 	e.out = o.dry_run ? stdout : stderr;
-	if (verbose) {
+	e.verbose = verbose;
+	o.arg = &e;
+	o.skipped = skipped;
+	if (verbose)
 		o.estimate = est;
-		o.arg = &e;
-	}
 	/* With -v (not -n), print the estimate first, like zfs send -v. */
 	cairn_store *st;
 	if (cli_open(&st))
@@ -105,10 +153,15 @@ int cmd_send(int argc, char **argv)
 			fprintf(stderr, e.parsable ? "size\t%s\n" : "total estimated size is %s\n", b);
 		}
 		o.estimate = NULL;
+		o.skipped = NULL; /* the estimate said it already */
 	}
 	if (r == 0)
 		r = cairn_send(st, snap, &o);
-	int rc = r < 0 ? cli_fail(st, snap ? snap : "resume token", r) : 0;
+	int rc = 0;
+	if (r < 0 && g_cli.zfs && o.recursive && snap && zfs_recursive_refusal(st, snap, r) == 0)
+		rc = 1;
+	else if (r < 0)
+		rc = cli_fail(st, snap ? snap : "resume token", r);
 	if (r == 0 && o.dry_run && verbose) {
 		char b[32];
 		cli_size(b, sizeof(b), o.bytes, e.parsable);

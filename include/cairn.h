@@ -511,8 +511,9 @@ typedef struct cairn_send_opts {
 			     * without from: every snapshot up to the target */
 	bool recursive;     /**< -R: the dataset subtree, properties, all snapshots.
 			     * A descendant made before the snapshot must have its
-			     * name (-ENOENT, naming it, otherwise); one made after
-			     * it is left out with its subtree, as zfs does */
+			     * name (-ENOENT, naming it, otherwise; see
+			     * skip_missing); one made after it is left out with
+			     * its subtree, as zfs does (see skipped) */
 	bool dry_run;       /**< -n: estimate only */
 	const char *resume_token; /**< -t: continue an interrupted receive */
 	int fd;             /**< where the stream goes */
@@ -558,6 +559,23 @@ typedef struct cairn_send_opts {
 	 * after a release goes at the end, so the ones before keep their
 	 * offsets.) */
 	const char *const *base_datasets;
+	/** -s (zfs send --skip-missing), with recursive only (-EINVAL
+	 * otherwise; ignored with resume_token, and a resumed stream
+	 * cannot skip: the token does not record it): a descendant made before the snapshot that lacks its
+	 * name is left out with its whole subtree (skipped is called for it)
+	 * instead of refusing the send.  The stream then says it left
+	 * datasets out, and recv -F destroys no dataset on its strength
+	 * (only snapshots of the datasets it carries): the receiver cannot
+	 * tell a dataset left out from one destroyed on the sender, and
+	 * destroying a copy of a dataset the sender still has would lose
+	 * data.  zfs destroys them; see docs/REPLICATION.md. */
+	bool skip_missing;
+	/** Optional, with recursive (not sync): called once for each
+	 * descendant the stream leaves out (not for those below it), with
+	 * the snapshot's short name (after the "@").  missing: it existed
+	 * when the snapshot was taken (skip_missing left it out); false: it
+	 * was made after, and is left out as zfs does.  arg is opts->arg. */
+	void (*skipped)(const char *dataset, const char *snap, bool missing, void *arg);
 } cairn_send_opts;
 
 /** Writes a send stream of snap ("ds@snap") to opts->fd (opts is

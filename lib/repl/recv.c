@@ -1157,7 +1157,10 @@ static int apply_meta(rctx_t *c)
 	for (size_t i = 0; r == 0 && i < c->nds; i++)
 		if (c->ds[i].has_list)
 			r = apply_snaplist(c, &c->ds[i]);
-	if (r == 0 && (c->flags & STREAM_F_RECURSIVE) && c->o->force)
+	/* A stream that skipped datasets (send -R -s) does not list all the
+	 * sender's: what it lacks may still be there, so nothing goes. */
+	if (r == 0 && (c->flags & STREAM_F_RECURSIVE) && c->o->force &&
+	    !(c->flags & STREAM_F_SKIPPED))
 		r = reconcile(c);
 	return r;
 }

@@ -263,37 +263,61 @@ static int plan_decrypted(cairn_store *st, splan_t *p, const ds_row_t *ds,
 	return r;
 }
 
+/* Where a descendant of send -R DS@to (not sync) stands; see descendant_in. */
+enum { DS_IN, DS_BELOW_OUT, DS_NEWER, DS_MISSING };
+
 /* send -R DS@to (not sync): whether descendant ds goes in the stream.
- * Returns 0 when it has @to, 1 when it is left out with its subtree, or
- * an error naming it.  As zfs: a descendant made after DS@to was taken
- * is left out, and so is everything below one left out; one that was
- * there already must have @to, or the whole send is refused.  (Before,
- * such a descendant went in as an empty DATASET record, and the receiver
- * created it empty although the sender had data for it.)  Its parent
- * lacking @to means the parent was left out: a parent that existed would
- * have refused the send already.  "Made after" compares createtxgs; a
- * dataset made in the very transaction of its parent's @to is one a
- * receive created, and a zfs receive also creates children after their
- * parent's snapshots. */
-static int descendant_in(cairn_store *st, const ds_row_t *ds, const char *to, const char *top)
+ * DS_IN when it has @to; DS_BELOW_OUT when its parent lacks @to: the
+ * parent was left out (one that existed and lacked it would have refused
+ * the send already, or been skipped), and so is everything below it.
+ * DS_NEWER: made after DS@to was taken, left out as zfs does.
+ * DS_MISSING: there already when DS@to was taken, yet without @to: the
+ * whole send is refused (as zfs), unless -s skips it.  (Before, such a
+ * descendant went in as an empty DATASET record, and the receiver
+ * created it empty although the sender had data for it.)  "Made after"
+ * compares createtxgs; a dataset made in the very transaction of its
+ * parent's @to is one a receive created, and a zfs receive also creates
+ * children after their parent's snapshots. */
+static int descendant_in(cairn_store *st, const ds_row_t *ds, const char *to)
 {
 	snap_row_t own = {0}, up = {0};
 	int r = catalog_snap_lookup(st->cat, ds->parent, to, &up);
 	if (r == -ENOENT)
-		return 1;
+		return DS_BELOW_OUT;
 	if (r == 0)
 		r = catalog_snap_lookup(st->cat, ds->id, to, &own);
-	if (r == -ENOENT)
-		r = ds->createtxg >= up.createtxg
-			    ? 1
-			    : store_err(st, -ENOENT,
-					"%s@%s: no such snapshot, though %s is older than %s@%s: "
-					"send -R needs it in every dataset of the subtree made "
-					"before it (snapshot -r takes it in each)",
-					ds->name, to, ds->name, top, to);
+	if (r == 0)
+		r = DS_IN;
+	else if (r == -ENOENT)
+		r = ds->createtxg >= up.createtxg ? DS_NEWER : DS_MISSING;
 	snap_row_clear(&own);
 	snap_row_clear(&up);
 	return r;
+}
+
+/* Decides on a descendant that descendant_in placed: 0 when it goes in,
+ * 1 when it is left out with its subtree (telling o->skipped about the
+ * top of each subtree left out), or the refusal naming it.  A stream
+ * that skipped a dataset the sender had at @to's time says so, so that
+ * recv -F does not destroy the receiver's copy of it. */
+static int place_descendant(cairn_store *st, splan_t *p, const ds_row_t *ds, const char *to,
+			    const char *top, const cairn_send_opts *o)
+{
+	int k = descendant_in(st, ds, to);
+	if (k < 0 || k == DS_IN)
+		return k < 0 ? k : 0;
+	if (k == DS_MISSING && !o->skip_missing)
+		return store_err(st, -ENOENT,
+				 "%s@%s: no such snapshot, though %s is older than %s@%s: "
+				 "send -R needs it in every dataset of the subtree made "
+				 "before it (snapshot -r takes it in each; send -R -s skips "
+				 "such datasets)",
+				 ds->name, to, ds->name, top, to);
+	if (k == DS_MISSING)
+		p->flags |= STREAM_F_SKIPPED;
+	if (k != DS_BELOW_OUT && o->skipped)
+		o->skipped(ds->name, to, k == DS_MISSING, o->arg);
+	return 1;
 }
 
 /* Plans one dataset of the stream: 0, 1 when it is left out (not even
@@ -305,7 +329,7 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 	bool top = ds->id == topds->id;
 	/* Before the encryption checks: zfs refuses nothing it leaves out. */
 	if (!top && !o->base_guids) {
-		int k = descendant_in(st, ds, to, topds->name);
+		int k = place_descendant(st, p, ds, to, topds->name, o);
 		if (k != 0)
 			return k;
 	}
@@ -415,6 +439,9 @@ static void sort_groups(splan_t *p)
 
 static int plan_send(cairn_store *st, const char *snap, const cairn_send_opts *o, splan_t *p)
 {
+	/* zfs's rule: without -R there is no subtree to skip in. */
+	if (o->skip_missing && !o->recursive)
+		return store_err(st, -EINVAL, "%s: -s (skip missing snapshots) needs -R", snap);
 	ds_row_t ds = {0};
 	const char *to;
 	int r = snapshot_split(st, snap, &ds, &to);

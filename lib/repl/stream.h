@@ -44,8 +44,13 @@ enum rec_type {
 #define STREAM_F_RESUMED 0x2
 #define STREAM_F_INTERMEDIATES 0x4 /* planned as -I (every snapshot in the range) */
 #define STREAM_F_RAW 0x8 /* send -w: encrypted datasets' blobs as stored, with their keys */
+/* send -R -s left out a dataset the sender had when the snapshot was
+ * taken: the stream's datasets are not all the sender's, so recv -F
+ * destroys none of the receiver's on its strength. */
+#define STREAM_F_SKIPPED 0x10
 #define STREAM_F_ALL                                                                 \
-	(STREAM_F_RECURSIVE | STREAM_F_RESUMED | STREAM_F_INTERMEDIATES | STREAM_F_RAW)
+	(STREAM_F_RECURSIVE | STREAM_F_RESUMED | STREAM_F_INTERMEDIATES | STREAM_F_RAW |  \
+	 STREAM_F_SKIPPED)
 
 /* The most datasets one stream may declare (DATASET records): send refuses
  * to write more, recv refuses to read more (docs/REPLICATION.md). */

@@ -115,13 +115,20 @@ want=$(ca list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk|')
 cb restore tk/w@late "$TESTDIR/r-w" && cmp -s "$T/w/h" "$TESTDIR/r-w/h" ||
 	fail "tk/w@late does not hold tank/w's data"
 
-# ---- zfs mode names it too, in its "cannot VERB 'X': why" form (zfs
-# itself says "cannot send pool@f recursively: snapshot pool/kid@f does
-# not exist"; zfs mode words a failed send's object as "open") ----
+# ---- zfs mode words it as zfs does (libzfs_sendrecv.c), not in its
+# usual "cannot open 'X': why" form; the native wording (above) keeps
+# the object and the reason.  The stream's top missing stays "cannot
+# open", as zfs says. ----
 BIN=$TESTDIR/bin
 mkdir -p "$BIN" && ln -s "$CAIRN" "$BIN/zfs"
 printf 'pool %s\n' "$CAIRN_STORE" >"$TESTDIR/pools"
 ok ca snapshot pool@f
-fails_with 1 "^cannot open 'pool/kid@f': no such snapshot, though pool/kid is older" env CAIRN_POOLS_FILE="$TESTDIR/pools" \
-	"$BIN/zfs" send -R pool@f
+fails_with 1 "^cannot send pool@f recursively: snapshot pool/kid@f does not exist$" \
+	env CAIRN_POOLS_FILE="$TESTDIR/pools" "$BIN/zfs" send -R pool@f
+out=$(env CAIRN_POOLS_FILE="$TESTDIR/pools" "$BIN/zfs" send -R pool@f 2>&1 >/dev/null)
+[ "$(echo "$out" | wc -l)" = 1 ] || fail "zfs send -R: one line of refusal expected: $out"
+fails_with 1 "^cannot open 'pool@nosuch': dataset does not exist$" \
+	env CAIRN_POOLS_FILE="$TESTDIR/pools" "$BIN/zfs" send -R pool@nosuch
+fails_with 1 "^cannot send pool@f recursively: snapshot pool/kid@f does not exist$" \
+	env CAIRN_POOLS_FILE="$TESTDIR/pools" "$BIN/zfs" send -R -i @e pool@f
 done_test

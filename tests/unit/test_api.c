@@ -650,6 +650,12 @@ int main(void)
 	CHECK_EQ(cairn_prune(st, "pool", NULL), -EINVAL);
 	CHECK(cairn_store_errdetail(st)[0] != 0);
 	CHECK_EQ(cairn_send(st, "pool@x", NULL), -EINVAL);
+	/* skip_missing without recursive: zfs refuses send -s without -R,
+	 * and so does the library, not only the CLI (nothing written). */
+	cairn_send_opts skip = {.fd = -1, .skip_missing = true};
+	CHECK_EQ(cairn_send(st, "pool@x", &skip), -EINVAL);
+	CHECK(strstr(cairn_store_errdetail(st), "pool@x: -s (skip missing snapshots) needs -R"));
+	CHECK_EQ(skip.bytes, 0);
 	CHECK_EQ(cairn_recv(st, NULL), -EINVAL);
 	l = (cairn_list *)&n;
 	CHECK_EQ(cairn_list_open(st, NULL, &l), -EINVAL);
