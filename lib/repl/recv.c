@@ -1789,18 +1789,37 @@ static int tree_sealed(rctx_t *c, const psnap_t *s)
 	return sealed;
 }
 
+/* A chunk snapshot s names that have_chunk did not confirm (h < 0).
+ * Missing (-ENOENT): the stream should have carried it; chunk_missing
+ * tells read_snapend, which may blame a changed group.  Any other error
+ * (EIO from the disk or NFS while touching it) says nothing about the
+ * stream: it is reported as itself, with its own code, so the message
+ * points at the receiver's store and the partial state stays for a
+ * retry (t0847). */
+static int chunk_not_found(rctx_t *c, const psnap_t *s, const digest_t *d, int h, bool tree)
+{
+	c->chunk_missing = h == -ENOENT;
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(d, hex);
+	if (h != -ENOENT)
+		return store_err(c->st, h,
+				 "%s@%s: %schunk %s: cannot check that it is on the receiver: %s",
+				 s->target, s->name, tree ? "tree " : "", hex, cairn_strerror(h));
+	if (tree)
+		return bad(c, "tree chunk neither sent nor present");
+	return store_err(c->st, CAIRN_ECORRUPT,
+			 "%s@%s: chunk %s was neither sent nor present on the receiver", s->target,
+			 s->name, hex);
+}
+
 static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 {
 	for (size_t i = 0; i < s->tree.len / CHUNK_REF_WIRE; i++) {
 		chunk_ref_t ref;
 		chunk_ref_unpack(s->tree.data + i * CHUNK_REF_WIRE, &ref);
 		int h = have_chunk(c, &ref.digest);
-		if (h < 0) {
-			/* Missing: not a touch that failed otherwise (EIO...),
-			 * after which the state must stay for a retry. */
-			c->chunk_missing = h == -ENOENT;
-			return bad(c, "tree chunk neither sent nor present");
-		}
+		if (h < 0)
+			return chunk_not_found(c, s, &ref.digest, h, true);
 	}
 	/* An encrypted tree (raw stream) cannot be read here: its chunks are
 	 * checked for structure, its index for completeness.  A plain one's
@@ -1824,12 +1843,7 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	while (r == 0 && (k = idxrd_next(&x, &ref)) == 1) {
 		int h = have_chunk(c, &ref.digest);
 		if (h < 0) {
-			c->chunk_missing = h == -ENOENT;
-			char hex[DIGEST_HEX_LEN + 1];
-			digest_to_hex(&ref.digest, hex);
-			r = store_err(c->st, CAIRN_ECORRUPT,
-				      "%s@%s: chunk %s was neither sent nor present on the receiver",
-				      s->target, s->name, hex);
+			r = chunk_not_found(c, s, &ref.digest, h, false);
 		} else if (refset_add(&listed, &ref) < 0) {
 			r = -ENOMEM;
 		} else if (!sealed) {
