@@ -124,6 +124,10 @@ typedef struct rctx {
 	bool ready; /* GROUPEND verified, commit due */
 	bool any_snap;
 	refset_t got; /* chunks received for the group (kept by GC via recvstate) */
+	/* The identities of the group's snapshots so far, in stream order
+	 * (token_group_add): a checkpoint's token carries their digest, so
+	 * send -t can tell that the group it resumes is still this one. */
+	buf_t gids;
 	uint64_t group_pos, since_checkpoint_chunks, since_checkpoint_bytes;
 	/* the snapshot being received */
 	psnap_t cur;
@@ -434,7 +438,9 @@ static int checkpoint(rctx_t *c)
 	resume_token_t t = {.toguid = c->toguid, .fromguid = c->fromguid, .group = c->group_txg,
 			    .skip = c->group_pos,
 			    .flags = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES |
-						 STREAM_F_RAW)};
+						 STREAM_F_RAW),
+			    .gsnaps = c->gids.len / 16};
+	token_group_digest(&c->gids, t.gdigest);
 	char tok[TOKEN_MAX];
 	token_encode(&t, tok);
 	uint64_t txg;
@@ -1478,11 +1484,14 @@ static int read_snap(rctx_t *c)
 			c->group_pos = c->resume_skip;
 		}
 		c->group_txg = txg;
+		c->gids.len = 0;
 	}
 	rds_t *cur = (rds_t *)c->cur_ds;
 	if (cur->group_mark == txg)
 		return bad(c, "two snapshots of one dataset in a group");
 	cur->group_mark = txg;
+	if (token_group_add(&c->gids, s->guid, s->fromguid) < 0)
+		return -ENOMEM;
 	c->any_snap = true;
 	r = target_has(c, s);
 	if (r < 0)
@@ -2176,6 +2185,7 @@ static void ctx_free(rctx_t *c)
 {
 	sr_free(&c->rd);
 	refset_free(&c->got);
+	buf_free(&c->gids);
 	refset_free(&c->seen);
 	refset_free(&c->roots);
 	recvq_close(c->vq);
