@@ -150,6 +150,9 @@ typedef struct rctx {
 	/* check_complete found a chunk of the snapshot neither in the
 	 * stream nor on the receiver. */
 	bool chunk_missing;
+	/* keep_checked_group: the group keeps its partial state (-s) though
+	 * no snapshot of it is open or pending. */
+	bool keep_group;
 	/* Parents of the top that a checkpoint made (-d, -e), deepest first:
 	 * a discarded state takes them back. */
 	char **made;
@@ -1898,6 +1901,22 @@ out:
 	return r;
 }
 
+/* A snapshot failed its completeness check for a chunk the stream left
+ * out (not in a resumed group, where that means the group changed and the
+ * state is discarded).  Like any damaged stream, it leaves its group's
+ * partial state (-s), also when it is the group's first snapshot (in_snap
+ * is cleared by then).  A chunk left out
+ * was not counted, but the sender counts its position: a token skipping
+ * by the count would skip it again, and that resume would find it
+ * missing in the resumed group and discard the state as a changed group.
+ * So that token skips nothing of the group: the resume sends all of it
+ * again (sync only what the receiver lacks), and the gap is filled. */
+static void keep_checked_group(rctx_t *c)
+{
+	c->keep_group = true;
+	c->group_pos = 0;
+}
+
 static int read_snapend(rctx_t *c)
 {
 	uint64_t g = sr_u64(&c->rd);
@@ -1919,6 +1938,8 @@ static int read_snapend(rctx_t *c)
 	else if (r < 0 && c->chunk_missing && (c->flags & STREAM_F_RESUMED) &&
 		 !c->last_group_txg && c->group_txg == c->resume_txg)
 		r = group_changed(c, &c->cur);
+	else if (r < 0 && c->chunk_missing)
+		keep_checked_group(c);
 	if (r < 0)
 		return r;
 	psnap_t *p = realloc(c->pend, (c->npend + 1) * sizeof(*p));
@@ -2416,7 +2437,7 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 		r = run(&c);
 		/* A group in flight keeps its chunks and a token (-s); a group
 		 * refused by the target (-EEXIST) can never commit: no token. */
-		bool in_group = c.in_snap || c.npend || c.nskipped_in_group;
+		bool in_group = c.in_snap || c.npend || c.nskipped_in_group || c.keep_group;
 		/* Only an interrupted or damaged stream leaves partial state,
 		 * not a refusal (another guid, no source, a busy target...). */
 		bool cut = r == -EPIPE || r == -EINTR || r == -EIO || r == CAIRN_ECORRUPT;
