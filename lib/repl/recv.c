@@ -442,7 +442,7 @@ static int checkpoint(rctx_t *c)
 			    .skip = c->group_pos,
 			    .flags = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES |
 						 STREAM_F_RAW),
-			    .gsnaps = c->gids.len / 16};
+			    .gsnaps = c->gids.len / TOKEN_GROUP_ID_LEN};
 	token_group_digest(&c->gids, t.gdigest);
 	char tok[TOKEN_MAX];
 	token_encode(&t, tok);
@@ -1905,12 +1905,12 @@ out:
  * out (not in a resumed group, where that means the group changed and the
  * state is discarded).  Like any damaged stream, it leaves its group's
  * partial state (-s), also when it is the group's first snapshot (in_snap
- * is cleared by then).  A chunk left out
- * was not counted, but the sender counts its position: a token skipping
- * by the count would skip it again, and that resume would find it
- * missing in the resumed group and discard the state as a changed group.
- * So that token skips nothing of the group: the resume sends all of it
- * again (sync only what the receiver lacks), and the gap is filled. */
+ * is cleared by then).  A chunk left out was not counted, but the sender
+ * counts its position: a token skipping by the count would skip it
+ * again, and that resume would find it missing in the resumed group and
+ * discard the state as a changed group.  So that token skips nothing of
+ * the group: the resume sends all of it again (sync only what the
+ * receiver lacks), and the gap is filled. */
 static void keep_checked_group(rctx_t *c)
 {
 	c->keep_group = true;

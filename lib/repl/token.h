@@ -41,7 +41,8 @@ int token_decode(const char *s, resume_token_t *t);
 /* A snapshot's identity in the group digest: its guid and the guid of its
  * incremental source (0 = full), as its SNAP record carries them; these
  * decide which chunks it sends, hence the positions of the group's
- * chunks.  Appended to ids (16 bytes); 0 or -ENOMEM. */
+ * chunks.  Appended to ids (TOKEN_GROUP_ID_LEN bytes); 0 or -ENOMEM. */
+#define TOKEN_GROUP_ID_LEN 16
 int token_group_add(buf_t *ids, uint64_t guid, uint64_t fromguid);
 /* The SHA-256 of the identities in ids (OpenSSL, via digest_of). */
 void token_group_digest(const buf_t *ids, uint8_t out[DIGEST_LEN]);
