@@ -173,6 +173,11 @@ def main():
         if sys.argv[3] == "v2":  # the same token without its group digest
             print("2-" + (raw[:36] + hashlib.sha256(raw[:36]).digest()[:8]).hex())
             return
+        if sys.argv[3] == "gdigest":  # "3-" only: another group digest
+            raw[40:72] = hashlib.sha256(sys.argv[4].encode()).digest()
+            raw[n:n + 8] = hashlib.sha256(raw[:n]).digest()[:8]
+            print(src[:2] + raw.hex())
+            return
         f = {"toguid": 0, "fromguid": 8, "group": 16, "skip": 24}[sys.argv[3]]
         v = sys.argv[4]
         v = struct.unpack_from("<Q", raw, f)[0] + int(v[1:], 0) if v[0] == "+" else int(v, 0)
@@ -651,6 +656,13 @@ done
 # a well-formed token that names a snapshot the sender does not have
 t=$(python3 "$CST" token "$tok" toguid 0x123456789)
 fails_with 1 "does not have" ca send -t "$t"
+# a well-formed token whose group digest is not that of the sender's
+# group in flight: send -t refuses before writing anything
+t=$(python3 "$CST" token "$tok" gdigest other)
+ca send -t "$t" >"$ST/tokout" 2>"$ERR" && fail "send -t with another group digest succeeded"
+grep -q "^cairn: send: big@1: the group in flight changed on the sender" "$ERR" ||
+	fail "send -t with another group digest: $(cat "$ERR")"
+[ "$(stat -c %s "$ST/tokout")" = 0 ] || fail "send -t with another group digest wrote bytes"
 # a well-formed token with another position: send follows it, recv refuses
 t=$(python3 "$CST" token "$tok" skip +1)
 attempt "token with a forged position" "does not continue" part -s < <(ca send -t "$t")
