@@ -1025,7 +1025,7 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 	char label[600] = "", why[512] = "";
 	cairn_send_opts plan;
 	int r = plan_resumed(st, tok, h, &plan, label, why, sizeof(why));
-	if (r == CAIRN_ECORRUPT || r == -ENOENT || r == -EINVAL) {
+	if (r == CAIRN_ECORRUPT || r == -ENOENT || r == -EINVAL || r == -ESTALE) {
 		/* Said even without -v: progress is being thrown away. */
 		fprintf(stderr, "cairn: sync: %s: discarding the partial receive (%s)\n",
 			dst->dataset, why);

@@ -124,6 +124,10 @@ typedef struct rctx {
 	bool ready; /* GROUPEND verified, commit due */
 	bool any_snap;
 	refset_t got; /* chunks received for the group (kept by GC via recvstate) */
+	/* The identities of the group's snapshots so far, in stream order
+	 * (token_group_add): a checkpoint's token carries their digest, so
+	 * send -t can tell that the group it resumes is still this one. */
+	buf_t gids;
 	uint64_t group_pos, since_checkpoint_chunks, since_checkpoint_bytes;
 	/* the snapshot being received */
 	psnap_t cur;
@@ -146,6 +150,9 @@ typedef struct rctx {
 	/* check_complete found a chunk of the snapshot neither in the
 	 * stream nor on the receiver. */
 	bool chunk_missing;
+	/* keep_checked_group: the group keeps its partial state (-s) though
+	 * no snapshot of it is open or pending. */
+	bool keep_group;
 	/* Parents of the top that a checkpoint made (-d, -e), deepest first:
 	 * a discarded state takes them back. */
 	char **made;
@@ -434,7 +441,9 @@ static int checkpoint(rctx_t *c)
 	resume_token_t t = {.toguid = c->toguid, .fromguid = c->fromguid, .group = c->group_txg,
 			    .skip = c->group_pos,
 			    .flags = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES |
-						 STREAM_F_RAW)};
+						 STREAM_F_RAW),
+			    .gsnaps = c->gids.len / TOKEN_GROUP_ID_LEN};
+	token_group_digest(&c->gids, t.gdigest);
 	char tok[TOKEN_MAX];
 	token_encode(&t, tok);
 	uint64_t txg;
@@ -1481,11 +1490,14 @@ static int read_snap(rctx_t *c)
 			c->group_pos = c->resume_skip;
 		}
 		c->group_txg = txg;
+		c->gids.len = 0;
 	}
 	rds_t *cur = (rds_t *)c->cur_ds;
 	if (cur->group_mark == txg)
 		return bad(c, "two snapshots of one dataset in a group");
 	cur->group_mark = txg;
+	if (token_group_add(&c->gids, s->guid, s->fromguid) < 0)
+		return -ENOMEM;
 	c->any_snap = true;
 	r = target_has(c, s);
 	if (r < 0)
@@ -1792,18 +1804,37 @@ static int tree_sealed(rctx_t *c, const psnap_t *s)
 	return sealed;
 }
 
+/* A chunk snapshot s names that have_chunk did not confirm (h < 0).
+ * Missing (-ENOENT): the stream should have carried it; chunk_missing
+ * tells read_snapend, which may blame a changed group.  Any other error
+ * (EIO from the disk or NFS while touching it) says nothing about the
+ * stream: it is reported as itself, with its own code, so the message
+ * points at the receiver's store and the partial state stays for a
+ * retry (t0847). */
+static int chunk_not_found(rctx_t *c, const psnap_t *s, const digest_t *d, int h, bool tree)
+{
+	c->chunk_missing = h == -ENOENT;
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(d, hex);
+	if (h != -ENOENT)
+		return store_err(c->st, h,
+				 "%s@%s: %schunk %s: cannot check that it is on the receiver: %s",
+				 s->target, s->name, tree ? "tree " : "", hex, cairn_strerror(h));
+	if (tree)
+		return bad(c, "tree chunk neither sent nor present");
+	return store_err(c->st, CAIRN_ECORRUPT,
+			 "%s@%s: chunk %s was neither sent nor present on the receiver", s->target,
+			 s->name, hex);
+}
+
 static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 {
 	for (size_t i = 0; i < s->tree.len / CHUNK_REF_WIRE; i++) {
 		chunk_ref_t ref;
 		chunk_ref_unpack(s->tree.data + i * CHUNK_REF_WIRE, &ref);
 		int h = have_chunk(c, &ref.digest);
-		if (h < 0) {
-			/* Missing: not a touch that failed otherwise (EIO...),
-			 * after which the state must stay for a retry. */
-			c->chunk_missing = h == -ENOENT;
-			return bad(c, "tree chunk neither sent nor present");
-		}
+		if (h < 0)
+			return chunk_not_found(c, s, &ref.digest, h, true);
 	}
 	/* An encrypted tree (raw stream) cannot be read here: its chunks are
 	 * checked for structure, its index for completeness.  A plain one's
@@ -1827,12 +1858,7 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	while (r == 0 && (k = idxrd_next(&x, &ref)) == 1) {
 		int h = have_chunk(c, &ref.digest);
 		if (h < 0) {
-			c->chunk_missing = h == -ENOENT;
-			char hex[DIGEST_HEX_LEN + 1];
-			digest_to_hex(&ref.digest, hex);
-			r = store_err(c->st, CAIRN_ECORRUPT,
-				      "%s@%s: chunk %s was neither sent nor present on the receiver",
-				      s->target, s->name, hex);
+			r = chunk_not_found(c, s, &ref.digest, h, false);
 		} else if (refset_add(&listed, &ref) < 0) {
 			r = -ENOMEM;
 		} else if (!sealed) {
@@ -1878,6 +1904,22 @@ out:
 	return r;
 }
 
+/* A snapshot failed its completeness check for a chunk the stream left
+ * out (not in a resumed group, where that means the group changed and the
+ * state is discarded).  Like any damaged stream, it leaves its group's
+ * partial state (-s), also when it is the group's first snapshot (in_snap
+ * is cleared by then).  A chunk left out was not counted, but the sender
+ * counts its position: a token skipping by the count would skip it
+ * again, and that resume would find it missing in the resumed group and
+ * discard the state as a changed group.  So that token skips nothing of
+ * the group: the resume sends all of it again (sync only what the
+ * receiver lacks), and the gap is filled. */
+static void keep_checked_group(rctx_t *c)
+{
+	c->keep_group = true;
+	c->group_pos = 0;
+}
+
 static int read_snapend(rctx_t *c)
 {
 	uint64_t g = sr_u64(&c->rd);
@@ -1899,6 +1941,8 @@ static int read_snapend(rctx_t *c)
 	else if (r < 0 && c->chunk_missing && (c->flags & STREAM_F_RESUMED) &&
 		 !c->last_group_txg && c->group_txg == c->resume_txg)
 		r = group_changed(c, &c->cur);
+	else if (r < 0 && c->chunk_missing)
+		keep_checked_group(c);
 	if (r < 0)
 		return r;
 	psnap_t *p = realloc(c->pend, (c->npend + 1) * sizeof(*p));
@@ -2165,6 +2209,7 @@ static void ctx_free(rctx_t *c)
 {
 	sr_free(&c->rd);
 	refset_free(&c->got);
+	buf_free(&c->gids);
 	refset_free(&c->seen);
 	refset_free(&c->roots);
 	recvq_close(c->vq);
@@ -2395,7 +2440,7 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 		r = run(&c);
 		/* A group in flight keeps its chunks and a token (-s); a group
 		 * refused by the target (-EEXIST) can never commit: no token. */
-		bool in_group = c.in_snap || c.npend || c.nskipped_in_group;
+		bool in_group = c.in_snap || c.npend || c.nskipped_in_group || c.keep_group;
 		/* Only an interrupted or damaged stream leaves partial state,
 		 * not a refusal (another guid, no source, a busy target...). */
 		bool cut = r == -EPIPE || r == -EINTR || r == -EIO || r == CAIRN_ECORRUPT;

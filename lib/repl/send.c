@@ -507,6 +507,33 @@ static bool top_current(const cairn_send_opts *o, uint64_t guid)
 	return false;
 }
 
+/* The group in flight must still begin with the snapshots the receiver
+ * saw before the cut (the token's gsnaps and their digest): chunks are
+ * skipped by their position in the group, so a group that changed since
+ * (a snapshot of it destroyed here, another base planned for one) would
+ * skip chunks the receiver lacks, and the receive could never complete.
+ * Refused before any byte is sent; -ESTALE tells sync to discard the
+ * partial receive and send the group again.  A "2-" token (gsnaps 0)
+ * carries no digest: the receiver's missing-chunk check is all there is. */
+static int group_unchanged(cairn_store *st, const resume_token_t *t, const splan_t *p)
+{
+	buf_t ids = {0};
+	size_t n = 0;
+	int r = 0;
+	for (; r == 0 && n < p->n && n < t->gsnaps && p->v[n].createtxg == t->group; n++)
+		r = token_group_add(&ids, p->v[n].guid, p->v[n].from_guid);
+	uint8_t md[DIGEST_LEN];
+	token_group_digest(&ids, md);
+	buf_free(&ids);
+	if (r < 0 || (n == t->gsnaps && !memcmp(md, t->gdigest, DIGEST_LEN)))
+		return r;
+	return store_err(st, -ESTALE,
+			 "%s@%s: the group in flight changed on the sender since the cut (a "
+			 "snapshot of it destroyed, a dataset renamed?): the resumed stream does "
+			 "not continue the interrupted receive; discard it (recv -A) and send again",
+			 p->v[0].dsname, p->v[0].name);
+}
+
 /* The resumed stream planned from one snapshot that has the token's
  * toguid (snap, in dataset dsid): the same stream again, starting at the
  * group in flight.  -ENOENT when that group is not in this plan.  With
@@ -580,6 +607,8 @@ static int plan_resume_from(cairn_store *st, const resume_token_t *t, const char
 			r = store_err(st, -ENOENT,
 				      "the group the resume token continues is no longer on this store");
 	}
+	if (r == 0 && t->gsnaps)
+		r = group_unchanged(st, t, p);
 	if (r == 0) {
 		p->skip = t->skip;
 		p->resume_txg = t->group;

@@ -167,13 +167,23 @@ def main():
                 group = []
         return
     if op == "token":  # token FIELD VALUE: a well-formed token with one field changed
+        # "2-": 36 bytes then 8 of check; "3-": 72 (gsnaps, group digest) then 8
         raw = bytearray(bytes.fromhex(src[2:]))
+        n = 72 if src[:2] == "3-" else 36
+        if sys.argv[3] == "v2":  # the same token without its group digest
+            print("2-" + (raw[:36] + hashlib.sha256(raw[:36]).digest()[:8]).hex())
+            return
+        if sys.argv[3] == "gdigest":  # "3-" only: another group digest
+            raw[40:72] = hashlib.sha256(sys.argv[4].encode()).digest()
+            raw[n:n + 8] = hashlib.sha256(raw[:n]).digest()[:8]
+            print(src[:2] + raw.hex())
+            return
         f = {"toguid": 0, "fromguid": 8, "group": 16, "skip": 24}[sys.argv[3]]
         v = sys.argv[4]
         v = struct.unpack_from("<Q", raw, f)[0] + int(v[1:], 0) if v[0] == "+" else int(v, 0)
         raw[f:f + 8] = struct.pack("<Q", v)
-        raw[36:44] = hashlib.sha256(raw[:36]).digest()[:8]
-        print("2-" + raw.hex())
+        raw[n:n + 8] = hashlib.sha256(raw[:n]).digest()[:8]
+        print(src[:2] + raw.hex())
         return
     if op == "flips":  # flips SRC DIR STEP: DIR/OFFSET = SRC with bit OFFSET%8 of byte OFFSET flipped
         d, step = sys.argv[3], int(sys.argv[4])
@@ -627,14 +637,15 @@ fi
 echo "[${SECONDS}s] 9. resume tokens: forged, from another stream" >&2
 ca send big@1 2>/dev/null | head -c 1500000 | recv_in -s part 2>/dev/null
 tok=$(cb get -H -o value receive_resume_token part)
-case "$tok" in 2-*) ;; *) fail "no resume token after an interrupted recv -s: '$tok'" ;; esac
+case "$tok" in 3-*) ;; *) fail "no resume token after an interrupted recv -s: '$tok'" ;; esac
 ca send small@1 2>/dev/null | head -c 200000 | recv_in -s part2 2>/dev/null
 tok2=$(cb get -H -o value receive_resume_token part2)
 [ -n "$tok2" ] && [ "$tok2" != - ] && [ "$tok2" != "$tok" ] || fail "second partial receive has token '$tok2'"
 LP=$(cb list -t all -H -p -o name,guid)
 # a mistyped/forged token: send refuses before writing anything
 forged=${tok:0:10}$(printf '%x' $(((0x${tok:10:1} + 1) % 16)))${tok:11}
-for t in "$forged" "2-00" "1-${tok:2}" "${tok}00" "garbage" "2-$(printf 'g%.0s' $(seq 1 88))"; do
+for t in "$forged" "2-00" "1-${tok:2}" "2-${tok:2}" "${tok}00" "garbage" "2-$(printf 'g%.0s' $(seq 1 88))" \
+	"3-$(printf 'g%.0s' $(seq 1 160))"; do
 	ca send -t "$t" >"$ST/tokout" 2>"$ERR"
 	rc=$?
 	out=$(stat -c %s "$ST/tokout")
@@ -645,6 +656,13 @@ done
 # a well-formed token that names a snapshot the sender does not have
 t=$(python3 "$CST" token "$tok" toguid 0x123456789)
 fails_with 1 "does not have" ca send -t "$t"
+# a well-formed token whose group digest is not that of the sender's
+# group in flight: send -t refuses before writing anything
+t=$(python3 "$CST" token "$tok" gdigest other)
+ca send -t "$t" >"$ST/tokout" 2>"$ERR" && fail "send -t with another group digest succeeded"
+grep -q "^cairn: send: big@1: the group in flight changed on the sender" "$ERR" ||
+	fail "send -t with another group digest: $(cat "$ERR")"
+[ "$(stat -c %s "$ST/tokout")" = 0 ] || fail "send -t with another group digest wrote bytes"
 # a well-formed token with another position: send follows it, recv refuses
 t=$(python3 "$CST" token "$tok" skip +1)
 attempt "token with a forged position" "does not continue" part -s < <(ca send -t "$t")

@@ -2,10 +2,12 @@
 # A cut sync -R whose group in flight changed on the source before the
 # retry (a snapshot of it destroyed there): the resumed stream skips, by
 # position in the group, chunks the cut receive had stored - positions
-# that now belong to other chunks.  The receiver finds a skipped chunk
-# missing, says the stream does not continue the interrupted receive,
-# and discards that state (it can never complete); sync then sends the
-# group again, in the same run.  Before, every retry failed with "stream
+# that now belong to other chunks.  The token carries a digest of the
+# group's snapshots the receiver saw: send -t finds that the group
+# changed before it sends a byte, and sync discards the partial state (it
+# can never complete) and sends the group again, in the same run.  (Until
+# the digest, the receiver found a skipped chunk missing at the end of a
+# snapshot and discarded the state then.)  Before, every retry failed with "stream
 # is invalid ...: tree chunk neither sent nor present" and kept the state:
 # sync never converged without recv -A by hand.
 . "$(dirname "$0")/lib.sh"
@@ -49,8 +51,12 @@ ok ca destroy tank@s2
 echo 100000000 >"$TESTDIR/cut"
 CAIRN_SSH=$TESTDIR/cutssh CAIRN_REMOTE=$CAIRN ca sync -R tank "localhost:$B:tk" >"$TESTDIR/out" 2>"$TESTDIR/err" ||
 	fail "BUG: sync -R after the group in flight changed: $(cat "$TESTDIR/err")"
-grep -q "tk/w@s2: the resumed stream does not continue the interrupted receive" "$TESTDIR/err" ||
+grep -q "discarding the partial receive (tank/w@s2: the group in flight changed on the sender since the cut" "$TESTDIR/err" ||
 	fail "the refused resume does not say why: $(cat "$TESTDIR/err")"
+# refused by the sender, from the token's group digest, before a byte was
+# sent: not by the receiver at the first skipped chunk it lacks
+! grep -q "tk/w@s2: the resumed stream does not continue" "$TESTDIR/err" ||
+	fail "the changed group was found by the receiver, late: $(cat "$TESTDIR/err")"
 want=$(ca list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk|')
 [ "$want" = "$(cb list -H -p -t snapshot -r -o name,guid tk)" ] ||
 	fail "sync -R did not converge: $(cb list -H -o name -t snapshot -r tk | tr '\n' ' ')"

@@ -7,7 +7,8 @@
 # chunk that is not there (-ENOENT) only.  Before, the I/O error counted
 # as missing: the state and the dataset the receive had made were thrown
 # away, "the group in flight changed on the sender", and the retry had
-# nothing to resume.
+# nothing to resume.  The I/O error is named as the reason, with the
+# snapshot and the chunk, not "neither sent nor present".
 . "$(dirname "$0")/lib.sh"
 SHIM=$TESTDIR/touch-eio.so
 cc -shared -fPIC -o "$SHIM" "$(dirname "$0")/touch-eio.c" -ldl || fail "cannot build the shim"
@@ -33,8 +34,15 @@ EIO_KEEP=$TESTDIR/keep LD_PRELOAD=$SHIM "$CAIRN" -s "$B" recv -s bk <"$TESTDIR/r
 	fail "the resume succeeded though its touches failed"
 ! grep -q "does not continue the interrupted receive" "$TESTDIR/err" ||
 	fail "BUG: an I/O error counted as a changed group: $(cat "$TESTDIR/err")"
+# the I/O error is the reason given, naming the snapshot and the chunk;
+# before, it read "tree chunk neither sent nor present" or "chunk ... was
+# neither sent nor present on the receiver", blaming the stream
+grep -Eq "^cairn: recv: bk@1: (tree )?chunk [0-9a-f]{64}: cannot check that it is on the receiver: Input/output error$" "$TESTDIR/err" ||
+	fail "the I/O error is not the reason given: $(cat "$TESTDIR/err")"
+! grep -q "neither sent nor present" "$TESTDIR/err" ||
+	fail "BUG: an I/O error reads as a chunk missing from the stream: $(cat "$TESTDIR/err")"
 tok2=$(cb get -H -o value receive_resume_token bk 2>&1)
-case $tok2 in 2-*) ;; *) false ;; esac || fail "BUG: the partial state was discarded: $tok2"
+case $tok2 in 3-*) ;; *) false ;; esac || fail "BUG: the partial state was discarded: $tok2"
 cb recv -s bk <"$TESTDIR/r" || fail "the retry did not complete the resumed receive"
 want=$(cairn list -H -p -t snapshot -o name,guid ds@1 | sed 's|^ds|bk|')
 [ "$want" = "$(cb list -H -p -t snapshot -o name,guid bk@1 2>&1)" ] || fail "bk@1 not received"

@@ -5,6 +5,11 @@
 # the same through sync).  A dry run (recv -n) of that stream changes
 # nothing and says so: before, it said "its partial state is discarded"
 # and kept it.
+# The token carries a digest of the snapshots of the group in flight the
+# receiver saw: send -t compares it and refuses such a token before it
+# writes a byte.  The same token in the older "2-" spelling (no digest)
+# is still accepted, and the receiver's missing-chunk check is the
+# backstop that refuses the stream it makes.
 . "$(dirname "$0")/lib.sh"
 A=$TESTDIR/a B=$TESTDIR/b T=$TESTDIR/src
 ca() { "$CAIRN" -s "$A" "$@"; }
@@ -28,9 +33,18 @@ ca send -R -I @s1 tank@s3 >"$TESTDIR/i" || fail "send -R -I"
 # tank@s2 is about 0.5M: the cut is inside tank/w@s2
 head -c 900000 "$TESTDIR/i" | cb recv -s tk 2>/dev/null && fail "a cut stream was received"
 tok=$(cb get -H -o value receive_resume_token tk)
-case $tok in 2-*) ;; *) fail "the cut receive left no partial state: $tok" ;; esac
+case $tok in 3-*) ;; *) fail "the cut receive left no partial state: $tok" ;; esac
 ok ca destroy tank@s2
-ca send -t "$tok" >"$TESTDIR/r" || fail "send -t"
+fails_with 1 "cairn: send: tank/w@s2: the group in flight changed on the sender since the cut" \
+	ca send -t "$tok"
+[ "$(ca send -t "$tok" 2>/dev/null | wc -c)" = 0 ] || fail "send -t of a changed group wrote bytes"
+[ "$(cb get -H -o value receive_resume_token tk)" = "$tok" ] || fail "the partial state changed"
+# the token as an earlier version spelt it: "2-", without the group digest
+old=$(python3 -c '
+import hashlib, sys
+raw = bytes.fromhex(sys.argv[1][2:])[:36]
+print("2-" + (raw + hashlib.sha256(raw).digest()[:8]).hex())' "$tok")
+ca send -t "$old" >"$TESTDIR/r" || fail "send -t of a token without the group digest"
 fails_with 1 "tk/w@s2: the resumed stream does not continue the interrupted receive" \
 	cb recv -n -s tk <"$TESTDIR/r"
 [ "$(cb get -H -o value receive_resume_token tk)" = "$tok" ] || fail "recv -n changed the partial state"

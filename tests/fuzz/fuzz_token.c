@@ -4,8 +4,10 @@
  * The input, NUL-terminated, goes to token_decode.  Whatever it accepts
  * must encode back to exactly the same text (the format has one spelling:
  * lowercase hex, fixed length).  Then the first 28 input bytes are taken as
- * a token body, encoded (so the checksum is right), and must decode to the
- * same fields; one flipped hex digit in that encoding must be refused.
+ * a token body, the next 4 and 32 (when there) as its group count and
+ * digest ("3-" tokens; a count of 0 makes a "2-" one), encoded (so the
+ * checksum is right), and must decode to the same fields; one flipped hex
+ * digit in that encoding must be refused.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,11 +44,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			     .skip = le64(body + 16),
 			     .flags = (uint32_t)body[24] | (uint32_t)body[25] << 8 |
 				      (uint32_t)body[26] << 16 | (uint32_t)body[27] << 24};
+	uint8_t group[4 + sizeof(in.gdigest)] = {0};
+	if (size > sizeof(body))
+		memcpy(group, data + sizeof(body), MIN(size - sizeof(body), sizeof(group)));
+	in.gsnaps = (uint32_t)group[0] | (uint32_t)group[1] << 8 | (uint32_t)group[2] << 16 |
+		    (uint32_t)group[3] << 24;
+	if (in.gsnaps) /* without a count, no digest is kept ("2-") */
+		memcpy(in.gdigest, group + 4, sizeof(in.gdigest));
 	char enc[TOKEN_MAX];
 	token_encode(&in, enc);
 	resume_token_t out;
 	if (token_decode(enc, &out) != 0 || out.toguid != in.toguid ||
-	    out.fromguid != in.fromguid || out.skip != in.skip || out.flags != in.flags)
+	    out.fromguid != in.fromguid || out.skip != in.skip || out.flags != in.flags ||
+	    out.gsnaps != in.gsnaps || memcmp(out.gdigest, in.gdigest, sizeof(in.gdigest)))
 		abort();
 	size_t n = strlen(enc);
 	size_t pos = 2 + (size ? data[size - 1] : 0) % (n - 2);
