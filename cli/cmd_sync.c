@@ -688,46 +688,80 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* -R -F: how many datasets under the destination are not on the source
- * (their guid is no source dataset's, renames included), or <0.  The
- * receiver of a -R -F stream destroys those (as zfs recv -F does with an
- * incremental -R stream), even from a stream with no snapshot to send: so
- * sync sends one when the source's only change is a destroyed dataset,
- * instead of calling the destination up to date and leaving it there. */
+/* Whether the destination dataset k holds a snapshot or bookmark whose
+ * guid is in src (sorted). */
+static bool holds_any(const dest_have_t *h, size_t k, const uint64_t *src, size_t n)
+{
+	for (size_t i = 0; n && i < h->n; i++)
+		if (!strcmp(h->rels[i], h->dsrels[k]) &&
+		    bsearch(&h->guids[i], src, n, sizeof(*src), cmp_u64))
+			return true;
+	return false;
+}
+
+/* -R -F: how many datasets under the destination the receiver of a -R -F
+ * stream would destroy (as zfs recv -F does with an incremental -R
+ * stream), or <0: those that are not the source's, by the receiver's
+ * rules (lib/repl/recv.c, reconcile): a dataset is the source's when it
+ * has the guid of a source dataset (renames included), or holds a
+ * snapshot or bookmark with the guid of a source snapshot (a copy made by
+ * a sync without -R has a dataset guid of its own); one with such a
+ * dataset below it stays too.  The stream carries the destroy even when
+ * it has no snapshot to send: so sync sends one when the source's only
+ * change is a destroyed dataset, instead of calling the destination up
+ * to date and leaving it there. */
 static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h)
 {
 	if (h->nds < 2)
 		return 0; /* the top alone, or nothing */
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
-				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME,
+				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME |
+					 CAIRN_TYPE_SNAPSHOT,
 				.fields = 1u << CAIRN_F_GUID};
 	cairn_list *l;
 	int r = cairn_list_open(st, &spec, &l);
 	cairn_list_cursor cur = {0};
 	cairn_list_batch b = {0};
-	uint64_t *src = NULL;
-	size_t n = 0, cap = 0;
+	uint64_t *src[2] = {NULL, NULL}; /* datasets', snapshots' */
+	size_t n[2] = {0, 0}, cap[2] = {0, 0};
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
 		for (size_t i = 0; r >= 0 && i < b.n; i++) {
-			if (n == cap) {
-				uint64_t *p = realloc(src, (cap = cap ? cap * 2 : 64) * sizeof(*p));
+			int s = strchr(b.name[i], '@') != NULL;
+			if (n[s] == cap[s]) {
+				uint64_t *p = realloc(src[s], (cap[s] = cap[s] ? cap[s] * 2 : 64) *
+								      sizeof(*p));
 				if (!p) {
 					r = -ENOMEM;
 					break;
 				}
-				src = p;
+				src[s] = p;
 			}
-			src[n++] = b.field[CAIRN_F_GUID][i];
+			src[s][n[s]++] = b.field[CAIRN_F_GUID][i];
 		}
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
-	if (n)
-		qsort(src, n, sizeof(*src), cmp_u64);
-	int extra = 0;
+	bool *kept = r >= 0 ? calloc(h->nds, sizeof(*kept)) : NULL;
+	if (r >= 0 && !kept)
+		r = -ENOMEM;
+	for (int s = 0; r >= 0 && s < 2; s++)
+		if (n[s])
+			qsort(src[s], n[s], sizeof(*src[s]), cmp_u64);
 	for (size_t k = 0; r >= 0 && k < h->nds; k++)
-		extra += h->dsrels[k][0] && /* the top always maps */
-			 !(n && bsearch(&h->dsguids[k], src, n, sizeof(*src), cmp_u64));
-	free(src);
+		kept[k] = !h->dsrels[k][0] || /* the top always maps */
+			  (n[0] && bsearch(&h->dsguids[k], src[0], n[0], sizeof(*src[0]), cmp_u64)) ||
+			  holds_any(h, k, src[1], n[1]);
+	int extra = 0;
+	for (size_t k = 0; r >= 0 && k < h->nds; k++) {
+		size_t rl = strlen(h->dsrels[k]);
+		bool below = false;
+		for (size_t j = 0; !kept[k] && !below && j < h->nds; j++)
+			below = kept[j] && !strncmp(h->dsrels[j], h->dsrels[k], rl) &&
+				h->dsrels[j][rl] == '/';
+		extra += !kept[k] && !below;
+	}
+	free(kept);
+	free(src[0]);
+	free(src[1]);
 	return r < 0 ? r : extra;
 }
 

@@ -183,4 +183,35 @@ got=$(bc list -H -o name -r rfc | tr '\n' ' ')
 [ "$got" = "rfc rfc/a " ] || fail "BUG: sync -R -F left datasets the source destroyed: $got ($out)"
 out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F again: $out"
 echo "$out" | grep -q "up to date" || fail "sync -R -F again not a no-op: $out"
+# sync -R -F keeps a destination dataset that is a copy of a source
+# dataset although its dataset guid is not the source's (a plain sync or
+# send|recv made it: only -R streams carry dataset guids): it holds a
+# snapshot the source has, which is how zfs recv -F tells a copy from a
+# dataset the sender destroyed.  So is a dataset above such a copy (a
+# parent the user made so the copy could go there).  Nothing changed on
+# the source: "up to date", nothing destroyed.  (sync -R -F destroyed both,
+# and said "synced"; the next run sent them again whole.)
+mkdir -p "$TESTDIR/rf/solo" "$TESTDIR/rf/p/q"
+ok "$CAIRN" -s "$A" create rf/solo
+ok "$CAIRN" -s "$A" create rf/p
+ok "$CAIRN" -s "$A" create rf/p/q
+ok "$CAIRN" -s "$A" snapshot rf/solo@s1
+ok "$CAIRN" -s "$A" snapshot rf/p/q@q1
+ok "$CAIRN" -s "$A" sync rf/solo "$B:rfc/solo"
+ok bc create rfc/p
+ok "$CAIRN" -s "$A" sync rf/p/q "$B:rfc/p/q"
+out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F over copies made by plain syncs: $out"
+echo "$out" | grep -q "up to date" || fail "BUG: sync -R -F over copies made by plain syncs not a no-op: $out"
+got=$(bc list -H -o name -t all -r rfc | tr '\n' ' ')
+[ "$got" = "rfc rfc@1 rfc/a rfc/a@1 rfc/p rfc/p/q rfc/p/q@q1 rfc/solo rfc/solo@s1 " ] ||
+	fail "BUG: sync -R -F destroyed copies of source datasets: $got ($out)"
+# ... and when something is sent, they are kept and brought up to date
+ok "$CAIRN" -s "$A" snapshot -r rf@2
+out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F rf@2 over copies: $out"
+echo "$out" | grep -q "destroyed" && fail "BUG: sync -R -F rf@2 destroyed something: $out"
+got=$(bc list -H -o name -t snapshot -r rfc | tr '\n' ' ')
+[ "$got" = "rfc@1 rfc@2 rfc/a@1 rfc/a@2 rfc/p@2 rfc/p/q@q1 rfc/p/q@2 rfc/solo@s1 rfc/solo@2 " ] ||
+	fail "BUG: sync -R -F rf@2 over copies: $got ($out)"
+out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F rf@2 again: $out"
+echo "$out" | grep -q "up to date" || fail "sync -R -F rf@2 again not a no-op: $out"
 done_test
