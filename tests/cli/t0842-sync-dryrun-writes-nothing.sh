@@ -8,11 +8,9 @@
 # locally and over (a stand-in for) ssh.
 . "$(dirname "$0")/lib.sh"
 cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
-A=$TESTDIR/a B=$TESTDIR/b T=$TESTDIR/src
-ca() { "$CAIRN" -s "$A" "$@"; }
-cb() { "$CAIRN" -s "$B" "$@"; }
-ok ca init >/dev/null
-ok cb init >/dev/null
+A=$CAIRN_STORE T=$TESTDIR/src
+new_store # ca runs cairn on it, cb on the second store, $B
+second_store
 mkdir -p "$T/w"
 head -c 300000 /dev/urandom >"$T/f"
 head -c 300000 /dev/urandom >"$T/w/g"
