@@ -709,8 +709,10 @@ static bool holds_any(const dest_have_t *h, size_t k, const uint64_t *src, size_
  * dataset below it stays too.  The stream carries the destroy even when
  * it has no snapshot to send: so sync sends one when the source's only
  * change is a destroyed dataset, instead of calling the destination up
- * to date and leaving it there. */
-static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h)
+ * to date and leaving it there.  say (sync -n): the destination
+ * dataset's name, and each dataset so destroyed is printed ("would
+ * destroy DEST/kid", as recv -n -v says it; not those below one). */
+static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, const char *say)
 {
 	if (h->nds < 2)
 		return 0; /* the top alone, or nothing */
@@ -751,13 +753,21 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h)
 			  (n[0] && bsearch(&h->dsguids[k], src[0], n[0], sizeof(*src[0]), cmp_u64)) ||
 			  holds_any(h, k, src[1], n[1]);
 	int extra = 0;
+	const char *last = NULL; /* the last one printed: those below it go with it */
 	for (size_t k = 0; r >= 0 && k < h->nds; k++) {
 		size_t rl = strlen(h->dsrels[k]);
 		bool below = false;
 		for (size_t j = 0; !kept[k] && !below && j < h->nds; j++)
 			below = kept[j] && !strncmp(h->dsrels[j], h->dsrels[k], rl) &&
 				h->dsrels[j][rl] == '/';
-		extra += !kept[k] && !below;
+		if (kept[k] || below)
+			continue;
+		extra++;
+		size_t ll = last ? strlen(last) : 0;
+		if (say && !(last && !strncmp(h->dsrels[k], last, ll) && h->dsrels[k][ll] == '/')) {
+			printf("would destroy %s%s\n", say, h->dsrels[k]);
+			last = h->dsrels[k];
+		}
 	}
 	free(kept);
 	free(src[0]);
@@ -1253,8 +1263,8 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "another destination)",
 			h.sub_example, src.dataset);
 		rc = 1;
-	} else if (current && renamed <= 0 && recursive && force &&
-		   (extra = dest_extra(st, src.dataset, &h)) < 0) {
+	} else if (recursive && force && ((current && renamed <= 0) || dry) &&
+		   (extra = dest_extra(st, src.dataset, &h, dry ? dst.dataset : NULL)) < 0) {
 		rc = cli_fail(st, src.dataset, extra);
 	} else if (current && renamed <= 0 && extra == 0) {
 		if (verbose || dry)

@@ -178,6 +178,14 @@ fails_with 1 "rfc/c@1: snapshot is held" "$CAIRN" -s "$A" sync -R -F rf "$B:rfc"
 got=$(bc list -H -o name -r rfc | tr '\n' ' ')
 [ "$got" = "rfc rfc/a rfc/b rfc/c " ] || fail "a refused sync -R -F changed the destination: $got"
 ok bc release keep rfc/c@1
+# sync -n -R -F says which datasets the stream would destroy (it said
+# "would sync rf@1 @1 -> rfc: 0B in 0 snapshots" and nothing of them), and
+# destroys nothing
+out=$("$CAIRN" -s "$A" sync -R -F -n rf "$B:rfc" 2>&1) || fail "sync -n -R -F after a destroy: $out"
+[ "$(echo "$out" | grep "destroy" | tr '\n' ' ')" = "would destroy rfc/b would destroy rfc/c " ] ||
+	fail "BUG: sync -n -R -F does not say what it would destroy: $out"
+got=$(bc list -H -o name -r rfc | tr '\n' ' ')
+[ "$got" = "rfc rfc/a rfc/b rfc/c " ] || fail "sync -n -R -F changed the destination: $got"
 out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F after a destroy: $out"
 got=$(bc list -H -o name -r rfc | tr '\n' ' ')
 [ "$got" = "rfc rfc/a " ] || fail "BUG: sync -R -F left datasets the source destroyed: $got ($out)"
