@@ -711,9 +711,13 @@ static bool holds_any(const dest_have_t *h, size_t k, const uint64_t *src, size_
  * change is a destroyed dataset, instead of calling the destination up
  * to date and leaving it there.  say (sync -n): the destination
  * dataset's name, and each dataset so destroyed is printed ("would
- * destroy DEST/kid", as recv -n -v says it; not those below one). */
-static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, const char *say)
+ * destroy DEST/kid", as recv -n -v says it; not those below one).
+ * *first (if not NULL): the first one's rel ("/kid", in h), or NULL. */
+static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, const char *say,
+		      const char **first)
 {
+	if (first)
+		*first = NULL;
 	if (h->nds < 2)
 		return 0; /* the top alone, or nothing */
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
@@ -762,6 +766,8 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, con
 				h->dsrels[j][rl] == '/';
 		if (kept[k] || below)
 			continue;
+		if (first && !extra)
+			*first = h->dsrels[k];
 		extra++;
 		size_t ll = last ? strlen(last) : 0;
 		if (say && !(last && !strncmp(h->dsrels[k], last, ll) && h->dsrels[k][ll] == '/')) {
@@ -1223,6 +1229,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	/* A dataset renamed on the source is renamed there by a stream,
 	 * even one with no snapshot to send. */
 	int renamed = 0, extra = 0;
+	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
 	int r = dest_guids(&dst, &h);
 	if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
 		cli_fail(st, src.dataset, r);
@@ -1263,8 +1270,20 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "another destination)",
 			h.sub_example, src.dataset);
 		rc = 1;
+	} else if (recursive && force && !common && h.nds > 1 &&
+		   (extra = dest_extra(st, src.dataset, &h, NULL, &gone)) != 0) {
+		/* The top gets a full stream.  zfs recv -F destroys nothing for
+		 * one; cairn's receiver would destroy what is not the source's
+		 * under it.  Not without being asked in so many words. */
+		rc = extra < 0 ? cli_fail(st, src.dataset, extra) : 1;
+		if (extra > 0)
+			cli_err(dst.dataset, "has no snapshots of its own, so the stream into it is a "
+						  "full one, and -F would destroy %s%s, which is not on %s "
+						  "(zfs recv -F destroys nothing for a full stream); refusing "
+						  "(destroy it there, or sync without -F)",
+				dst.dataset, gone, src.dataset);
 	} else if (recursive && force && ((current && renamed <= 0) || dry) &&
-		   (extra = dest_extra(st, src.dataset, &h, dry ? dst.dataset : NULL)) < 0) {
+		   (extra = dest_extra(st, src.dataset, &h, dry ? dst.dataset : NULL, NULL)) < 0) {
 		rc = cli_fail(st, src.dataset, extra);
 	} else if (current && renamed <= 0 && extra == 0) {
 		if (verbose || dry)
