@@ -1017,8 +1017,10 @@ static long dest_gained(const endpoint_t *dst, const dest_have_t *h)
 {
 	dest_have_t now;
 	int r = dest_guids(dst, &now);
-	if (r < 0)
+	if (r < 0) {
+		dest_have_free(&now); /* what a failed parse had filled in */
 		return r;
+	}
 	long n = 0;
 	for (size_t i = 0, k = 0; i < now.n; i++) {
 		while (k < h->n && h->guids[k] < now.guids[i])
