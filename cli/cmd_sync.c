@@ -932,7 +932,16 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 	bool kept = false;
 	char *rwhy = child_reason(rerr, child, true, &kept);
 	int rc = 0;
-	if (rh.broken) {
+	if (rh.broken && o->dry_run && hstatus == 2) {
+		/* A usage error: a cairn there from before have -n.  Asking
+		 * with plain have would touch chunks there, and trying again
+		 * changes nothing. */
+		cli_err(dst->dataset, "sending %s (dry run): its cairn does not take 'have -n' (an older "
+				      "version?), which sync -n asks with so as to change nothing there; "
+				      "update cairn there",
+			label);
+		rc = 1;
+	} else if (rh.broken) {
 		/* The chunk query died first: the link, or the far side. */
 		char *hwhy = child_reason(herr, hstatus, false, NULL);
 		cli_err(dst->dataset, "sending %s: the destination stopped answering which chunks it "
