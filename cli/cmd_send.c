@@ -60,10 +60,14 @@ static void est(const char *kind, const char *from, const char *to, uint64_t byt
 }
 
 /* zfs mode: send -R refused for a descendant without the snapshot.  The
- * library's detail starts "CHILD@S: ..." with CHILD below snap's
- * dataset; zfs (libzfs_sendrecv.c) words that refusal as "cannot send
- * DS@S recursively: snapshot CHILD@S does not exist", not as its usual
- * "cannot open 'X'", and scripts match it.  0 when it printed that. */
+ * library's detail is then "CHILD@S: no such snapshot, ..." (lib/repl/
+ * send.c, place_descendant) with CHILD below snap's dataset; zfs
+ * (libzfs_sendrecv.c) words that refusal as "cannot send DS@S
+ * recursively: snapshot CHILD@S does not exist", not as its usual
+ * "cannot open 'X'", and scripts match it.  Other -ENOENT details name
+ * CHILD@S too ("CHILD@S: reading its index: a chunk is missing..."): the
+ * snapshot is there, so they keep their own words.  0 when it printed
+ * the refusal. */
 static int zfs_recursive_refusal(cairn_store *st, const char *snap, int r)
 {
 	const char *d = cairn_store_errdetail(st), *at = strchr(snap, '@');
@@ -71,7 +75,8 @@ static int zfs_recursive_refusal(cairn_store *st, const char *snap, int r)
 	size_t objlen = d ? strcspn(d, ": ") : 0;
 	if (r != -ENOENT || !at || !d || d[objlen] != ':' || strncmp(d, snap, dslen) ||
 	    d[dslen] != '/' || objlen <= strlen(at) ||
-	    strncmp(d + objlen - strlen(at), at, strlen(at)))
+	    strncmp(d + objlen - strlen(at), at, strlen(at)) ||
+	    strncmp(d + objlen, ": no such snapshot,", 19))
 		return -1;
 	cli_progress_done();
 	fprintf(stderr, "cannot send %s recursively: snapshot %.*s does not exist\n", snap,

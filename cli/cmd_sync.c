@@ -688,46 +688,96 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* -R -F: how many datasets under the destination are not on the source
- * (their guid is no source dataset's, renames included), or <0.  The
- * receiver of a -R -F stream destroys those (as zfs recv -F does with an
- * incremental -R stream), even from a stream with no snapshot to send: so
- * sync sends one when the source's only change is a destroyed dataset,
- * instead of calling the destination up to date and leaving it there. */
-static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h)
+/* Whether the destination dataset k holds a snapshot or bookmark whose
+ * guid is in src (sorted). */
+static bool holds_any(const dest_have_t *h, size_t k, const uint64_t *src, size_t n)
 {
+	for (size_t i = 0; n && i < h->n; i++)
+		if (!strcmp(h->rels[i], h->dsrels[k]) &&
+		    bsearch(&h->guids[i], src, n, sizeof(*src), cmp_u64))
+			return true;
+	return false;
+}
+
+/* -R -F: how many datasets under the destination the receiver of a -R -F
+ * stream would destroy (as zfs recv -F does with an incremental -R
+ * stream), or <0: those that are not the source's, by the receiver's
+ * rules (lib/repl/recv.c, reconcile): a dataset is the source's when it
+ * has the guid of a source dataset (renames included), or holds a
+ * snapshot or bookmark with the guid of a source snapshot (a copy made by
+ * a sync without -R has a dataset guid of its own); one with such a
+ * dataset below it stays too.  The stream carries the destroy even when
+ * it has no snapshot to send: so sync sends one when the source's only
+ * change is a destroyed dataset, instead of calling the destination up
+ * to date and leaving it there.  say (sync -n): the destination
+ * dataset's name, and each dataset so destroyed is printed ("would
+ * destroy DEST/kid", as recv -n -v says it; not those below one).
+ * *first (if not NULL): the first one's rel ("/kid", in h), or NULL. */
+static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, const char *say,
+		      const char **first)
+{
+	if (first)
+		*first = NULL;
 	if (h->nds < 2)
 		return 0; /* the top alone, or nothing */
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
-				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME,
+				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME |
+					 CAIRN_TYPE_SNAPSHOT,
 				.fields = 1u << CAIRN_F_GUID};
 	cairn_list *l;
 	int r = cairn_list_open(st, &spec, &l);
 	cairn_list_cursor cur = {0};
 	cairn_list_batch b = {0};
-	uint64_t *src = NULL;
-	size_t n = 0, cap = 0;
+	uint64_t *src[2] = {NULL, NULL}; /* datasets', snapshots' */
+	size_t n[2] = {0, 0}, cap[2] = {0, 0};
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
 		for (size_t i = 0; r >= 0 && i < b.n; i++) {
-			if (n == cap) {
-				uint64_t *p = realloc(src, (cap = cap ? cap * 2 : 64) * sizeof(*p));
+			int s = strchr(b.name[i], '@') != NULL;
+			if (n[s] == cap[s]) {
+				uint64_t *p = realloc(src[s], (cap[s] = cap[s] ? cap[s] * 2 : 64) *
+								      sizeof(*p));
 				if (!p) {
 					r = -ENOMEM;
 					break;
 				}
-				src = p;
+				src[s] = p;
 			}
-			src[n++] = b.field[CAIRN_F_GUID][i];
+			src[s][n[s]++] = b.field[CAIRN_F_GUID][i];
 		}
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
-	if (n)
-		qsort(src, n, sizeof(*src), cmp_u64);
-	int extra = 0;
+	bool *kept = r >= 0 ? calloc(h->nds, sizeof(*kept)) : NULL;
+	if (r >= 0 && !kept)
+		r = -ENOMEM;
+	for (int s = 0; r >= 0 && s < 2; s++)
+		if (n[s])
+			qsort(src[s], n[s], sizeof(*src[s]), cmp_u64);
 	for (size_t k = 0; r >= 0 && k < h->nds; k++)
-		extra += h->dsrels[k][0] && /* the top always maps */
-			 !(n && bsearch(&h->dsguids[k], src, n, sizeof(*src), cmp_u64));
-	free(src);
+		kept[k] = !h->dsrels[k][0] || /* the top always maps */
+			  (n[0] && bsearch(&h->dsguids[k], src[0], n[0], sizeof(*src[0]), cmp_u64)) ||
+			  holds_any(h, k, src[1], n[1]);
+	int extra = 0;
+	const char *last = NULL; /* the last one printed: those below it go with it */
+	for (size_t k = 0; r >= 0 && k < h->nds; k++) {
+		size_t rl = strlen(h->dsrels[k]);
+		bool below = false;
+		for (size_t j = 0; !kept[k] && !below && j < h->nds; j++)
+			below = kept[j] && !strncmp(h->dsrels[j], h->dsrels[k], rl) &&
+				h->dsrels[j][rl] == '/';
+		if (kept[k] || below)
+			continue;
+		if (first && !extra)
+			*first = h->dsrels[k];
+		extra++;
+		size_t ll = last ? strlen(last) : 0;
+		if (say && !(last && !strncmp(h->dsrels[k], last, ll) && h->dsrels[k][ll] == '/')) {
+			printf("would destroy %s%s\n", say, h->dsrels[k]);
+			last = h->dsrels[k];
+		}
+	}
+	free(kept);
+	free(src[0]);
+	free(src[1]);
 	return r < 0 ? r : extra;
 }
 
@@ -882,7 +932,16 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 	bool kept = false;
 	char *rwhy = child_reason(rerr, child, true, &kept);
 	int rc = 0;
-	if (rh.broken) {
+	if (rh.broken && o->dry_run && hstatus == 2) {
+		/* A usage error: a cairn there from before have -n.  Asking
+		 * with plain have would touch chunks there, and trying again
+		 * changes nothing. */
+		cli_err(dst->dataset, "sending %s (dry run): its cairn does not take 'have -n' (an older "
+				      "version?), which sync -n asks with so as to change nothing there; "
+				      "update cairn there",
+			label);
+		rc = 1;
+	} else if (rh.broken) {
 		/* The chunk query died first: the link, or the far side. */
 		char *hwhy = child_reason(herr, hstatus, false, NULL);
 		cli_err(dst->dataset, "sending %s: the destination stopped answering which chunks it "
@@ -967,8 +1026,10 @@ static long dest_gained(const endpoint_t *dst, const dest_have_t *h)
 {
 	dest_have_t now;
 	int r = dest_guids(dst, &now);
-	if (r < 0)
+	if (r < 0) {
+		dest_have_free(&now); /* what a failed parse had filled in */
 		return r;
+	}
 	long n = 0;
 	for (size_t i = 0, k = 0; i < now.n; i++) {
 		while (k < h->n && h->guids[k] < now.guids[i])
@@ -1179,6 +1240,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	/* A dataset renamed on the source is renamed there by a stream,
 	 * even one with no snapshot to send. */
 	int renamed = 0, extra = 0;
+	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
 	int r = dest_guids(&dst, &h);
 	if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
 		cli_fail(st, src.dataset, r);
@@ -1219,8 +1281,20 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "another destination)",
 			h.sub_example, src.dataset);
 		rc = 1;
-	} else if (current && renamed <= 0 && recursive && force &&
-		   (extra = dest_extra(st, src.dataset, &h)) < 0) {
+	} else if (recursive && force && !common && h.nds > 1 &&
+		   (extra = dest_extra(st, src.dataset, &h, NULL, &gone)) != 0) {
+		/* The top gets a full stream.  zfs recv -F destroys nothing for
+		 * one; cairn's receiver would destroy what is not the source's
+		 * under it.  Not without being asked in so many words. */
+		rc = extra < 0 ? cli_fail(st, src.dataset, extra) : 1;
+		if (extra > 0)
+			cli_err(dst.dataset, "has no snapshots of its own, so the stream into it is a "
+						  "full one, and -F would destroy %s%s, which is not on %s "
+						  "(zfs recv -F destroys nothing for a full stream); refusing "
+						  "(destroy it there, or sync without -F)",
+				dst.dataset, gone, src.dataset);
+	} else if (recursive && force && ((current && renamed <= 0) || dry) &&
+		   (extra = dest_extra(st, src.dataset, &h, dry ? dst.dataset : NULL, NULL)) < 0) {
 		rc = cli_fail(st, src.dataset, extra);
 	} else if (current && renamed <= 0 && extra == 0) {
 		if (verbose || dry)

@@ -861,54 +861,98 @@ static int exec_bind(rctx_t *c, const char *sql, int64_t a, const char *b)
 }
 
 /* With -R -F: the datasets under the stream's top that the sender no
- * longer has go. */
+ * longer has go.  A local dataset is one of the sender's when it has the
+ * guid of a dataset the stream declares or, as zfs recv tells them apart,
+ * when it holds a snapshot or bookmark with the guid of a snapshot the
+ * stream lists: a copy made by a receive without -R (a plain sync or
+ * send|recv) has a dataset guid of its own.  A dataset with such a one
+ * below it stays as well (a parent made by hand for the copy to go in):
+ * destroying it would take the copy along.  cairn sync's dest_extra
+ * applies the same rules to decide whether a stream has anything to
+ * destroy. */
 static int reconcile(rctx_t *c)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
-			       "SELECT name, guid FROM dataset WHERE name > ?1 || '/' AND"
+	sqlite3 *db = catalog_db(c->st->cat);
+	sqlite3_stmt *q, *own;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT name, guid, id FROM dataset WHERE name > ?1 || '/' AND"
 			       " name < ?1 || '0' ORDER BY name",
 			       -1, &q, NULL))
 		return -EIO;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT guid FROM snapshot WHERE dataset=?1"
+			       " UNION ALL SELECT guid FROM bookmark WHERE dataset=?1",
+			       -1, &own, NULL)) {
+		sqlite3_finalize(q);
+		return -EIO;
+	}
 	sqlite3_bind_text(q, 1, local_top(c), -1, SQLITE_STATIC);
-	char **gone = NULL;
-	size_t n = 0;
+	char **name = NULL;
+	bool *kept = NULL;
+	size_t n = 0, nsnaps = 0;
 	int r = 0;
+	for (size_t i = 0; i < c->nds; i++)
+		nsnaps += c->ds[i].nsnaps;
 	uint64_t *sent = malloc((c->nds + 1) * sizeof(*sent));
-	if (!sent)
+	uint64_t *snaps = malloc((nsnaps + 1) * sizeof(*snaps));
+	if (!sent || !snaps)
 		r = -ENOMEM;
-	for (size_t i = 0; r == 0 && i < c->nds; i++)
+	nsnaps = 0;
+	for (size_t i = 0; r == 0 && i < c->nds; i++) {
 		sent[i] = c->ds[i].guid;
-	if (r == 0)
+		for (uint32_t k = 0; k < c->ds[i].nsnaps; k++)
+			snaps[nsnaps++] = c->ds[i].snapguids[k];
+	}
+	if (r == 0) {
 		qsort(sent, c->nds, sizeof(*sent), cmp_u64);
+		qsort(snaps, nsnaps, sizeof(*snaps), cmp_u64);
+	}
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
 		uint64_t g = sqlite3_column_int64(q, 1);
-		if (bsearch(&g, sent, c->nds, sizeof(g), cmp_u64))
-			continue;
-		char **p = realloc(gone, (n + 1) * sizeof(*gone));
-		if (!p || !(p[n] = strdup((const char *)sqlite3_column_text(q, 0)))) {
-			gone = p ? p : gone;
+		bool keep = bsearch(&g, sent, c->nds, sizeof(g), cmp_u64) != NULL;
+		sqlite3_bind_int64(own, 1, sqlite3_column_int64(q, 2));
+		while (!keep && sqlite3_step(own) == SQLITE_ROW) {
+			uint64_t s = sqlite3_column_int64(own, 0);
+			keep = bsearch(&s, snaps, nsnaps, sizeof(s), cmp_u64) != NULL;
+		}
+		sqlite3_reset(own);
+		char **p = realloc(name, (n + 1) * sizeof(*name));
+		bool *k = p ? realloc(kept, (n + 1) * sizeof(*kept)) : NULL;
+		name = p ? p : name;
+		kept = k ? k : kept;
+		if (!k || !(name[n] = strdup((const char *)sqlite3_column_text(q, 0)))) {
 			r = -ENOMEM;
 			break;
 		}
-		gone = p;
-		n++;
+		kept[n++] = keep;
 	}
 	sqlite3_finalize(q);
+	sqlite3_finalize(own);
 	free(sent);
+	free(snaps);
 	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (kept[i])
+			continue;
+		/* by name, what begins with name[i] follows it */
+		size_t l = strlen(name[i]);
+		bool below = false;
+		for (size_t j = i + 1; !below && j < n && !strncmp(name[j], name[i], l); j++)
+			below = name[j][l] == '/' && kept[j];
+		if (below)
+			continue;
 		ds_row_t d = {0};
-		if (catalog_ds_by_name(c->st->cat, gone[i], &d) < 0)
+		if (catalog_ds_by_name(c->st->cat, name[i], &d) < 0)
 			continue; /* went with its parent */
 		ds_row_clear(&d);
 		cairn_destroy_opts dop = {.recursive = true};
-		r = cairn_destroy(c->st, gone[i], &dop);
+		r = cairn_destroy(c->st, name[i], &dop);
 		if (r == 0)
-			note(c, "destroyed", gone[i]);
+			note(c, "destroyed", name[i]);
 	}
 	for (size_t i = 0; i < n; i++)
-		free(gone[i]);
-	free(gone);
+		free(name[i]);
+	free(name);
+	free(kept);
 	return r;
 }
 

@@ -306,6 +306,7 @@ static int place_descendant(cairn_store *st, splan_t *p, const ds_row_t *ds, con
 	int k = descendant_in(st, ds, to);
 	if (k < 0 || k == DS_IN)
 		return k < 0 ? k : 0;
+	/* zfs mode (cli/cmd_send.c) recognises "CHILD@S: no such snapshot," */
 	if (k == DS_MISSING && !o->skip_missing)
 		return store_err(st, -ENOENT,
 				 "%s@%s: no such snapshot, though %s is older than %s@%s: "

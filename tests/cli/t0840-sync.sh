@@ -146,6 +146,23 @@ ok "$CAIRN" -s "$A" sync rs/w "$B:ct/w"
 out=$("$CAIRN" -s "$A" sync -R rs "$B:ct" 2>&1) || fail "BUG: sync -R into a top without snapshots over a copy of the child: $out"
 got=$(bc list -H -o name -t snapshot -r ct | tr '\n' ' ')
 [ "$got" = "ct@first ct@x ct/w@first ct/w@late " ] || fail "sync -R into ct: $got ($out)"
+# The same with -F, when a dataset there is not the source's (cw/mine, with
+# a snapshot of its own): the stream into a top without snapshots is a
+# full one, and zfs recv -F destroys nothing for a full stream; cairn's
+# receiver would destroy cw/mine.  Refused, naming it, nothing changed
+# (sync -R -F destroyed cw/mine and its snapshot); without -F it syncs and
+# cw/mine stays.
+ok bc create cw
+ok "$CAIRN" -s "$A" sync rs/w "$B:cw/w"
+ok bc create -o source="$TESTDIR/src2/linux" cw/mine
+ok bc snapshot cw/mine@m
+L0=$(bc list -H -p -t all -o name,guid)
+fails_with 1 "cw: has no snapshots of its own, so the stream into it is a full one, and -F would destroy cw/mine" \
+	"$CAIRN" -s "$A" sync -R -F rs "$B:cw"
+[ "$(bc list -H -p -t all -o name,guid)" = "$L0" ] || fail "BUG: a refused sync -R -F changed the destination: $(bc list -H -o name -t all -r cw | tr '\n' ' ')"
+out=$("$CAIRN" -s "$A" sync -R rs "$B:cw" 2>&1) || fail "sync -R (no -F) into cw: $out"
+got=$(bc list -H -o name -t snapshot -r cw | tr '\n' ' ')
+[ "$got" = "cw@first cw@x cw/mine@m cw/w@first cw/w@late " ] || fail "sync -R into cw: $got ($out)"
 ok bc create -o source="$TESTDIR/src2" cu
 ok bc create -o source="$TESTDIR/src2/linux" cu/other
 ok bc snapshot cu/other@z
@@ -178,9 +195,48 @@ fails_with 1 "rfc/c@1: snapshot is held" "$CAIRN" -s "$A" sync -R -F rf "$B:rfc"
 got=$(bc list -H -o name -r rfc | tr '\n' ' ')
 [ "$got" = "rfc rfc/a rfc/b rfc/c " ] || fail "a refused sync -R -F changed the destination: $got"
 ok bc release keep rfc/c@1
+# sync -n -R -F says which datasets the stream would destroy (it said
+# "would sync rf@1 @1 -> rfc: 0B in 0 snapshots" and nothing of them), and
+# destroys nothing
+out=$("$CAIRN" -s "$A" sync -R -F -n rf "$B:rfc" 2>&1) || fail "sync -n -R -F after a destroy: $out"
+[ "$(echo "$out" | grep "destroy" | tr '\n' ' ')" = "would destroy rfc/b would destroy rfc/c " ] ||
+	fail "BUG: sync -n -R -F does not say what it would destroy: $out"
+got=$(bc list -H -o name -r rfc | tr '\n' ' ')
+[ "$got" = "rfc rfc/a rfc/b rfc/c " ] || fail "sync -n -R -F changed the destination: $got"
 out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F after a destroy: $out"
 got=$(bc list -H -o name -r rfc | tr '\n' ' ')
 [ "$got" = "rfc rfc/a " ] || fail "BUG: sync -R -F left datasets the source destroyed: $got ($out)"
 out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F again: $out"
 echo "$out" | grep -q "up to date" || fail "sync -R -F again not a no-op: $out"
+# sync -R -F keeps a destination dataset that is a copy of a source
+# dataset although its dataset guid is not the source's (a plain sync or
+# send|recv made it: only -R streams carry dataset guids): it holds a
+# snapshot the source has, which is how zfs recv -F tells a copy from a
+# dataset the sender destroyed.  So is a dataset above such a copy (a
+# parent the user made so the copy could go there).  Nothing changed on
+# the source: "up to date", nothing destroyed.  (sync -R -F destroyed both,
+# and said "synced"; the next run sent them again whole.)
+mkdir -p "$TESTDIR/rf/solo" "$TESTDIR/rf/p/q"
+ok "$CAIRN" -s "$A" create rf/solo
+ok "$CAIRN" -s "$A" create rf/p
+ok "$CAIRN" -s "$A" create rf/p/q
+ok "$CAIRN" -s "$A" snapshot rf/solo@s1
+ok "$CAIRN" -s "$A" snapshot rf/p/q@q1
+ok "$CAIRN" -s "$A" sync rf/solo "$B:rfc/solo"
+ok bc create rfc/p
+ok "$CAIRN" -s "$A" sync rf/p/q "$B:rfc/p/q"
+out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F over copies made by plain syncs: $out"
+echo "$out" | grep -q "up to date" || fail "BUG: sync -R -F over copies made by plain syncs not a no-op: $out"
+got=$(bc list -H -o name -t all -r rfc | tr '\n' ' ')
+[ "$got" = "rfc rfc@1 rfc/a rfc/a@1 rfc/p rfc/p/q rfc/p/q@q1 rfc/solo rfc/solo@s1 " ] ||
+	fail "BUG: sync -R -F destroyed copies of source datasets: $got ($out)"
+# ... and when something is sent, they are kept and brought up to date
+ok "$CAIRN" -s "$A" snapshot -r rf@2
+out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F rf@2 over copies: $out"
+echo "$out" | grep -q "destroyed" && fail "BUG: sync -R -F rf@2 destroyed something: $out"
+got=$(bc list -H -o name -t snapshot -r rfc | tr '\n' ' ')
+[ "$got" = "rfc@1 rfc@2 rfc/a@1 rfc/a@2 rfc/p@2 rfc/p/q@q1 rfc/p/q@2 rfc/solo@s1 rfc/solo@2 " ] ||
+	fail "BUG: sync -R -F rf@2 over copies: $got ($out)"
+out=$("$CAIRN" -s "$A" sync -R -F -v rf "$B:rfc" 2>&1) || fail "sync -R -F rf@2 again: $out"
+echo "$out" | grep -q "up to date" || fail "sync -R -F rf@2 again not a no-op: $out"
 done_test

@@ -8,12 +8,10 @@
 # which was not so.)
 . "$(dirname "$0")/lib.sh"
 cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
-A=$TESTDIR/a B=$TESTDIR/b T=$TESTDIR/src
-ca() { "$CAIRN" -s "$A" "$@"; }
-cb() { "$CAIRN" -s "$B" "$@"; }
-ok ca init >/dev/null
+A=$CAIRN_STORE T=$TESTDIR/src
+new_store # ca runs cairn on it, cb on the second store, $B
+second_store
 ok ca config chunk_size=65536 >/dev/null
-ok cb init >/dev/null
 mkdir -p "$T/w"
 rnd() { head -c 500000 /dev/urandom >"$1"; }
 rnd "$T/f"; rnd "$T/w/g"

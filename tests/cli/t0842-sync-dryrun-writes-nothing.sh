@@ -8,11 +8,9 @@
 # locally and over (a stand-in for) ssh.
 . "$(dirname "$0")/lib.sh"
 cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
-A=$TESTDIR/a B=$TESTDIR/b T=$TESTDIR/src
-ca() { "$CAIRN" -s "$A" "$@"; }
-cb() { "$CAIRN" -s "$B" "$@"; }
-ok ca init >/dev/null
-ok cb init >/dev/null
+A=$CAIRN_STORE T=$TESTDIR/src
+new_store # ca runs cairn on it, cb on the second store, $B
+second_store
 mkdir -p "$T/w"
 head -c 300000 /dev/urandom >"$T/f"
 head -c 300000 /dev/urandom >"$T/w/g"
@@ -52,4 +50,18 @@ grep -q "'have' '-n'" "$TESTDIR/ssh.log" || fail "the dry run did not ask with h
 CAIRN_SSH=$TESTDIR/ssh CAIRN_REMOTE=$CAIRN ok ca sync -R tank "far:$B:bk"
 [ "$(state "$B")" != "$before_b" ] || fail "the real sync changed nothing there?"
 [ "$(cb list -H -p -o guid bk@2)" = "$(ca list -H -p -o guid tank@2)" ] || fail "the real sync after the dry runs"
+# A far side whose cairn predates have -n (its have takes no option):
+# sync -n says so, and does not say that running it again would help.
+cat >"$TESTDIR/oldcairn" <<SH
+#!/bin/sh
+[ "\$3" = have ] && [ \$# -gt 3 ] && { echo "usage: cairn have   (internal: used by cairn sync over ssh)" >&2; exit 2; }
+exec "$CAIRN" "\$@"
+SH
+chmod +x "$TESTDIR/oldcairn"
+ok ca snapshot -r tank@3 # something to send
+out=$(CAIRN_SSH=$TESTDIR/ssh CAIRN_REMOTE=$TESTDIR/oldcairn ca sync -R -n tank "far:$B:bk" 2>&1) &&
+	fail "sync -n against a cairn without have -n succeeded: $out"
+echo "$out" | grep -q "^cairn: sync: bk: .*its cairn does not take 'have -n' (an older version?)" ||
+	fail "BUG: sync -n against a cairn without have -n does not say so: $out"
+echo "$out" | grep -q "sync again" && fail "BUG: sync -n against a cairn without have -n says to run it again: $out"
 done_test

@@ -131,4 +131,21 @@ fails_with 1 "^cannot open 'pool@nosuch': dataset does not exist$" \
 	env CAIRN_POOLS_FILE="$TESTDIR/pools" "$BIN/zfs" send -R pool@nosuch
 fails_with 1 "^cannot send pool@f recursively: snapshot pool/kid@f does not exist$" \
 	env CAIRN_POOLS_FILE="$TESTDIR/pools" "$BIN/zfs" send -R -i @e pool@f
+# A descendant's snapshot that is there but cannot be read (a chunk of it
+# missing from the store) is not "does not exist": zfs mode names the
+# real cause.  (Recognised by the detail's shape alone, "CHILD@S: ...",
+# it was reported as a missing snapshot.)
+mkdir -p "$S/dmg" && head -c 300000 /dev/urandom >"$S/dmg/f"
+ok ca create -o source="$S/dmg" pool/dmg
+for ds in $(ca list -H -o name -r pool | grep -v "^pool/dmg$"); do ok ca snapshot "$ds@h"; done
+touch "$TESTDIR/mark" && sleep 1
+ok ca snapshot pool/dmg@h
+mkdir -p "$TESTDIR/saved"
+find "$CAIRN_STORE/.chunks" -type f -newer "$TESTDIR/mark" -exec mv {} "$TESTDIR/saved/" \;
+[ -n "$(ls "$TESTDIR/saved")" ] || fail "no chunk written by pool/dmg@h?"
+err=$(env CAIRN_POOLS_FILE="$TESTDIR/pools" "$BIN/zfs" send -R pool@h 2>&1 >/dev/null) &&
+	fail "zfs send -R with a chunk missing succeeded"
+echo "$err" | grep -q "does not exist" && fail "BUG: zfs send -R calls a damaged snapshot missing: $err"
+echo "$err" | grep -q "pool/dmg@h.*missing from the chunk store" ||
+	fail "zfs send -R with a chunk missing does not say so: $err"
 done_test
