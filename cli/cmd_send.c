@@ -88,6 +88,7 @@ int cmd_send(int argc, char **argv)
 {
 	cairn_send_opts o = {.fd = 1, .progress = cli_progress};
 	bool verbose = false;
+	bool token_conflict = false; /* a flag zfs refuses beside -t */
 	eopts_t e = {0};
 	static const struct option lo[] = {
 		{"replicate", no_argument, 0, 'R'},  {"dryrun", no_argument, 0, 'n'},
@@ -107,8 +108,12 @@ int cmd_send(int argc, char **argv)
 		case 'h':
 			if (g_cli.help)
 				return cli_usage(u, NULL); /* cairn send -h: help */
+			token_conflict = true; /* -h, --holds */
 			break;
-		case 'L': case 'c': case 'e': case 'b': case 'p': case 'D':
+		case 'b': case 'p':
+			token_conflict = true;
+			break; /* meaningless for cairn streams; see the usage */
+		case 'L': case 'c': case 'e': case 'D':
 			break; /* meaningless for cairn streams; see the usage */
 		case 'i':
 		case 'I':
@@ -125,6 +130,11 @@ int cmd_send(int argc, char **argv)
 		default: return cli_usage(u, NULL);
 		}
 	}
+	/* zfs's rule: a token fixes what is sent, so the flags that would
+	 * choose it (-R, -i/-I, -p, -h, -b) are refused beside -t rather than
+	 * ignored. */
+	if (o.resume_token && (token_conflict || o.recursive || o.from))
+		return cli_usage(u, "invalid flags combined with -t");
 	/* zfs's rule and meaning: only a replication stream has children to skip. */
 	if (o.skip_missing && !o.recursive)
 		return cli_usage(u, "skip-missing flag can only be used in conjunction with replicate "

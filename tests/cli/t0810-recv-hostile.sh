@@ -653,6 +653,16 @@ for t in "$forged" "2-00" "1-${tok:2}" "2-${tok:2}" "${tok}00" "garbage" "2-$(pr
 	grep -q "not valid" "$ERR" || fail "send -t forged '$t': $(cat "$ERR")"
 	[ "$out" = 0 ] || fail "send -t forged '$t' wrote $out bytes"
 done
+# flags that would choose what is sent are refused beside -t, as zfs
+# refuses them ("invalid flags combined with -t"); they were ignored
+for f in -R "-i big@1" "-I big@1" -p -h -b --replicate --props --holds; do
+	# shellcheck disable=SC2086
+	ca send $f -t "$tok" >"$ST/tokout" 2>"$ERR"
+	rc=$?
+	[ "$rc" = 2 ] || fail "send $f -t: exit $rc, not a usage error"
+	grep -q "invalid flags combined with -t" "$ERR" || fail "send $f -t: $(cat "$ERR")"
+	[ "$(stat -c %s "$ST/tokout")" = 0 ] || fail "send $f -t wrote bytes"
+done
 # a well-formed token that names a snapshot the sender does not have
 t=$(python3 "$CST" token "$tok" toguid 0x123456789)
 fails_with 1 "does not have" ca send -t "$t"
