@@ -860,6 +860,11 @@ static int exec_bind(rctx_t *c, const char *sql, int64_t a, const char *b)
 	return r;
 }
 
+static int cmp_cstrp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* With -R -F: the datasets under the stream's top that the sender no
  * longer has go. */
 static int reconcile(rctx_t *c)
@@ -881,9 +886,20 @@ static int reconcile(rctx_t *c)
 		sent[i] = c->ds[i].guid;
 	if (r == 0)
 		qsort(sent, c->nds, sizeof(*sent), cmp_u64);
+	/* The stream's datasets' local names too: one received into by name
+	 * (a copy made without -R has a guid of its own) is the sender's. */
+	const char **here = r == 0 ? malloc((c->nds + 1) * sizeof(*here)) : NULL;
+	if (r == 0 && !here)
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < c->nds; i++)
+		here[i] = c->ds[i].local;
+	if (r == 0)
+		qsort(here, c->nds, sizeof(*here), cmp_cstrp);
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
 		uint64_t g = sqlite3_column_int64(q, 1);
-		if (bsearch(&g, sent, c->nds, sizeof(g), cmp_u64))
+		const char *name = (const char *)sqlite3_column_text(q, 0);
+		if (bsearch(&g, sent, c->nds, sizeof(g), cmp_u64) ||
+		    bsearch(&name, here, c->nds, sizeof(*here), cmp_cstrp))
 			continue;
 		char **p = realloc(gone, (n + 1) * sizeof(*gone));
 		if (!p || !(p[n] = strdup((const char *)sqlite3_column_text(q, 0)))) {
@@ -896,6 +912,7 @@ static int reconcile(rctx_t *c)
 	}
 	sqlite3_finalize(q);
 	free(sent);
+	free(here);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		ds_row_t d = {0};
 		if (catalog_ds_by_name(c->st->cat, gone[i], &d) < 0)
@@ -951,9 +968,35 @@ static int temp_name(rctx_t *c, int64_t dsid, char **targets, size_t ntargets, u
 	}
 }
 
-/* -R: snapshot renames (same guid, other name) and, with -F, destroys of
- * the snapshots the sender no longer has. */
-static int apply_snaplist(rctx_t *c, const rds_t *d)
+/* Whether -F destroys what the sender no longer has.  Only an incremental
+ * replication stream (-R from a source the target's top holds) says what
+ * the sender no longer has, as in zfs (recv_incremental_replication runs
+ * only for a stream with a fromsnap; zfs-receive(8) -F).  A full -R
+ * stream lists the sender's subtree, not the target's: what the target
+ * holds besides it is unrelated, and stays. */
+static int destroys_missing(rctx_t *c)
+{
+	if (!(c->flags & STREAM_F_RECURSIVE) || !c->o->force || !c->fromguid)
+		return 0;
+	/* The target's top must hold the source (a stream with no snapshot
+	 * of the top, as sync sends, has no commit that would check it). */
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
+			       "SELECT 1 FROM dataset d WHERE d.name=?1 AND (EXISTS(SELECT 1 FROM"
+			       " snapshot WHERE +dataset=d.id AND guid=?2) OR EXISTS(SELECT 1 FROM"
+			       " bookmark WHERE dataset=d.id AND guid=?2))",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_text(q, 1, local_top(c), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, (int64_t)c->fromguid);
+	int r = sqlite3_step(q);
+	sqlite3_finalize(q);
+	return r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* -R: snapshot renames (same guid, other name) and, when drop (-F, see
+ * destroys_missing), destroys of the snapshots the sender no longer has. */
+static int apply_snaplist(rctx_t *c, const rds_t *d, bool drop_missing)
 {
 	ds_row_t row = {0};
 	if (catalog_ds_by_name(c->st->cat, d->local, &row) < 0)
@@ -981,7 +1024,7 @@ static int apply_snaplist(rctx_t *c, const rds_t *d)
 		guidix_t key = {.guid = sqlite3_column_int64(q, 1)};
 		const guidix_t *e = bsearch(&key, byguid, d->nsnaps, sizeof(*byguid), cmp_guidix);
 		bool ren = e && strcmp(d->snapnames[e->i], ln);
-		bool drop = !e && c->o->force;
+		bool drop = !e && drop_missing;
 		if (!ren && !drop)
 			continue;
 		char **a = realloc(from, (n + 1) * sizeof(char *)), **b = realloc(to, (n + 1) * sizeof(char *));
@@ -1163,13 +1206,16 @@ static int apply_meta(rctx_t *c)
 	int r = load_local_guids(c);
 	for (size_t i = 0; r == 0 && i < c->nds; i++)
 		r = apply_dataset(c, &c->ds[i], i == 0);
+	/* After the renames: the top may have just got its name. */
+	int drop = r == 0 ? destroys_missing(c) : 0;
+	if (drop < 0)
+		r = store_err(c->st, drop, "%s: looking up the stream's source", local_top(c));
 	for (size_t i = 0; r == 0 && i < c->nds; i++)
 		if (c->ds[i].has_list)
-			r = apply_snaplist(c, &c->ds[i]);
+			r = apply_snaplist(c, &c->ds[i], drop > 0);
 	/* A stream that skipped datasets (send -R -s) does not list all the
 	 * sender's: what it lacks may still be there, so nothing goes. */
-	if (r == 0 && (c->flags & STREAM_F_RECURSIVE) && c->o->force &&
-	    !(c->flags & STREAM_F_SKIPPED))
+	if (r == 0 && drop > 0 && !(c->flags & STREAM_F_SKIPPED))
 		r = reconcile(c);
 	return r;
 }

@@ -353,8 +353,11 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 	if (r == 0 && o->base_guids) {
 		/* sync: each dataset from its own newest common snapshot. */
 		if (receiver_has(o, topds, ds, tos.guid)) {
+			/* The receiver's top holds it: the stream is incremental
+			 * from it, and so recv -R -F reconciles the subtree (it
+			 * does for an incremental stream only, as zfs). */
 			if (top)
-				p->toguid = tos.guid;
+				p->toguid = p->fromguid = tos.guid;
 			snap_row_clear(&tos);
 			return 0; /* up to date */
 		}
