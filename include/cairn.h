@@ -560,8 +560,9 @@ typedef struct cairn_send_opts {
 	 * offsets.) */
 	const char *const *base_datasets;
 	/** -s (zfs send --skip-missing), with recursive only (-EINVAL
-	 * otherwise; ignored with resume_token, and a resumed stream
-	 * cannot skip: the token does not record it): a descendant made before the snapshot that lacks its
+	 * otherwise; ignored with resume_token: a token of a stream that
+	 * left datasets out records it, and the resumed stream is planned
+	 * with skip_missing again): a descendant made before the snapshot that lacks its
 	 * name is left out with its whole subtree (skipped is called for it)
 	 * instead of refusing the send.  The stream then says it left
 	 * datasets out, and recv -F destroys no dataset on its strength

@@ -440,8 +440,7 @@ static int checkpoint(rctx_t *c)
 		store_chunk_err_during(c->st, r, "saving the resume point");
 	resume_token_t t = {.toguid = c->toguid, .fromguid = c->fromguid, .group = c->group_txg,
 			    .skip = c->group_pos,
-			    .flags = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES |
-						 STREAM_F_RAW),
+			    .flags = c->flags & STREAM_F_PLAN,
 			    .gsnaps = c->gids.len / TOKEN_GROUP_ID_LEN};
 	token_group_digest(&c->gids, t.gdigest);
 	char tok[TOKEN_MAX];
@@ -509,6 +508,14 @@ static int checkpoint(rctx_t *c)
 	return r;
 }
 
+/* Whether a saved token's stream was planned as this one (plan: its
+ * STREAM_F_PLAN flags).  Versions before tokens recorded send -R -s saved
+ * one without STREAM_F_SKIPPED for such a stream: it is still the same. */
+static bool same_plan(const resume_token_t *t, uint32_t plan)
+{
+	return t->flags == plan || t->flags == (plan & ~STREAM_F_SKIPPED);
+}
+
 /* A -d or -e receive cut by an earlier version kept its state on the
  * target above the received dataset.  When that state is this stream's,
  * it is taken over: the next checkpoint or commit moves it to the
@@ -518,7 +525,7 @@ static int adopt_legacy_state(rctx_t *c, uint32_t plan, rstate_t *s)
 	rstate_t old;
 	int r = state_load(c->st, c->o->target, &old);
 	if (r == 0 && old.exists && old.tok.toguid == c->toguid &&
-	    old.tok.fromguid == c->fromguid && old.tok.flags == plan) {
+	    old.tok.fromguid == c->fromguid && same_plan(&old.tok, plan)) {
 		buf_free(&s->idx);
 		*s = old;
 		c->legacy_state = true;
@@ -555,12 +562,12 @@ static int check_state(rctx_t *c)
 	if (r == 0 && s.exists && catalog_ds_by_name(c->st->cat, top, &d) == -ENOENT)
 		s.exists = false;
 	ds_row_clear(&d);
-	uint32_t plan = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES | STREAM_F_RAW);
+	uint32_t plan = c->flags & STREAM_F_PLAN;
 	if (r == 0 && !s.exists && strcmp(top, c->o->target))
 		r = adopt_legacy_state(c, plan, &s);
 	const resume_token_t *t = &s.tok;
 	bool same = s.exists && t->toguid == c->toguid && t->fromguid == c->fromguid &&
-		    t->flags == plan;
+		    same_plan(t, plan);
 	if (r == 0 && (c->flags & STREAM_F_RESUMED)) {
 		if (!s.exists)
 			r = store_err(c->st, -ENOENT, "%s: no partial receive to resume", top);

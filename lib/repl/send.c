@@ -577,6 +577,10 @@ static int plan_resume_from(cairn_store *st, const resume_token_t *t, const char
 				 .recursive = t->flags & STREAM_F_RECURSIVE,
 				 .intermediates = t->flags & STREAM_F_INTERMEDIATES,
 				 .raw = t->flags & STREAM_F_RAW,
+				 /* send -R -s: the same datasets are left out again */
+				 .skip_missing = t->flags & STREAM_F_SKIPPED,
+				 .skipped = o->skipped,
+				 .arg = o->arg,
 				 .base_guids = o->base_guids,
 				 .nbase_guids = o->nbase_guids,
 				 .base_datasets = o->base_datasets};
