@@ -1283,14 +1283,14 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 		rc = 1;
 	} else if (recursive && force && !common && h.nds > 1 &&
 		   (extra = dest_extra(st, src.dataset, &h, NULL, &gone)) != 0) {
-		/* The top gets a full stream.  zfs recv -F destroys nothing for
-		 * one; cairn's receiver would destroy what is not the source's
-		 * under it.  Not without being asked in so many words. */
+		/* The top gets a full stream, which destroys nothing (as in zfs);
+		 * but once the top is in common, the next -R -F would destroy
+		 * what is not the source's under it.  Not without being asked
+		 * in so many words. */
 		rc = extra < 0 ? cli_fail(st, src.dataset, extra) : 1;
 		if (extra > 0)
-			cli_err(dst.dataset, "has no snapshots of its own, so the stream into it is a "
-						  "full one, and -F would destroy %s%s, which is not on %s "
-						  "(zfs recv -F destroys nothing for a full stream); refusing "
+			cli_err(dst.dataset, "has no snapshots of its own; once it has, sync -R -F "
+						  "would destroy %s%s, which is not on %s; refusing "
 						  "(destroy it there, or sync without -F)",
 				dst.dataset, gone, src.dataset);
 	} else if (recursive && force && ((current && renamed <= 0) || dry) &&

@@ -560,8 +560,9 @@ typedef struct cairn_send_opts {
 	 * offsets.) */
 	const char *const *base_datasets;
 	/** -s (zfs send --skip-missing), with recursive only (-EINVAL
-	 * otherwise; ignored with resume_token, and a resumed stream
-	 * cannot skip: the token does not record it): a descendant made before the snapshot that lacks its
+	 * otherwise; ignored with resume_token: a token of a stream that
+	 * left datasets out records it, and the resumed stream is planned
+	 * with skip_missing again): a descendant made before the snapshot that lacks its
 	 * name is left out with its whole subtree (skipped is called for it)
 	 * instead of refusing the send.  The stream then says it left
 	 * datasets out, and recv -F destroys no dataset on its strength
@@ -646,11 +647,13 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *opts);
 
 /** For each of n chunk digests, present[i] = 1 if the store has it.  Each
  * present chunk is touched (GC then keeps it through the receive that
- * relies on it). */
+ * relies on it).  A damaged chunk file (empty, or not a regular file)
+ * counts as missing: the sender sends the chunk again. */
 int cairn_chunks_present(cairn_store *st, const uint8_t (*digests)[32], size_t n,
 			 uint8_t *present);
 
-/** As cairn_chunks_present, but touches nothing: the store is left as it
+/** As cairn_chunks_present (with the same answer for a damaged chunk
+ * file), but touches nothing: the store is left as it
  * was, atimes included (a dry run: sync -n, have -n).  No receive may
  * rely on its answer, since GC may remove a chunk it found. */
 int cairn_chunks_peek(cairn_store *st, const uint8_t (*digests)[32], size_t n,

@@ -440,8 +440,7 @@ static int checkpoint(rctx_t *c)
 		store_chunk_err_during(c->st, r, "saving the resume point");
 	resume_token_t t = {.toguid = c->toguid, .fromguid = c->fromguid, .group = c->group_txg,
 			    .skip = c->group_pos,
-			    .flags = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES |
-						 STREAM_F_RAW),
+			    .flags = c->flags & STREAM_F_PLAN,
 			    .gsnaps = c->gids.len / TOKEN_GROUP_ID_LEN};
 	token_group_digest(&c->gids, t.gdigest);
 	char tok[TOKEN_MAX];
@@ -509,6 +508,14 @@ static int checkpoint(rctx_t *c)
 	return r;
 }
 
+/* Whether a saved token's stream was planned as this one (plan: its
+ * STREAM_F_PLAN flags).  Versions before tokens recorded send -R -s saved
+ * one without STREAM_F_SKIPPED for such a stream: it is still the same. */
+static bool same_plan(const resume_token_t *t, uint32_t plan)
+{
+	return t->flags == plan || t->flags == (plan & ~STREAM_F_SKIPPED);
+}
+
 /* A -d or -e receive cut by an earlier version kept its state on the
  * target above the received dataset.  When that state is this stream's,
  * it is taken over: the next checkpoint or commit moves it to the
@@ -518,7 +525,7 @@ static int adopt_legacy_state(rctx_t *c, uint32_t plan, rstate_t *s)
 	rstate_t old;
 	int r = state_load(c->st, c->o->target, &old);
 	if (r == 0 && old.exists && old.tok.toguid == c->toguid &&
-	    old.tok.fromguid == c->fromguid && old.tok.flags == plan) {
+	    old.tok.fromguid == c->fromguid && same_plan(&old.tok, plan)) {
 		buf_free(&s->idx);
 		*s = old;
 		c->legacy_state = true;
@@ -555,12 +562,12 @@ static int check_state(rctx_t *c)
 	if (r == 0 && s.exists && catalog_ds_by_name(c->st->cat, top, &d) == -ENOENT)
 		s.exists = false;
 	ds_row_clear(&d);
-	uint32_t plan = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES | STREAM_F_RAW);
+	uint32_t plan = c->flags & STREAM_F_PLAN;
 	if (r == 0 && !s.exists && strcmp(top, c->o->target))
 		r = adopt_legacy_state(c, plan, &s);
 	const resume_token_t *t = &s.tok;
 	bool same = s.exists && t->toguid == c->toguid && t->fromguid == c->fromguid &&
-		    t->flags == plan;
+		    same_plan(t, plan);
 	if (r == 0 && (c->flags & STREAM_F_RESUMED)) {
 		if (!s.exists)
 			r = store_err(c->st, -ENOENT, "%s: no partial receive to resume", top);
@@ -860,12 +867,18 @@ static int exec_bind(rctx_t *c, const char *sql, int64_t a, const char *b)
 	return r;
 }
 
+static int cmp_cstrp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* With -R -F: the datasets under the stream's top that the sender no
  * longer has go.  A local dataset is one of the sender's when it has the
  * guid of a dataset the stream declares or, as zfs recv tells them apart,
  * when it holds a snapshot or bookmark with the guid of a snapshot the
- * stream lists: a copy made by a receive without -R (a plain sync or
- * send|recv) has a dataset guid of its own.  A dataset with such a one
+ * stream lists, or when the stream receives into it by name: a copy made
+ * by a receive without -R (a plain sync or send|recv) has a dataset guid
+ * of its own.  A dataset with such a one
  * below it stays as well (a parent made by hand for the copy to go in):
  * destroying it would take the copy along.  cairn sync's dest_extra
  * applies the same rules to decide whether a stream has anything to
@@ -907,9 +920,20 @@ static int reconcile(rctx_t *c)
 		qsort(sent, c->nds, sizeof(*sent), cmp_u64);
 		qsort(snaps, nsnaps, sizeof(*snaps), cmp_u64);
 	}
+	/* The stream's datasets' local names too: one received into by name
+	 * is the sender's, whatever its guids. */
+	const char **here = r == 0 ? malloc((c->nds + 1) * sizeof(*here)) : NULL;
+	if (r == 0 && !here)
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < c->nds; i++)
+		here[i] = c->ds[i].local;
+	if (r == 0)
+		qsort(here, c->nds, sizeof(*here), cmp_cstrp);
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
 		uint64_t g = sqlite3_column_int64(q, 1);
-		bool keep = bsearch(&g, sent, c->nds, sizeof(g), cmp_u64) != NULL;
+		const char *dsname = (const char *)sqlite3_column_text(q, 0);
+		bool keep = bsearch(&g, sent, c->nds, sizeof(g), cmp_u64) ||
+			    bsearch(&dsname, here, c->nds, sizeof(*here), cmp_cstrp);
 		sqlite3_bind_int64(own, 1, sqlite3_column_int64(q, 2));
 		while (!keep && sqlite3_step(own) == SQLITE_ROW) {
 			uint64_t s = sqlite3_column_int64(own, 0);
@@ -920,7 +944,7 @@ static int reconcile(rctx_t *c)
 		bool *k = p ? realloc(kept, (n + 1) * sizeof(*kept)) : NULL;
 		name = p ? p : name;
 		kept = k ? k : kept;
-		if (!k || !(name[n] = strdup((const char *)sqlite3_column_text(q, 0)))) {
+		if (!k || !(name[n] = strdup(dsname))) {
 			r = -ENOMEM;
 			break;
 		}
@@ -930,6 +954,7 @@ static int reconcile(rctx_t *c)
 	sqlite3_finalize(own);
 	free(sent);
 	free(snaps);
+	free(here);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		if (kept[i])
 			continue;
@@ -995,9 +1020,35 @@ static int temp_name(rctx_t *c, int64_t dsid, char **targets, size_t ntargets, u
 	}
 }
 
-/* -R: snapshot renames (same guid, other name) and, with -F, destroys of
- * the snapshots the sender no longer has. */
-static int apply_snaplist(rctx_t *c, const rds_t *d)
+/* Whether -F destroys what the sender no longer has.  Only an incremental
+ * replication stream (-R from a source the target's top holds) says what
+ * the sender no longer has, as in zfs (recv_incremental_replication runs
+ * only for a stream with a fromsnap; zfs-receive(8) -F).  A full -R
+ * stream lists the sender's subtree, not the target's: what the target
+ * holds besides it is unrelated, and stays. */
+static int destroys_missing(rctx_t *c)
+{
+	if (!(c->flags & STREAM_F_RECURSIVE) || !c->o->force || !c->fromguid)
+		return 0;
+	/* The target's top must hold the source (a stream with no snapshot
+	 * of the top, as sync sends, has no commit that would check it). */
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
+			       "SELECT 1 FROM dataset d WHERE d.name=?1 AND (EXISTS(SELECT 1 FROM"
+			       " snapshot WHERE +dataset=d.id AND guid=?2) OR EXISTS(SELECT 1 FROM"
+			       " bookmark WHERE dataset=d.id AND guid=?2))",
+			       -1, &q, NULL))
+		return -EIO;
+	sqlite3_bind_text(q, 1, local_top(c), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, (int64_t)c->fromguid);
+	int r = sqlite3_step(q);
+	sqlite3_finalize(q);
+	return r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* -R: snapshot renames (same guid, other name) and, when drop (-F, see
+ * destroys_missing), destroys of the snapshots the sender no longer has. */
+static int apply_snaplist(rctx_t *c, const rds_t *d, bool drop_missing)
 {
 	ds_row_t row = {0};
 	if (catalog_ds_by_name(c->st->cat, d->local, &row) < 0)
@@ -1025,7 +1076,7 @@ static int apply_snaplist(rctx_t *c, const rds_t *d)
 		guidix_t key = {.guid = sqlite3_column_int64(q, 1)};
 		const guidix_t *e = bsearch(&key, byguid, d->nsnaps, sizeof(*byguid), cmp_guidix);
 		bool ren = e && strcmp(d->snapnames[e->i], ln);
-		bool drop = !e && c->o->force;
+		bool drop = !e && drop_missing;
 		if (!ren && !drop)
 			continue;
 		char **a = realloc(from, (n + 1) * sizeof(char *)), **b = realloc(to, (n + 1) * sizeof(char *));
@@ -1207,13 +1258,16 @@ static int apply_meta(rctx_t *c)
 	int r = load_local_guids(c);
 	for (size_t i = 0; r == 0 && i < c->nds; i++)
 		r = apply_dataset(c, &c->ds[i], i == 0);
+	/* After the renames: the top may have just got its name. */
+	int drop = r == 0 ? destroys_missing(c) : 0;
+	if (drop < 0)
+		r = store_err(c->st, drop, "%s: looking up the stream's source", local_top(c));
 	for (size_t i = 0; r == 0 && i < c->nds; i++)
 		if (c->ds[i].has_list)
-			r = apply_snaplist(c, &c->ds[i]);
+			r = apply_snaplist(c, &c->ds[i], drop > 0);
 	/* A stream that skipped datasets (send -R -s) does not list all the
 	 * sender's: what it lacks may still be there, so nothing goes. */
-	if (r == 0 && (c->flags & STREAM_F_RECURSIVE) && c->o->force &&
-	    !(c->flags & STREAM_F_SKIPPED))
+	if (r == 0 && drop > 0 && !(c->flags & STREAM_F_SKIPPED))
 		r = reconcile(c);
 	return r;
 }

@@ -354,8 +354,11 @@ static int plan_dataset(cairn_store *st, splan_t *p, const ds_row_t *ds, const c
 	if (r == 0 && o->base_guids) {
 		/* sync: each dataset from its own newest common snapshot. */
 		if (receiver_has(o, topds, ds, tos.guid)) {
+			/* The receiver's top holds it: the stream is incremental
+			 * from it, and so recv -R -F reconciles the subtree (it
+			 * does for an incremental stream only, as zfs). */
 			if (top)
-				p->toguid = tos.guid;
+				p->toguid = p->fromguid = tos.guid;
 			snap_row_clear(&tos);
 			return 0; /* up to date */
 		}
@@ -575,6 +578,10 @@ static int plan_resume_from(cairn_store *st, const resume_token_t *t, const char
 				 .recursive = t->flags & STREAM_F_RECURSIVE,
 				 .intermediates = t->flags & STREAM_F_INTERMEDIATES,
 				 .raw = t->flags & STREAM_F_RAW,
+				 /* send -R -s: the same datasets are left out again */
+				 .skip_missing = t->flags & STREAM_F_SKIPPED,
+				 .skipped = o->skipped,
+				 .arg = o->arg,
 				 .base_guids = o->base_guids,
 				 .nbase_guids = o->nbase_guids,
 				 .base_datasets = o->base_datasets};

@@ -48,6 +48,10 @@ enum rec_type {
  * taken: the stream's datasets are not all the sender's, so recv -F
  * destroys none of the receiver's on its strength. */
 #define STREAM_F_SKIPPED 0x10
+/* The flags a resume token records (token.h): how the stream was planned,
+ * so that send -t plans the same stream again. */
+#define STREAM_F_PLAN                                                                \
+	(STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES | STREAM_F_RAW | STREAM_F_SKIPPED)
 #define STREAM_F_ALL                                                                 \
 	(STREAM_F_RECURSIVE | STREAM_F_RESUMED | STREAM_F_INTERMEDIATES | STREAM_F_RAW |  \
 	 STREAM_F_SKIPPED)

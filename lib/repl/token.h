@@ -3,8 +3,10 @@
  * "3-" then hex of: u64 toguid (the stream's last snapshot of its top
  * dataset), u64 fromguid (the top's incremental source, 0 = full), u64
  * group (the sender's createtxg of the group in flight), u64 chunks of
- * that group already received, u32 stream flags (recursive,
- * intermediates), u32 gsnaps (how many snapshots of that group the
+ * that group already received, u32 stream flags (STREAM_F_PLAN:
+ * recursive, intermediates, raw, and skipped - send -R -s left datasets
+ * out, so send -t plans with skip_missing; versions before it never set
+ * that flag, and their tokens decode as before), u32 gsnaps (how many snapshots of that group the
  * receiver had seen, in stream order), the SHA-256 of those snapshots'
  * identities (token_group_add), then the first 8 bytes of the SHA-256 of
  * the 72 bytes before (so a mistyped or forged token is refused before

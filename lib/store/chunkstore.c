@@ -1371,8 +1371,10 @@ int chunkstore_has(chunkstore_t *cs, const digest_t *d)
 	do {
 		uint64_t gen = atomic_load(&cs->gen);
 		struct stat st;
+		/* As touch_stat judges it: an empty file is damage, and the
+		 * chunk is missing (a dry run's estimate counts it as sent). */
 		if (fstatat(p.at, p.name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			return S_ISREG(st.st_mode) ? 0 : -ENOENT;
+			return S_ISREG(st.st_mode) && st.st_size > 0 ? 0 : -ENOENT;
 		if (errno != ENOENT)
 			return -errno;
 		r = pending_or_fallback(cs, d, gen);

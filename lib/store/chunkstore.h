@@ -90,7 +90,9 @@ int chunkstore_set_aside(chunkstore_t *cs, const digest_t *d);
 
 /* Like chunkstore_touch, but changes nothing (recv -n must leave the
  * store as it was, atimes included): 0 when the chunk exists (on disk or
- * pending), -ENOENT when not, another negative errno on error. */
+ * pending), -ENOENT when not (also, as for touch, when what is at its
+ * name is not a non-empty regular file), another negative errno on
+ * error. */
 int chunkstore_has(chunkstore_t *cs, const digest_t *d);
 
 /* Makes fallback (not owned, must outlive cs) answer the reads that miss

@@ -148,16 +148,16 @@ got=$(bc list -H -o name -t snapshot -r ct | tr '\n' ' ')
 [ "$got" = "ct@first ct@x ct/w@first ct/w@late " ] || fail "sync -R into ct: $got ($out)"
 # The same with -F, when a dataset there is not the source's (cw/mine, with
 # a snapshot of its own): the stream into a top without snapshots is a
-# full one, and zfs recv -F destroys nothing for a full stream; cairn's
-# receiver would destroy cw/mine.  Refused, naming it, nothing changed
-# (sync -R -F destroyed cw/mine and its snapshot); without -F it syncs and
-# cw/mine stays.
+# full one, which destroys nothing (as in zfs), but the next sync -R -F,
+# its top then in common, would destroy cw/mine.  Refused, naming it,
+# nothing changed (sync -R -F destroyed cw/mine and its snapshot at once);
+# without -F it syncs and cw/mine stays.
 ok bc create cw
 ok "$CAIRN" -s "$A" sync rs/w "$B:cw/w"
 ok bc create -o source="$TESTDIR/src2/linux" cw/mine
 ok bc snapshot cw/mine@m
 L0=$(bc list -H -p -t all -o name,guid)
-fails_with 1 "cw: has no snapshots of its own, so the stream into it is a full one, and -F would destroy cw/mine" \
+fails_with 1 "cw: has no snapshots of its own; once it has, sync -R -F would destroy cw/mine" \
 	"$CAIRN" -s "$A" sync -R -F rs "$B:cw"
 [ "$(bc list -H -p -t all -o name,guid)" = "$L0" ] || fail "BUG: a refused sync -R -F changed the destination: $(bc list -H -o name -t all -r cw | tr '\n' ' ')"
 out=$("$CAIRN" -s "$A" sync -R rs "$B:cw" 2>&1) || fail "sync -R (no -F) into cw: $out"

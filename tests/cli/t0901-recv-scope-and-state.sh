@@ -37,12 +37,16 @@ for flag in -d -e; do
 	ca send -R pool/home@1 | cb recv -F "$flag" backup || fail "recv -R -F $flag again"
 	[ "$(names "$B")" = "$want" ] || fail "second recv -R -F $flag: $(names "$B")"
 done
-# inside the subtree -F still prunes what the sender no longer has
+# inside the subtree an incremental -R -F stream still prunes what the
+# sender no longer has (a full one leaves it, as zfs does: t0905)
 second_store
 ok cb create -p -o source="$SRC" backup/other
 ca send -R pool/home@1 | cb recv -F -d backup || fail "recv -R -F -d"
 ok cb create -o source="$SRC" backup/home/gone
-ca send -R pool/home@1 | cb recv -F -d backup || fail "recv -R -F -d with an extra child"
+ok ca snapshot pool/home@1b
+ca send -R -i @1 pool/home@1b | cb recv -F -d backup ||
+	fail "recv -R -i -F -d with an extra child"
+ok ca destroy pool/home@1b
 case " $(names "$B")" in
 *" backup/home/gone "*) fail "-F kept a dataset the sender does not have" ;;
 esac

@@ -3,11 +3,13 @@
  * A resume token comes from the user (recv -t, send -t): untrusted text.
  * The input, NUL-terminated, goes to token_decode.  Whatever it accepts
  * must encode back to exactly the same text (the format has one spelling:
- * lowercase hex, fixed length).  Then the first 28 input bytes are taken as
- * a token body, the next 4 and 32 (when there) as its group count and
- * digest ("3-" tokens; a count of 0 makes a "2-" one), encoded (so the
- * checksum is right), and must decode to the same fields; one flipped hex
- * digit in that encoding must be refused.
+ * lowercase hex, fixed length).  Then the first 36 input bytes are taken as
+ * a token body in the token's own order (toguid, fromguid, group, skip,
+ * flags: every field, so a field the codec drops shows), the next 4 and
+ * 32 (when there) as its group count and digest ("3-" tokens; a count of
+ * 0 makes a "2-" one), encoded (so the checksum is right), and must
+ * decode to the same fields; one flipped hex digit in that encoding must
+ * be refused.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +40,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	free(s);
 
-	uint8_t body[28] = {0};
+	uint8_t body[36] = {0};
 	memcpy(body, data, size < sizeof(body) ? size : sizeof(body));
 	resume_token_t in = {.toguid = le64(body), .fromguid = le64(body + 8),
-			     .skip = le64(body + 16),
-			     .flags = (uint32_t)body[24] | (uint32_t)body[25] << 8 |
-				      (uint32_t)body[26] << 16 | (uint32_t)body[27] << 24};
+			     .group = le64(body + 16), .skip = le64(body + 24),
+			     .flags = (uint32_t)body[32] | (uint32_t)body[33] << 8 |
+				      (uint32_t)body[34] << 16 | (uint32_t)body[35] << 24};
 	uint8_t group[4 + sizeof(in.gdigest)] = {0};
 	if (size > sizeof(body))
 		memcpy(group, data + sizeof(body), MIN(size - sizeof(body), sizeof(group)));
@@ -55,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	token_encode(&in, enc);
 	resume_token_t out;
 	if (token_decode(enc, &out) != 0 || out.toguid != in.toguid ||
-	    out.fromguid != in.fromguid || out.skip != in.skip || out.flags != in.flags ||
+	    out.fromguid != in.fromguid || out.group != in.group || out.skip != in.skip ||
+	    out.flags != in.flags ||
 	    out.gsnaps != in.gsnaps || memcmp(out.gdigest, in.gdigest, sizeof(in.gdigest)))
 		abort();
 	size_t n = strlen(enc);

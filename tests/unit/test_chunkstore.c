@@ -293,6 +293,39 @@ static void write_file(const char *path, const void *data, size_t len)
 	close(fd);
 }
 
+/* A chunk file emptied by damage (a crash before its data reached the
+ * disk, a truncation) is missing to touch (a receive or backup stores it
+ * again), and so it must be to has too: cairn_chunks_peek (sync -n, have
+ * -n) answers with has, cairn_chunks_present with touch, and a dry run's
+ * estimate must count what the real run would send. */
+static void test_empty_is_missing(void)
+{
+	const char *store = shared_store();
+	chunkstore_t *cs;
+	CHECK_EQ(chunkstore_open(store, &cs), 0);
+	buf_t data = {0};
+	digest_t d;
+	make_chunk(77, 3000, &data, &d);
+	char path[300];
+	chunk_path(store, &d, path, sizeof(path));
+	uint32_t slen;
+	bool was_new;
+	CHECK_EQ(chunkstore_put(cs, &d, data.data, data.len, 1, &slen, &was_new), 0);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	CHECK_EQ(chunkstore_has(cs, &d), 0);
+	CHECK_EQ(chunkstore_touch(cs, &d), 0);
+	CHECK(truncate(path, 0) == 0);
+	CHECK_EQ(chunkstore_touch(cs, &d), -ENOENT);
+	CHECK_EQ(chunkstore_has(cs, &d), -ENOENT);
+	/* Stored again, it is there for both. */
+	CHECK_EQ(chunkstore_put(cs, &d, data.data, data.len, 1, &slen, &was_new), 0);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+	CHECK_EQ(chunkstore_has(cs, &d), 0);
+	CHECK_EQ(chunkstore_touch(cs, &d), 0);
+	chunkstore_close(cs);
+	buf_free(&data);
+}
+
 static void test_corruption(void)
 {
 	const char *store = shared_store();
@@ -1081,6 +1114,7 @@ int main(void)
 	RUN(test_create_open);
 	RUN(test_put_flush_get);
 	RUN(test_existing_touch);
+	RUN(test_empty_is_missing);
 	RUN(test_corruption);
 	RUN(test_sync_count);
 	RUN(test_batch_limits);
