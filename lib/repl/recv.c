@@ -128,6 +128,11 @@ typedef struct rctx {
 	 * (token_group_add): a checkpoint's token carries their digest, so
 	 * send -t can tell that the group it resumes is still this one. */
 	buf_t gids;
+	/* A resumed stream: the group digest of the token it continues (its
+	 * gsnaps, 0 for a "2-" token), kept by a checkpoint that comes before
+	 * any chunk of that group (resume_digest_holds). */
+	uint32_t resume_gsnaps;
+	uint8_t resume_gdigest[DIGEST_LEN];
 	uint64_t group_pos, since_checkpoint_chunks, since_checkpoint_bytes;
 	/* the snapshot being received */
 	psnap_t cur;
@@ -427,6 +432,20 @@ static int note_missing_parents(rctx_t *c, const char *name)
 	return 0;
 }
 
+/* The token skips the chunks of the group in flight up to group_pos; its
+ * digest must cover every snapshot those chunks belong to.  The snapshots
+ * the stream has shown do, once a chunk of the group came in this
+ * receive: it came after the SNAP records of its snapshot and all before.
+ * A resumed stream cut again before any chunk came skips what the token
+ * it resumed skipped, perhaps chunks of snapshots it had not shown yet:
+ * that token's digest (or none, a "2-" token's) is the one that covers
+ * them. */
+static bool resume_digest_holds(const rctx_t *c)
+{
+	return (c->flags & STREAM_F_RESUMED) && !c->last_group_txg &&
+	       c->group_txg == c->resume_txg && c->group_pos == c->resume_skip;
+}
+
 static int checkpoint(rctx_t *c)
 {
 	int r = chunkstore_flush(c->st->cs);
@@ -444,6 +463,10 @@ static int checkpoint(rctx_t *c)
 						 STREAM_F_RAW),
 			    .gsnaps = c->gids.len / TOKEN_GROUP_ID_LEN};
 	token_group_digest(&c->gids, t.gdigest);
+	if (resume_digest_holds(c)) {
+		t.gsnaps = c->resume_gsnaps;
+		memcpy(t.gdigest, c->resume_gdigest, DIGEST_LEN);
+	}
 	char tok[TOKEN_MAX];
 	token_encode(&t, tok);
 	uint64_t txg;
@@ -571,6 +594,10 @@ static int check_state(rctx_t *c)
 				      top);
 	} else if (r == 0 && s.exists && !same) {
 		r = state_busy(c, top);
+	}
+	if (r == 0 && (c->flags & STREAM_F_RESUMED)) {
+		c->resume_gsnaps = t->gsnaps;
+		memcpy(c->resume_gdigest, t->gdigest, DIGEST_LEN);
 	}
 	if (r == 0 && (c->flags & STREAM_F_RESUMED) && s.idx.len) {
 		/* The chunks it had are listed again so the commit finds them

@@ -58,4 +58,62 @@ fails_with 1 "its partial state is discarded; send again" cb recv -s tk <"$TESTD
 ca send -R -I @s1 tank@s3 | cb recv -s tk || fail "sending again after the discard"
 want=$(ca list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk|')
 [ "$want" = "$(cb list -H -p -t snapshot -r -o name,guid tk)" ] || fail "did not converge"
+# A resumed receive cut again before it stored a chunk (just after the
+# group's first SNAP record) keeps the token it resumed: its digest covers
+# every snapshot of the group in flight whose chunks the token skips.  A
+# token rewritten from the snapshots the resumed stream had shown by then
+# (one) would skip the chunks of three while vouching for one: a snapshot
+# of the other two destroyed on the sender would not be refused by send -t
+# (before: the token was rewritten, and send -t of the changed group sent
+# the stream).
+A3=$TESTDIR/a3 B3=$TESTDIR/b3 T3=$TESTDIR/src3
+c3a() { "$CAIRN" -s "$A3" "$@"; }
+c3b() { "$CAIRN" -s "$B3" "$@"; }
+ok c3a init >/dev/null
+ok c3a config chunk_size=65536 >/dev/null
+ok c3b init >/dev/null
+# (each dataset its own source directory: a snapshot holds its own files)
+mkdir -p "$T3/t" "$T3/w" "$T3/x"
+rnd "$T3/t/f"; rnd "$T3/w/g"; rnd "$T3/x/h"
+ok c3a create -o source="$T3/t" tank
+ok c3a create -o source="$T3/w" tank/w
+ok c3a create -o source="$T3/x" tank/x
+ok c3a snapshot -r tank@s1
+rnd "$T3/t/f2"; rnd "$T3/w/g2"; rnd "$T3/x/h2"
+ok c3a snapshot -r tank@s2
+rnd "$T3/t/f3"
+ok c3a snapshot -r tank@s3
+c3a send -R tank@s1 | c3b recv tk || fail "full send -R (3)"
+c3a send -R -I @s1 tank@s3 >"$TESTDIR/i3" || fail "send -R -I (3)"
+# group s2 is about 1.5M: the cut is inside its third snapshot, tank/x@s2
+head -c 1300000 "$TESTDIR/i3" | c3b recv -s tk 2>/dev/null && fail "a cut stream was received (3)"
+tok=$(c3b get -H -o value receive_resume_token tk)
+gsnaps() { python3 -c 'import sys, struct; t = sys.argv[1]
+print(struct.unpack_from("<I", bytes.fromhex(t[2:]), 36)[0] if t[:2] == "3-" else 0)' "$1"; }
+[ "$(gsnaps "$tok")" = 3 ] || fail "the cut was not in the group's third snapshot: $tok"
+c3a send -t "$tok" >"$TESTDIR/r3" || fail "send -t (3)"
+# the resumed stream up to its first SNAP record and 3 bytes of the next
+end=$(python3 - "$TESTDIR/r3" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+off = 12
+while off < len(data):
+    t, n = struct.unpack_from("<BI", data, off)
+    off += 13 + n
+    if t == 4:
+        break
+print(off + 3)
+PY
+)
+head -c "$end" "$TESTDIR/r3" | c3b recv -s tk 2>/dev/null && fail "a cut resumed stream was received"
+tok2=$(c3b get -H -o value receive_resume_token tk)
+[ "$(gsnaps "$tok2")" = 3 ] ||
+	fail "BUG: the token of a resume cut before any chunk vouches for $(gsnaps "$tok2") of the 3 snapshots it skips: $tok2"
+# the group's second snapshot, whose chunks the token skips, destroyed
+ok c3a destroy tank/w@s2
+c3a send -t "$tok2" >"$TESTDIR/r4" 2>"$TESTDIR/err" &&
+	fail "BUG: send -t resumed a group changed inside the chunks its token skips"
+grep -q "the group in flight changed on the sender since the cut" "$TESTDIR/err" ||
+	fail "send -t of a changed group: $(cat "$TESTDIR/err")"
+[ ! -s "$TESTDIR/r4" ] || fail "send -t of a changed group wrote bytes"
 done_test
