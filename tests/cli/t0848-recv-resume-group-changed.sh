@@ -116,4 +116,14 @@ c3a send -t "$tok2" >"$TESTDIR/r4" 2>"$TESTDIR/err" &&
 grep -q "the group in flight changed on the sender since the cut" "$TESTDIR/err" ||
 	fail "send -t of a changed group: $(cat "$TESTDIR/err")"
 [ ! -s "$TESTDIR/r4" ] || fail "send -t of a changed group wrote bytes"
+# as zfs (syncoid): zfs's text for a token that cannot be resumed, which
+# syncoid answers with receive -A and a send anew
+mkdir -p "$TESTDIR/bin"
+ln -s "$CAIRN" "$TESTDIR/bin/zfs"
+printf 'tank %s\n' "$A3" >"$TESTDIR/pools"
+CAIRN_POOLS_FILE=$TESTDIR/pools "$TESTDIR/bin/zfs" send -t "$tok2" >"$TESTDIR/r4" 2>"$TESTDIR/err" &&
+	fail "zfs send -t of a changed group succeeded"
+grep -q "^cannot resume send: the snapshot used in the initial send no longer exists$" "$TESTDIR/err" ||
+	fail "zfs send -t of a changed group: $(cat "$TESTDIR/err")"
+[ ! -s "$TESTDIR/r4" ] || fail "zfs send -t of a changed group wrote bytes"
 done_test
