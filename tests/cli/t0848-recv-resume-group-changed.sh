@@ -126,4 +126,37 @@ CAIRN_POOLS_FILE=$TESTDIR/pools "$TESTDIR/bin/zfs" send -t "$tok2" >"$TESTDIR/r4
 grep -q "^cannot resume send: the snapshot used in the initial send no longer exists$" "$TESTDIR/err" ||
 	fail "zfs send -t of a changed group: $(cat "$TESTDIR/err")"
 [ ! -s "$TESTDIR/r4" ] || fail "zfs send -t of a changed group wrote bytes"
+
+# A token that skips no chunk (a receive cut after its group's first SNAP
+# record, before any chunk) continues a group whatever became of it on
+# the sender: there is no position to move, and the resumed stream sends
+# the whole group.  send -t must not refuse it when that snapshot is
+# destroyed (before: "the group in flight changed", and sync discarded
+# the partial state).
+ok c3b recv -A tk
+c3a send -R -I @s1 tank@s3 >"$TESTDIR/i5" || fail "send -R -I (5)"
+# up to the first SNAP record of group s2 (tank@s2) and 3 bytes after it
+end=$(python3 - "$TESTDIR/i5" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+off = 12
+while off < len(data):
+    t, n = struct.unpack_from("<BI", data, off)
+    off += 13 + n
+    if t == 4:
+        break
+print(off + 3)
+PY
+)
+head -c "$end" "$TESTDIR/i5" | c3b recv -s tk 2>/dev/null && fail "a stream cut after a SNAP record was received"
+tok5=$(c3b get -H -o value receive_resume_token tk)
+[ "$(python3 -c 'import sys; print(int.from_bytes(bytes.fromhex(sys.argv[1][2:])[24:32], "little"))' "$tok5")" = 0 ] ||
+	fail "the cut token skips chunks: $tok5"
+ok c3a destroy tank@s2
+c3a send -t "$tok5" >"$TESTDIR/r5" 2>"$TESTDIR/err" ||
+	fail "BUG: send -t refused a token that skips nothing: $(cat "$TESTDIR/err")"
+c3b recv -s tk <"$TESTDIR/r5" 2>"$TESTDIR/err" || fail "resuming a token that skips nothing: $(cat "$TESTDIR/err")"
+want=$(c3a list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk|')
+[ "$want" = "$(c3b list -H -p -t snapshot -r -o name,guid tk)" ] || fail "did not converge (5)"
+[ "$(c3b get -H -o value receive_resume_token tk)" = - ] || fail "partial state left (5)"
 done_test
