@@ -125,9 +125,14 @@ typedef struct rctx {
 	bool any_snap;
 	refset_t got; /* chunks received for the group (kept by GC via recvstate) */
 	/* The identities of the group's snapshots so far, in stream order
-	 * (token_group_add): a checkpoint's token carries their digest, so
-	 * send -t can tell that the group it resumes is still this one. */
+	 * (token_group_add): a checkpoint's token carries the digest of
+	 * those up to gcover, so send -t can tell that the group it resumes
+	 * still begins with them. */
 	buf_t gids;
+	/* The part of gids (bytes) up to the snapshot of the last chunk
+	 * counted in group_pos: the snapshots whose chunks a token skips,
+	 * which its digest covers (count_chunk). */
+	size_t gcover;
 	/* A resumed stream: the group digest of the token it continues (its
 	 * gsnaps, 0 for a "2-" token), kept by a checkpoint that comes before
 	 * any chunk of that group (resume_digest_holds). */
@@ -461,8 +466,9 @@ static int checkpoint(rctx_t *c)
 			    .skip = c->group_pos,
 			    .flags = c->flags & (STREAM_F_RECURSIVE | STREAM_F_INTERMEDIATES |
 						 STREAM_F_RAW),
-			    .gsnaps = c->gids.len / TOKEN_GROUP_ID_LEN};
-	token_group_digest(&c->gids, t.gdigest);
+			    .gsnaps = c->gcover / TOKEN_GROUP_ID_LEN};
+	buf_t covered = {.data = c->gids.data, .len = c->gcover};
+	token_group_digest(&covered, t.gdigest);
 	if (resume_digest_holds(c)) {
 		t.gsnaps = c->resume_gsnaps;
 		memcpy(t.gdigest, c->resume_gdigest, DIGEST_LEN);
@@ -1518,6 +1524,7 @@ static int read_snap(rctx_t *c)
 		}
 		c->group_txg = txg;
 		c->gids.len = 0;
+		c->gcover = 0;
 	}
 	rds_t *cur = (rds_t *)c->cur_ds;
 	if (cur->group_mark == txg)
@@ -1555,6 +1562,19 @@ static int read_snap(rctx_t *c)
 	return 0;
 }
 
+/* One more chunk position of the group is on the receiver (stored, or
+ * in a snapshot the target has): a token may skip it.  Every position
+ * the count covers lies in this snapshot or one before it (chunks come
+ * after their SNAP record, and a position is never counted twice), so
+ * the token's digest covers the snapshots up to this one - not one the
+ * stream has only begun, whose loss on the sender moves no skipped
+ * position (t0848). */
+static void count_chunk(rctx_t *c)
+{
+	c->group_pos++;
+	c->gcover = c->gids.len;
+}
+
 /* A verified chunk in a dry run: counted, remembered, and kept (in the
  * scratch store) only when it is a tree or index root the checks read. */
 static int dry_chunk(rctx_t *c, chunk_ref_t *ref, const void *blob, size_t len)
@@ -1572,7 +1592,7 @@ static int dry_chunk(rctx_t *c, chunk_ref_t *ref, const void *blob, size_t len)
 	}
 	if (refset_add(&c->seen, ref) < 0)
 		return -ENOMEM;
-	c->group_pos++;
+	count_chunk(c);
 	if (c->o->progress && mono_ns() - c->last_progress > 200000000) {
 		c->last_progress = mono_ns();
 		cairn_progress p = {.phase = "recv", .object = c->cur.target, .bytes = c->rd.offset};
@@ -1610,7 +1630,7 @@ static int finish_chunk(rctx_t *c, const rchunk_t *k)
 	if (refset_add(&c->got, &ref) < 0)
 		return -ENOMEM;
 	/* Counted once stored: a resume token never skips a chunk we lack. */
-	c->group_pos++;
+	count_chunk(c);
 	c->since_checkpoint_chunks++;
 	c->since_checkpoint_bytes += len;
 	if (c->o->resumable && (c->since_checkpoint_chunks >= CHECKPOINT_CHUNKS ||
@@ -1665,7 +1685,7 @@ static int read_chunk(rctx_t *c)
 		return r < 0 ? r : bad(c, "malformed CHUNK record");
 	}
 	if (c->skipping) {
-		c->group_pos++;
+		count_chunk(c);
 		return 0; /* the target has this snapshot already */
 	}
 	int r = 0;
@@ -1945,6 +1965,7 @@ static void keep_checked_group(rctx_t *c)
 {
 	c->keep_group = true;
 	c->group_pos = 0;
+	c->gcover = 0;
 }
 
 static int read_snapend(rctx_t *c)
