@@ -67,6 +67,23 @@ want=$(ca list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk|')
 # (before: the token was rewritten, and send -t of the changed group sent
 # the stream).
 A3=$TESTDIR/a3 B3=$TESTDIR/b3 T3=$TESTDIR/src3
+# snap_cut FILE N: the length of FILE's records up to its Nth SNAP record,
+# and 3 bytes of the record after it (a receive cut there has read that
+# SNAP record and no chunk after it)
+snap_cut() {
+	python3 - "$1" "$2" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+off, snaps = 12, 0
+while off < len(data):
+    t, n = struct.unpack_from("<BI", data, off)
+    off += 13 + n
+    snaps += t == 4
+    if snaps == int(sys.argv[2]):
+        break
+print(off + 3)
+PY
+}
 c3a() { "$CAIRN" -s "$A3" "$@"; }
 c3b() { "$CAIRN" -s "$B3" "$@"; }
 ok c3a init >/dev/null
@@ -92,19 +109,7 @@ gsnaps() { python3 -c 'import sys, struct; t = sys.argv[1]
 print(struct.unpack_from("<I", bytes.fromhex(t[2:]), 36)[0] if t[:2] == "3-" else 0)' "$1"; }
 [ "$(gsnaps "$tok")" = 3 ] || fail "the cut was not in the group's third snapshot: $tok"
 c3a send -t "$tok" >"$TESTDIR/r3" || fail "send -t (3)"
-# the resumed stream up to its first SNAP record and 3 bytes of the next
-end=$(python3 - "$TESTDIR/r3" <<'PY'
-import struct, sys
-data = open(sys.argv[1], "rb").read()
-off = 12
-while off < len(data):
-    t, n = struct.unpack_from("<BI", data, off)
-    off += 13 + n
-    if t == 4:
-        break
-print(off + 3)
-PY
-)
+end=$(snap_cut "$TESTDIR/r3" 1)
 head -c "$end" "$TESTDIR/r3" | c3b recv -s tk 2>/dev/null && fail "a cut resumed stream was received"
 tok2=$(c3b get -H -o value receive_resume_token tk)
 [ "$(gsnaps "$tok2")" = 3 ] ||
@@ -135,19 +140,8 @@ grep -q "^cannot resume send: the snapshot used in the initial send no longer ex
 # the partial state).
 ok c3b recv -A tk
 c3a send -R -I @s1 tank@s3 >"$TESTDIR/i5" || fail "send -R -I (5)"
-# up to the first SNAP record of group s2 (tank@s2) and 3 bytes after it
-end=$(python3 - "$TESTDIR/i5" <<'PY'
-import struct, sys
-data = open(sys.argv[1], "rb").read()
-off = 12
-while off < len(data):
-    t, n = struct.unpack_from("<BI", data, off)
-    off += 13 + n
-    if t == 4:
-        break
-print(off + 3)
-PY
-)
+# cut after the first SNAP record of group s2 (tank@s2)
+end=$(snap_cut "$TESTDIR/i5" 1)
 head -c "$end" "$TESTDIR/i5" | c3b recv -s tk 2>/dev/null && fail "a stream cut after a SNAP record was received"
 tok5=$(c3b get -H -o value receive_resume_token tk)
 [ "$(python3 -c 'import sys; print(int.from_bytes(bytes.fromhex(sys.argv[1][2:])[24:32], "little"))' "$tok5")" = 0 ] ||
@@ -171,19 +165,7 @@ ok c3a snapshot -r tank@s4
 rnd "$T3/t/f5"
 ok c3a snapshot -r tank@s5
 c3a send -R -I @s3 tank@s5 >"$TESTDIR/i6" || fail "send -R -I (6)"
-end=$(python3 - "$TESTDIR/i6" <<'PY'
-import struct, sys
-data = open(sys.argv[1], "rb").read()
-off, snaps = 12, 0
-while off < len(data):
-    t, n = struct.unpack_from("<BI", data, off)
-    off += 13 + n
-    snaps += t == 4
-    if snaps == 2:
-        break
-print(off + 3)
-PY
-)
+end=$(snap_cut "$TESTDIR/i6" 2)
 head -c "$end" "$TESTDIR/i6" | c3b recv -s tk 2>/dev/null && fail "a stream cut after a SNAP record was received (6)"
 tok6=$(c3b get -H -o value receive_resume_token tk)
 ok c3a destroy tank/w@s4
