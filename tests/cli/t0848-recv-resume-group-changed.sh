@@ -67,6 +67,17 @@ want=$(ca list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk|')
 # (before: the token was rewritten, and send -t of the changed group sent
 # the stream).
 A3=$TESTDIR/a3 B3=$TESTDIR/b3 T3=$TESTDIR/src3
+# resumes TOKEN N WHAT: send -t TOKEN is not refused, and resuming with it
+# makes tk what tank is, with no partial state left
+resumes() {
+	c3a send -t "$1" >"$TESTDIR/r$2" 2>"$TESTDIR/err" ||
+		fail "BUG: send -t refused $3: $(cat "$TESTDIR/err")"
+	c3b recv -s tk <"$TESTDIR/r$2" 2>"$TESTDIR/err" || fail "resuming ($2): $(cat "$TESTDIR/err")"
+	local want
+	want=$(c3a list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk|')
+	[ "$want" = "$(c3b list -H -p -t snapshot -r -o name,guid tk)" ] || fail "did not converge ($2)"
+	[ "$(c3b get -H -o value receive_resume_token tk)" = - ] || fail "partial state left ($2)"
+}
 # snap_cut FILE N: the length of FILE's records up to its Nth SNAP record,
 # and 3 bytes of the record after it (a receive cut there has read that
 # SNAP record and no chunk after it)
@@ -147,12 +158,7 @@ tok5=$(c3b get -H -o value receive_resume_token tk)
 [ "$(python3 -c 'import sys; print(int.from_bytes(bytes.fromhex(sys.argv[1][2:])[24:32], "little"))' "$tok5")" = 0 ] ||
 	fail "the cut token skips chunks: $tok5"
 ok c3a destroy tank@s2
-c3a send -t "$tok5" >"$TESTDIR/r5" 2>"$TESTDIR/err" ||
-	fail "BUG: send -t refused a token that skips nothing: $(cat "$TESTDIR/err")"
-c3b recv -s tk <"$TESTDIR/r5" 2>"$TESTDIR/err" || fail "resuming a token that skips nothing: $(cat "$TESTDIR/err")"
-want=$(c3a list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk|')
-[ "$want" = "$(c3b list -H -p -t snapshot -r -o name,guid tk)" ] || fail "did not converge (5)"
-[ "$(c3b get -H -o value receive_resume_token tk)" = - ] || fail "partial state left (5)"
+resumes "$tok5" 5 "a token that skips nothing"
 
 # The digest covers the snapshots whose chunks the token skips, not one
 # the stream had only begun: cut after the SNAP record of a group's
@@ -169,11 +175,6 @@ end=$(snap_cut "$TESTDIR/i6" 2)
 head -c "$end" "$TESTDIR/i6" | c3b recv -s tk 2>/dev/null && fail "a stream cut after a SNAP record was received (6)"
 tok6=$(c3b get -H -o value receive_resume_token tk)
 ok c3a destroy tank/w@s4
-c3a send -t "$tok6" >"$TESTDIR/r6" 2>"$TESTDIR/err" ||
-	fail "BUG: send -t refused a group changed only past the chunks its token skips: $(cat "$TESTDIR/err")"
-c3b recv -s tk <"$TESTDIR/r6" 2>"$TESTDIR/err" || fail "resuming (6): $(cat "$TESTDIR/err")"
-want=$(c3a list -H -p -t snapshot -r -o name,guid tank | sed 's|^tank|tk|')
-[ "$want" = "$(c3b list -H -p -t snapshot -r -o name,guid tk)" ] || fail "did not converge (6)"
-[ "$(c3b get -H -o value receive_resume_token tk)" = - ] || fail "partial state left (6)"
+resumes "$tok6" 6 "a group changed only past the chunks its token skips"
 ok c3b verify -r tk >/dev/null
 done_test
