@@ -125,9 +125,19 @@ typedef struct rctx {
 	bool any_snap;
 	refset_t got; /* chunks received for the group (kept by GC via recvstate) */
 	/* The identities of the group's snapshots so far, in stream order
-	 * (token_group_add): a checkpoint's token carries their digest, so
-	 * send -t can tell that the group it resumes is still this one. */
+	 * (token_group_add): a checkpoint's token carries the digest of
+	 * those up to gcover, so send -t can tell that the group it resumes
+	 * still begins with them. */
 	buf_t gids;
+	/* The part of gids (bytes) up to the snapshot of the last chunk
+	 * counted in group_pos: the snapshots whose chunks a token skips,
+	 * which its digest covers (count_chunk). */
+	size_t gcover;
+	/* A resumed stream: the group digest of the token it continues (its
+	 * gsnaps, 0 for a "2-" token), kept by a checkpoint that comes before
+	 * any chunk of that group (resume_digest_holds). */
+	uint32_t resume_gsnaps;
+	uint8_t resume_gdigest[DIGEST_LEN];
 	uint64_t group_pos, since_checkpoint_chunks, since_checkpoint_bytes;
 	/* the snapshot being received */
 	psnap_t cur;
@@ -427,6 +437,20 @@ static int note_missing_parents(rctx_t *c, const char *name)
 	return 0;
 }
 
+/* The token skips the chunks of the group in flight up to group_pos; its
+ * digest must cover every snapshot those chunks belong to.  The snapshots
+ * the stream has shown do, once a chunk of the group came in this
+ * receive: it came after the SNAP records of its snapshot and all before.
+ * A resumed stream cut again before any chunk came skips what the token
+ * it resumed skipped, perhaps chunks of snapshots it had not shown yet:
+ * that token's digest (or none, a "2-" token's) is the one that covers
+ * them. */
+static bool resume_digest_holds(const rctx_t *c)
+{
+	return (c->flags & STREAM_F_RESUMED) && !c->last_group_txg &&
+	       c->group_txg == c->resume_txg && c->group_pos == c->resume_skip;
+}
+
 static int checkpoint(rctx_t *c)
 {
 	int r = chunkstore_flush(c->st->cs);
@@ -441,8 +465,13 @@ static int checkpoint(rctx_t *c)
 	resume_token_t t = {.toguid = c->toguid, .fromguid = c->fromguid, .group = c->group_txg,
 			    .skip = c->group_pos,
 			    .flags = c->flags & STREAM_F_PLAN,
-			    .gsnaps = c->gids.len / TOKEN_GROUP_ID_LEN};
-	token_group_digest(&c->gids, t.gdigest);
+			    .gsnaps = c->gcover / TOKEN_GROUP_ID_LEN};
+	buf_t covered = {.data = c->gids.data, .len = c->gcover};
+	token_group_digest(&covered, t.gdigest);
+	if (resume_digest_holds(c)) {
+		t.gsnaps = c->resume_gsnaps;
+		memcpy(t.gdigest, c->resume_gdigest, DIGEST_LEN);
+	}
 	char tok[TOKEN_MAX];
 	token_encode(&t, tok);
 	uint64_t txg;
@@ -578,6 +607,10 @@ static int check_state(rctx_t *c)
 				      top);
 	} else if (r == 0 && s.exists && !same) {
 		r = state_busy(c, top);
+	}
+	if (r == 0 && (c->flags & STREAM_F_RESUMED)) {
+		c->resume_gsnaps = t->gsnaps;
+		memcpy(c->resume_gdigest, t->gdigest, DIGEST_LEN);
 	}
 	if (r == 0 && (c->flags & STREAM_F_RESUMED) && s.idx.len) {
 		/* The chunks it had are listed again so the commit finds them
@@ -1589,6 +1622,7 @@ static int read_snap(rctx_t *c)
 		}
 		c->group_txg = txg;
 		c->gids.len = 0;
+		c->gcover = 0;
 	}
 	rds_t *cur = (rds_t *)c->cur_ds;
 	if (cur->group_mark == txg)
@@ -1626,6 +1660,19 @@ static int read_snap(rctx_t *c)
 	return 0;
 }
 
+/* One more chunk position of the group is on the receiver (stored, or
+ * in a snapshot the target has): a token may skip it.  Every position
+ * the count covers lies in this snapshot or one before it (chunks come
+ * after their SNAP record, and a position is never counted twice), so
+ * the token's digest covers the snapshots up to this one - not one the
+ * stream has only begun, whose loss on the sender moves no skipped
+ * position (t0848). */
+static void count_chunk(rctx_t *c)
+{
+	c->group_pos++;
+	c->gcover = c->gids.len;
+}
+
 /* A verified chunk in a dry run: counted, remembered, and kept (in the
  * scratch store) only when it is a tree or index root the checks read. */
 static int dry_chunk(rctx_t *c, chunk_ref_t *ref, const void *blob, size_t len)
@@ -1643,7 +1690,7 @@ static int dry_chunk(rctx_t *c, chunk_ref_t *ref, const void *blob, size_t len)
 	}
 	if (refset_add(&c->seen, ref) < 0)
 		return -ENOMEM;
-	c->group_pos++;
+	count_chunk(c);
 	if (c->o->progress && mono_ns() - c->last_progress > 200000000) {
 		c->last_progress = mono_ns();
 		cairn_progress p = {.phase = "recv", .object = c->cur.target, .bytes = c->rd.offset};
@@ -1681,7 +1728,7 @@ static int finish_chunk(rctx_t *c, const rchunk_t *k)
 	if (refset_add(&c->got, &ref) < 0)
 		return -ENOMEM;
 	/* Counted once stored: a resume token never skips a chunk we lack. */
-	c->group_pos++;
+	count_chunk(c);
 	c->since_checkpoint_chunks++;
 	c->since_checkpoint_bytes += len;
 	if (c->o->resumable && (c->since_checkpoint_chunks >= CHECKPOINT_CHUNKS ||
@@ -1736,7 +1783,7 @@ static int read_chunk(rctx_t *c)
 		return r < 0 ? r : bad(c, "malformed CHUNK record");
 	}
 	if (c->skipping) {
-		c->group_pos++;
+		count_chunk(c);
 		return 0; /* the target has this snapshot already */
 	}
 	int r = 0;
@@ -2016,6 +2063,7 @@ static void keep_checked_group(rctx_t *c)
 {
 	c->keep_group = true;
 	c->group_pos = 0;
+	c->gcover = 0;
 }
 
 static int read_snapend(rctx_t *c)

@@ -518,7 +518,8 @@ static bool top_current(const cairn_send_opts *o, uint64_t guid)
  * skip chunks the receiver lacks, and the receive could never complete.
  * Refused before any byte is sent; -ESTALE tells sync to discard the
  * partial receive and send the group again.  A "2-" token (gsnaps 0)
- * carries no digest: the receiver's missing-chunk check is all there is. */
+ * carries no digest: the receiver's missing-chunk check is all there is.
+ * Not called for a token that skips nothing (t0848). */
 static int group_unchanged(cairn_store *st, const resume_token_t *t, const splan_t *p)
 {
 	buf_t ids = {0};
@@ -615,7 +616,9 @@ static int plan_resume_from(cairn_store *st, const resume_token_t *t, const char
 			r = store_err(st, -ENOENT,
 				      "the group the resume token continues is no longer on this store");
 	}
-	if (r == 0 && t->gsnaps)
+	/* A token that skips no chunk has no position to move: the group is
+	 * sent whole, whatever became of it. */
+	if (r == 0 && t->gsnaps && t->skip)
 		r = group_unchanged(st, t, p);
 	if (r == 0) {
 		p->skip = t->skip;

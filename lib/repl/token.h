@@ -6,9 +6,11 @@
  * that group already received, u32 stream flags (STREAM_F_PLAN:
  * recursive, intermediates, raw, and skipped - send -R -s left datasets
  * out, so send -t plans with skip_missing; versions before it never set
- * that flag, and their tokens decode as before), u32 gsnaps (how many snapshots of that group the
- * receiver had seen, in stream order), the SHA-256 of those snapshots'
- * identities (token_group_add), then the first 8 bytes of the SHA-256 of
+ * that flag, and their tokens decode as before), u32 gsnaps (how many
+ * snapshots of that group, in stream order, hold the chunks the token
+ * skips: up to the one of the last chunk received), the SHA-256 of those
+ * snapshots' identities (token_group_add), then the first 8 bytes of the
+ * SHA-256 of
  * the 72 bytes before (so a mistyped or forged token is refused before
  * anything is looked up).
  *
@@ -28,7 +30,7 @@ typedef struct resume_token {
 	uint64_t toguid, fromguid, group, skip;
 	uint32_t flags;
 	/* The first gsnaps snapshots of the group in flight, as the receiver
-	 * saw them (0: not recorded, a "2-" token), and the SHA-256 of their
+	 * saw them (0: none, or not recorded, a "2-" token), and the SHA-256 of their
 	 * identities in stream order (token_group_digest). */
 	uint32_t gsnaps;
 	uint8_t gdigest[DIGEST_LEN];
