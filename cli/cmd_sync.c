@@ -688,6 +688,11 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* Whether the destination dataset k holds a snapshot or bookmark whose
  * guid is in src (sorted). */
 static bool holds_any(const dest_have_t *h, size_t k, const uint64_t *src, size_t n)
@@ -703,10 +708,11 @@ static bool holds_any(const dest_have_t *h, size_t k, const uint64_t *src, size_
  * stream would destroy (as zfs recv -F does with an incremental -R
  * stream), or <0: those that are not the source's, by the receiver's
  * rules (lib/repl/recv.c, reconcile): a dataset is the source's when it
- * has the guid of a source dataset (renames included), or holds a
- * snapshot or bookmark with the guid of a source snapshot (a copy made by
- * a sync without -R has a dataset guid of its own); one with such a
- * dataset below it stays too.  The stream carries the destroy even when
+ * has the guid of a source dataset (renames included), or the name of
+ * one (the stream receives into it by name), or holds a snapshot or
+ * bookmark with the guid of a source snapshot (a copy made by a sync
+ * without -R has a dataset guid of its own); one with such a dataset
+ * below it stays too.  The stream carries the destroy even when
  * it has no snapshot to send: so sync sends one when the source's only
  * change is a destroyed dataset, instead of calling the destination up
  * to date and leaving it there.  say (sync -n): the destination
@@ -729,18 +735,27 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, con
 	cairn_list_cursor cur = {0};
 	cairn_list_batch b = {0};
 	uint64_t *src[2] = {NULL, NULL}; /* datasets', snapshots' */
-	size_t n[2] = {0, 0}, cap[2] = {0, 0};
+	char **rels = NULL; /* the source datasets' names below ds ("/kid"), by n[0] */
+	size_t n[2] = {0, 0}, cap[2] = {0, 0}, dl = strlen(ds);
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
 		for (size_t i = 0; r >= 0 && i < b.n; i++) {
 			int s = strchr(b.name[i], '@') != NULL;
 			if (n[s] == cap[s]) {
-				uint64_t *p = realloc(src[s], (cap[s] = cap[s] ? cap[s] * 2 : 64) *
-								      sizeof(*p));
-				if (!p) {
+				uint64_t *p = realloc(src[s], (cap[s] ? cap[s] * 2 : 64) * sizeof(*p));
+				char **q = p && !s ? realloc(rels, (cap[s] ? cap[s] * 2 : 64) *
+									sizeof(*q))
+						   : NULL;
+				src[s] = p ? p : src[s];
+				rels = q ? q : rels;
+				if (!p || (!s && !q)) {
 					r = -ENOMEM;
 					break;
 				}
-				src[s] = p;
+				cap[s] = cap[s] ? cap[s] * 2 : 64;
+			}
+			if (!s && !(rels[n[s]] = strdup(b.name[i] + dl))) {
+				r = -ENOMEM;
+				break;
 			}
 			src[s][n[s]++] = b.field[CAIRN_F_GUID][i];
 		}
@@ -752,10 +767,16 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, con
 	for (int s = 0; r >= 0 && s < 2; s++)
 		if (n[s])
 			qsort(src[s], n[s], sizeof(*src[s]), cmp_u64);
-	for (size_t k = 0; r >= 0 && k < h->nds; k++)
-		kept[k] = !h->dsrels[k][0] || /* the top always maps */
+	if (r >= 0 && n[0])
+		qsort(rels, n[0], sizeof(*rels), cmp_strp);
+	for (size_t k = 0; r >= 0 && k < h->nds; k++) {
+		const char *rel = h->dsrels[k];
+		kept[k] = !rel[0] || /* the top always maps */
 			  (n[0] && bsearch(&h->dsguids[k], src[0], n[0], sizeof(*src[0]), cmp_u64)) ||
+			  /* the stream receives into it by name (recv's reconcile keeps it) */
+			  (n[0] && bsearch(&rel, rels, n[0], sizeof(*rels), cmp_strp)) ||
 			  holds_any(h, k, src[1], n[1]);
+	}
 	int extra = 0;
 	const char *last = NULL; /* the last one printed: those below it go with it */
 	for (size_t k = 0; r >= 0 && k < h->nds; k++) {
@@ -776,6 +797,9 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, con
 		}
 	}
 	free(kept);
+	for (size_t i = 0; rels && i < n[0]; i++)
+		free(rels[i]);
+	free(rels);
 	free(src[0]);
 	free(src[1]);
 	return r < 0 ? r : extra;
