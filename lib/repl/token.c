@@ -1,6 +1,8 @@
 /* token.c - see token.h. */
 #include "repl/token.h"
 
+#include "repl/stream.h"
+
 #include <stdio.h>
 
 #define BODY_V2 36		     /* toguid, fromguid, group, skip, flags */
@@ -66,6 +68,9 @@ int token_decode(const char *s, resume_token_t *t)
 	t->group = get_u64(raw + 16);
 	t->skip = get_u64(raw + 24);
 	t->flags = get_u32(raw + 32);
+	/* only the flags that plan a stream: recv never saves another */
+	if (t->flags & ~STREAM_F_PLAN)
+		return CAIRN_ECORRUPT;
 	if (len == BODY_V3 + CHECK) {
 		t->gsnaps = get_u32(raw + BODY_V2);
 		memcpy(t->gdigest, raw + BODY_V2 + 4, DIGEST_LEN);

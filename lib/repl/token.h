@@ -6,7 +6,8 @@
  * that group already received, u32 stream flags (STREAM_F_PLAN:
  * recursive, intermediates, raw, and skipped - send -R -s left datasets
  * out, so send -t plans with skip_missing; versions before it never set
- * that flag, and their tokens decode as before), u32 gsnaps (how many
+ * that flag, and their tokens decode as before; any other bit, even
+ * STREAM_F_RESUMED, makes the token invalid), u32 gsnaps (how many
  * snapshots of that group, in stream order, hold the chunks the token
  * skips: up to the one of the last chunk received), the SHA-256 of those
  * snapshots' identities (token_group_add), then the first 8 bytes of the

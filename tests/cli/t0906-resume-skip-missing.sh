@@ -34,6 +34,27 @@ case $tok in
 3-*) ;;
 *) fail "no 3- resume token after the cut: [$tok] ($(names bk))" ;;
 esac
+# A token holds only the flags that plan a stream (STREAM_F_PLAN: -R, -I,
+# -w, skipped); recv never writes another.  A well-formed token (right
+# check) with any other bit - "resumed", or one no version knows - is
+# refused as not valid, before anything is planned or written.
+forge_flags() { # TOKEN BITS: TOKEN with BITS or'ed into its flags, check redone
+	python3 -c 'import sys, struct, hashlib
+t = sys.argv[1]; raw = bytearray(bytes.fromhex(t[2:])); n = 72 if t[:2] == "3-" else 36
+struct.pack_into("<I", raw, 32, struct.unpack_from("<I", raw, 32)[0] | int(sys.argv[2], 0))
+raw[n:n + 8] = hashlib.sha256(raw[:n]).digest()[:8]
+print(t[:2] + raw.hex())' "$1" "$2"
+}
+for bits in 0x2 0x20 0x80000000; do
+	ca send -t "$(forge_flags "$tok" $bits)" >"$TESTDIR/r" 2>"$TESTDIR/err"
+	rc=$?
+	[ $rc = 1 ] || fail "BUG: send -t of a token with flag bits $bits: exit $rc"
+	grep -q "resume token is not valid" "$TESTDIR/err" ||
+		fail "BUG: send -t of a token with flag bits $bits not refused as not valid: $(cat "$TESTDIR/err")"
+	grep -q "WARNING" "$TESTDIR/err" &&
+		fail "send -t of a token with flag bits $bits planned a stream before refusing it"
+	[ -s "$TESTDIR/r" ] && fail "BUG: send -t of a token with flag bits $bits wrote a stream"
+done
 ca send -t "$tok" >"$TESTDIR/r" 2>"$TESTDIR/err" ||
 	fail "BUG: send -t of a cut send -R -s stream refused: $(cat "$TESTDIR/err")"
 grep -q "^WARNING: skipping dataset pool/kid and its children" "$TESTDIR/err" ||
