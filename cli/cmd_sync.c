@@ -906,9 +906,12 @@ static bool bad_host(const endpoint_t *e)
  * only the chunks the destination lacks.  label names what is sent
  * ("tank@7").  0 on success; otherwise a message naming the snapshot, the
  * destination dataset and the cause, from the side that failed (the
- * receiver's own reason, read from its stderr), and 1. */
+ * receiver's own reason, read from its stderr), and 1.  goes_on: a
+ * failure that leaves no partial state is not the end of this sync (a
+ * resume's: sync sends again in the same run), so its message does not
+ * tell the user to run sync again. */
 static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, cairn_send_opts *o,
-		     const char *const *rverb, const char *label)
+		     const char *const *rverb, const char *label, bool goes_on)
 {
 	remote_have_t rh = {-1, -1, -1, -1, false};
 	cairn_store *dstore = NULL;
@@ -971,8 +974,9 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 		cli_err(dst->dataset, "sending %s: the destination stopped answering which chunks it "
 				      "has: %s%s",
 			label, hwhy,
-			kept ? "; its partial state is kept: run sync again to resume"
-			     : "; run sync again to retry");
+			kept	  ? "; its partial state is kept: run sync again to resume"
+			: goes_on ? ""
+				  : "; run sync again to retry");
 		free(hwhy);
 		rc = 1;
 	} else if (r < 0 && (r != -EPIPE || child == 0)) {
@@ -992,9 +996,9 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 		rc = 1;
 	} else if (child != 0) {
 		cli_err(dst->dataset, "receiving %s: %s%s", label, rwhy,
-			kept			       ? "; the partial state is kept: run sync again to resume"
-			: recv_retryable(child, rwhy) ? "; run sync again to retry"
-						       : "");
+			kept ? "; the partial state is kept: run sync again to resume"
+			: !goes_on && recv_retryable(child, rwhy) ? "; run sync again to retry"
+								   : "");
 		rc = 1;
 	}
 	free(rwhy);
@@ -1140,7 +1144,7 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 	const char *rv[] = {"recv", "-s", force ? "-F" : "-s", dst->dataset, NULL};
 	char what[700];
 	snprintf(what, sizeof(what), "%s (resumed)", label[0] ? label : "a partial receive");
-	rc = stream_to(st, dst, NULL, &o, rv, what);
+	rc = stream_to(st, dst, NULL, &o, rv, what, true);
 	free(tok);
 	if (rc) {
 		/* A resumed receive that can never complete (its source gone
@@ -1181,7 +1185,7 @@ static int send_to(cairn_store *st, const endpoint_t *dst, const char *newest,
 			     .raw = true, .estimate = dry ? est : NULL};
 	const char *verb[] = {"recv", "-s", force ? "-F" : "-s", verbose ? "-v" : "-s",
 			      dst->dataset, NULL};
-	int rc = stream_to(st, dst, newest, &o, verb, newest);
+	int rc = stream_to(st, dst, newest, &o, verb, newest, false);
 	if (!rc && (verbose || dry)) {
 		char b[32];
 		size_str(b, sizeof(b), o.bytes);
