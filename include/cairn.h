@@ -646,8 +646,10 @@ typedef struct cairn_recv_opts {
 int cairn_recv(cairn_store *st, cairn_recv_opts *opts);
 
 /** For each of n chunk digests, present[i] = 1 if the store has it.  Each
- * present chunk is touched (GC then keeps it through the receive that
- * relies on it).  A damaged chunk file (empty, or not a regular file)
+ * present chunk is touched, and the first call registers the handle as a
+ * running writer until cairn_store_close: GC then keeps every chunk it
+ * touched, even one that a GC starting before the receive that relies on
+ * it would otherwise take (close the handle after that receive).  A damaged chunk file (empty, or not a regular file)
  * counts as missing: the sender sends the chunk again. */
 int cairn_chunks_present(cairn_store *st, const uint8_t (*digests)[32], size_t n,
 			 uint8_t *present);

@@ -2,6 +2,7 @@
 #include "store/store.h"
 
 #include "catalog/dataset.h"
+#include "catalog/writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -607,6 +608,8 @@ void cairn_store_close(cairn_store *st)
 	/* Commits made outside store_txn_end (GC status, verify) too. */
 	if (st->cat)
 		store_remote_publish(st, false);
+	if (st->touch_writer)
+		writer_unregister(st); /* the receives that relied on its touches are done */
 	chunkstore_close(st->cs);
 	catalog_close(st->cat);
 	if (st->dirfd >= 0)

@@ -16,6 +16,9 @@ struct cairn_store {
 	int writer_refs; /* writer.h registrations held by this handle */
 	int writer_fd;   /* the locked registry file while writer_refs > 0 */
 	char writer_name[80];
+	/* cairn_chunks_present registered this handle as a writer (held to
+	 * cairn_store_close): see touch_as_writer in recv.c. */
+	bool touch_writer;
 	bool temp_holds_skipped; /* read-only filesystem: see cairn_hold() */
 	int64_t published_changes; /* catalog changes already copied to the bucket */
 	cairn_warn_fn warn; /* cairn_store_set_warn: for calls with no warn of their own */
