@@ -916,6 +916,10 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 	remote_have_t rh = {-1, -1, -1, -1, false};
 	cairn_store *dstore = NULL;
 	int r = 0, child = 0, efd = -1;
+	/* A far side that dies (or refuses have -n) must show up as EPIPE on
+	 * our next write, reported with its reason, not kill sync silently;
+	 * a dry run writes to have too. */
+	signal(SIGPIPE, SIG_IGN);
 	if (dst->host) {
 		const char *verb[] = {"have", o->dry_run ? "-n" : NULL, NULL};
 		char **av = dest_argv(dst, verb);
@@ -939,7 +943,6 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 		efd = errfile_open();
 		pid_t rpid = spawn_piped(av, &o->fd, NULL, efd);
 		argv_free(av);
-		signal(SIGPIPE, SIG_IGN);
 		r = rpid < 0 ? -errno : cairn_send(st, snap, o);
 		if (rpid > 0) {
 			close(o->fd);
