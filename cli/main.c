@@ -326,7 +326,13 @@ int cli_run_verb(int argc, char **argv)
 						  (!strcmp(argv[1], "-h") &&
 						   !(h_opt && (g_cli.zfs || argc > 2))));
 			opterr = !g_cli.help;
+			/* getopt names argv[0] in its own messages ("option '--d' is
+			 * ambiguous"): make those read like every other error. */
+			char prog[64], *verb = argv[0];
+			snprintf(prog, sizeof(prog), g_cli.zfs ? "%s" : "cairn: %s", verb);
+			argv[0] = prog;
 			int rc = verbs[k].fn(argc, argv);
+			argv[0] = verb;
 			opterr = 1;
 			cli_progress_done();
 			if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -81,4 +81,13 @@ if [ $rc -ne 77 ]; then
 	[ -f "$H/xdg/cairn/catalog.db" ] || fail "absolute XDG_DATA_HOME: no store at \$XDG_DATA_HOME/cairn"
 fi
 
+# getopt's own messages read like every other error, "cairn: VERB: ...";
+# they began with the bare verb ("send: option '--d' is ambiguous")
+out=$(cairn send --d x 2>&1 >/dev/null)
+[ $? = 2 ] || fail "send --d: not a usage error"
+echo "$out" | head -n 1 | grep -q "^cairn: send: option '--d' is ambiguous" || fail "send --d: $out"
+out=$(cairn list --bogus 2>&1 >/dev/null)
+[ $? = 2 ] || fail "list --bogus: not a usage error"
+echo "$out" | head -n 1 | grep -q "^cairn: list: unrecognized option '--bogus'" || fail "list --bogus: $out"
+
 done_test
