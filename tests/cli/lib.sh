@@ -169,6 +169,52 @@ second_store() {
 ca() { "$CAIRN" "$@"; }
 cb() { "$CAIRN" -s "$B" "$@"; }
 
+# rnd FILE: 500 kB of random bytes (several 64 KiB chunks, none shared).
+rnd() { head -c 500000 /dev/urandom >"$1"; }
+
+# three_groups S3KIDS KID...: on a new store with 64 KiB chunks (and a
+# second one, $B), tank over $T with a child tank/KID for each KID, and
+# snapshots tank@s1, s2 and s3, each after a new random file in $T and
+# in each child's directory (for s3 only in those of S3KIDS, a list that
+# may be empty).  A -R -I stream of s1..s3 then has two groups of about
+# 0.5-1 MB each, for the resume tests to cut inside one.
+three_groups() {
+	local s3kids=$1 k
+	shift
+	new_store
+	second_store
+	ok ca config chunk_size=65536 >/dev/null
+	mkdir -p "$T"
+	ok ca create -o source="$T" tank
+	for k; do
+		mkdir -p "$T/$k"
+		ok ca create "tank/$k"
+	done
+	rnd "$T/f"
+	for k; do rnd "$T/$k/$(kid_file "$k")"; done
+	ok ca snapshot -r tank@s1
+	rnd "$T/f2"
+	for k; do rnd "$T/$k/$(kid_file "$k")2"; done
+	ok ca snapshot -r tank@s2
+	rnd "$T/f3"
+	for k in $s3kids; do rnd "$T/$k/$(kid_file "$k")3"; done
+	ok ca snapshot -r tank@s3
+}
+# kid_file KID: the name of the random files in KID's directory (w: g, x: h)
+kid_file() { case $1 in w) echo g ;; x) echo h ;; *) echo "$1f" ;; esac; }
+
+# cut_s1_s3 BYTES PATTERN: tk on $B gets tank@s1 whole, then a send -R -I
+# of s1..s3 (kept in $TESTDIR/i) cut after BYTES; sets tok to the resume
+# token it left, which must match PATTERN (a case pattern).
+cut_s1_s3() {
+	ca send -R tank@s1 | cb recv tk || fail "full send -R"
+	ca send -R -I @s1 tank@s3 >"$TESTDIR/i" || fail "send -R -I"
+	head -c "$1" "$TESTDIR/i" | cb recv -s tk 2>/dev/null && fail "a cut stream was received"
+	tok=$(cb get -H -o value receive_resume_token tk)
+	# shellcheck disable=SC2254
+	case $tok in $2) ;; *) fail "the cut receive left no partial state: $tok" ;; esac
+}
+
 done_test() {
 	local noted
 	noted=$(cat "$TESTDIR/.fails" 2>/dev/null | wc -l)

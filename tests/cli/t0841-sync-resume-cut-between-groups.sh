@@ -8,20 +8,8 @@
 # which was not so.)
 . "$(dirname "$0")/lib.sh"
 cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
-A=$CAIRN_STORE T=$TESTDIR/src
-new_store # ca runs cairn on it, cb on the second store, $B
-second_store
-ok ca config chunk_size=65536 >/dev/null
-mkdir -p "$T/w"
-rnd() { head -c 500000 /dev/urandom >"$1"; }
-rnd "$T/f"; rnd "$T/w/g"
-ok ca create -o source="$T" tank
-ok ca create tank/w
-ok ca snapshot -r tank@s1
-rnd "$T/f2"; rnd "$T/w/g2"
-ok ca snapshot -r tank@s2
-rnd "$T/f3"; rnd "$T/w/g3"
-ok ca snapshot -r tank@s3
+T=$TESTDIR/src
+three_groups w w # ca runs cairn on the store, cb on the second one, $B
 # after_groupend: copies a stream up to the end of its first GROUPEND
 # record (type 8), then stops, as a link cut right there would
 cat >"$TESTDIR/after_groupend" <<'PY'

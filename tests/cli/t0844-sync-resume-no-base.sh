@@ -14,7 +14,6 @@ cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
 A=$TESTDIR/a B=$TESTDIR/b T=$TESTDIR/src
 ca() { "$CAIRN" -s "$A" "$@"; }
 cb() { "$CAIRN" -s "$B" "$@"; }
-rnd() { head -c 500000 /dev/urandom >"$1"; }
 cat >"$TESTDIR/cutssh" <<SH
 #!/bin/bash
 shift

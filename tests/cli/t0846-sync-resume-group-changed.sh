@@ -12,23 +12,8 @@
 # sync never converged without recv -A by hand.
 . "$(dirname "$0")/lib.sh"
 cp "$CAIRN" "$TESTDIR/cairn.bin" && CAIRN=$TESTDIR/cairn.bin
-A=$TESTDIR/a B=$TESTDIR/b T=$TESTDIR/src
-ca() { "$CAIRN" -s "$A" "$@"; }
-cb() { "$CAIRN" -s "$B" "$@"; }
-ok ca init >/dev/null
-ok ca config chunk_size=65536 >/dev/null
-ok cb init >/dev/null
-mkdir -p "$T/w" "$T/x"
-rnd() { head -c 500000 /dev/urandom >"$1"; }
-rnd "$T/f"; rnd "$T/w/g"; rnd "$T/x/h"
-ok ca create -o source="$T" tank
-ok ca create tank/w
-ok ca create tank/x
-ok ca snapshot -r tank@s1
-rnd "$T/f2"; rnd "$T/w/g2"; rnd "$T/x/h2"
-ok ca snapshot -r tank@s2
-rnd "$T/f3"; rnd "$T/x/h3"
-ok ca snapshot -r tank@s3
+T=$TESTDIR/src
+three_groups x w x
 cat >"$TESTDIR/cutssh" <<SH
 #!/bin/bash
 shift
