@@ -6,8 +6,9 @@
  * store), or HOST:/STORE:DATASET (over ssh: $CAIRN_SSH, default "ssh",
  * runs $CAIRN_REMOTE, default "cairn", on the far side).  The source must
  * be local.  Each dataset is sent from its own newest snapshot or
- * bookmark that the destination dataset its name maps to has (by guid;
- * the same guid in another dataset there does not count), with every
+ * bookmark whose snapshot the destination dataset its name maps to has
+ * (by guid; the same guid in another dataset there does not count, nor
+ * does a bookmark there: a receive needs its source's data), with every
  * snapshot after it, in groups (one `snapshot -r` commits together).  A
  * partial receive on the destination is resumed by its token first,
  * planned the same way.  Running sync again
@@ -465,15 +466,20 @@ static int dest_output(const endpoint_t *d, const char *const *verb, char **out,
 	return rc;
 }
 
-/* What the destination has: the guid of every snapshot and bookmark
- * under the destination dataset, sorted, and for each the dataset that
- * holds it, as the rest of its name after the destination's ("" for the
+/* What the destination has: the guid of every snapshot under the
+ * destination dataset, sorted, and for each the dataset that holds it,
+ * as the rest of its name after the destination's ("" for the
  * destination itself, "/kid" for DEST/kid): a source dataset is matched
- * with the one its name maps to there, never with a copy elsewhere. */
+ * with the one its name maps to there, never with a copy elsewhere.
+ * Bookmarks are kept apart: they tell which datasets there are copies of
+ * the source's, but a receive cannot start from one (it has no data). */
 typedef struct dest_have {
 	uint64_t *guids;
 	char **rels;
 	size_t n;
+	uint64_t *bmguids;
+	char **bmrels;
+	size_t nbm;
 	/* The datasets there: their guids and rels, in listing order. */
 	uint64_t *dsguids;
 	char **dsrels;
@@ -500,10 +506,14 @@ static void dest_have_free(dest_have_t *h)
 {
 	for (size_t i = 0; i < h->n; i++)
 		free(h->rels[i]);
+	for (size_t i = 0; i < h->nbm; i++)
+		free(h->bmrels[i]);
 	for (size_t i = 0; i < h->nds; i++)
 		free(h->dsrels[i]);
 	free(h->guids);
 	free(h->rels);
+	free(h->bmguids);
+	free(h->bmrels);
 	free(h->dsguids);
 	free(h->dsrels);
 	free(h->top_example);
@@ -529,12 +539,55 @@ static int dest_ds_add(dest_have_t *h, const char *line, size_t nl, size_t dl, u
 	return 0;
 }
 
+/* One (guid, rel) pair for grv_add's growing vector. */
+typedef struct grvec {
+	guid_rel_t *v;
+	size_t n, cap;
+} grvec_t;
+
+static int grv_add(grvec_t *g, uint64_t guid, const char *rel, size_t rl)
+{
+	if (g->n == g->cap) {
+		guid_rel_t *q = realloc(g->v, (g->cap = g->cap ? g->cap * 2 : 64) * sizeof(*q));
+		if (!q)
+			return -ENOMEM;
+		g->v = q;
+	}
+	if (!(g->v[g->n].rel = strndup(rel, rl)))
+		return -ENOMEM;
+	g->v[g->n++].guid = guid;
+	return 0;
+}
+
+/* Moves g, sorted by guid, into the arrays *guids and *rels (*n long);
+ * after an error r, only frees g.  Returns r, or -ENOMEM. */
+static int grv_finish(grvec_t *g, int r, uint64_t **guids, char ***rels, size_t *n)
+{
+	if (g->n)
+		qsort(g->v, g->n, sizeof(*g->v), cmp_guid_rel);
+	*guids = calloc(g->n + 1, sizeof(**guids));
+	*rels = calloc(g->n + 1, sizeof(**rels));
+	if (!*guids || !*rels)
+		r = -ENOMEM;
+	for (size_t i = 0; i < g->n; i++) {
+		if (r == 0) {
+			(*guids)[i] = g->v[i].guid;
+			(*rels)[i] = g->v[i].rel;
+		} else {
+			free(g->v[i].rel);
+		}
+	}
+	*n = r == 0 ? g->n : 0;
+	free(g->v);
+	return r;
+}
+
 /* Parses `list -H -p -t all -o name,guid` lines ("DEST/kid@s\tGUID",
- * "DEST/kid\tGUID") of the destination dest into h, sorted by guid. */
+ * "DEST/kid#b\tGUID", "DEST/kid\tGUID") of the destination dest into h. */
 static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
 {
-	size_t n = 0, cap = 0, dl = strlen(dest);
-	guid_rel_t *v = NULL;
+	size_t dl = strlen(dest);
+	grvec_t snaps = {0}, bms = {0};
 	int r = 0;
 	for (char *line = out, *next; r == 0 && line && *line; line = next) {
 		next = strchr(line, '\n');
@@ -553,36 +606,11 @@ static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
 			r = -ENOMEM;
 			break;
 		}
-		if (n == cap) {
-			guid_rel_t *q = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-			if (!q) {
-				r = -ENOMEM;
-				break;
-			}
-			v = q;
-		}
-		v[n].guid = strtoull(tab + 1, NULL, 10);
-		v[n].rel = strndup(line + dl, nl - dl);
-		r = v[n].rel ? 0 : -ENOMEM;
-		n += v[n].rel != NULL;
+		r = grv_add(line[nl] == '#' ? &bms : &snaps, strtoull(tab + 1, NULL, 10), line + dl,
+			    nl - dl);
 	}
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_guid_rel);
-	h->guids = calloc(n + 1, sizeof(*h->guids));
-	h->rels = calloc(n + 1, sizeof(*h->rels));
-	if (!h->guids || !h->rels)
-		r = -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (r == 0) {
-			h->guids[i] = v[i].guid;
-			h->rels[i] = v[i].rel;
-		} else {
-			free(v[i].rel);
-		}
-	}
-	h->n = r == 0 ? n : 0;
-	free(v);
-	return r;
+	r = grv_finish(&snaps, r, &h->guids, &h->rels, &h->n);
+	return grv_finish(&bms, r, &h->bmguids, &h->bmrels, &h->nbm);
 }
 
 /* What the destination dataset and its subtree hold (nothing if it does
@@ -617,6 +645,21 @@ static int dest_guids(const endpoint_t *d, dest_have_t *h)
 	if (r < 0)
 		cli_err(d->dataset, "cannot list the destination: %s", strerror(-r));
 	return r;
+}
+
+/* Each of the n rels that is old becomes rel.  0 or -ENOMEM. */
+static int rels_rename(char **rels, size_t n, const char *old, const char *rel)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(rels[k], old))
+			continue;
+		char *nr = strdup(rel);
+		if (!nr)
+			return -ENOMEM;
+		free(rels[k]);
+		rels[k] = nr;
+	}
+	return 0;
 }
 
 /* -R: a destination dataset with the guid of a source dataset whose name
@@ -657,17 +700,10 @@ static int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h)
 			if (at == SIZE_MAX || taken)
 				continue;
 			char *old = h->dsrels[at];
-			for (size_t k = 0; r >= 0 && k < h->n; k++) {
-				if (strcmp(h->rels[k], old))
-					continue;
-				char *nr = strdup(rel);
-				if (!nr)
-					r = -ENOMEM;
-				else {
-					free(h->rels[k]);
-					h->rels[k] = nr;
-				}
-			}
+			if (r >= 0)
+				r = rels_rename(h->rels, h->n, old, rel);
+			if (r >= 0)
+				r = rels_rename(h->bmrels, h->nbm, old, rel);
 			char *nr = r >= 0 ? strdup(rel) : NULL;
 			if (!nr)
 				r = -ENOMEM;
@@ -693,15 +729,23 @@ static int cmp_strp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Whether one of the nh (guids, rels) is in the dataset rel and its guid
+ * in src (sorted, n long). */
+static bool rel_holds_any(const uint64_t *guids, char *const *rels, size_t nh, const char *rel,
+			  const uint64_t *src, size_t n)
+{
+	for (size_t i = 0; n && i < nh; i++)
+		if (!strcmp(rels[i], rel) && bsearch(&guids[i], src, n, sizeof(*src), cmp_u64))
+			return true;
+	return false;
+}
+
 /* Whether the destination dataset k holds a snapshot or bookmark whose
  * guid is in src (sorted). */
 static bool holds_any(const dest_have_t *h, size_t k, const uint64_t *src, size_t n)
 {
-	for (size_t i = 0; n && i < h->n; i++)
-		if (!strcmp(h->rels[i], h->dsrels[k]) &&
-		    bsearch(&h->guids[i], src, n, sizeof(*src), cmp_u64))
-			return true;
-	return false;
+	return rel_holds_any(h->guids, h->rels, h->n, h->dsrels[k], src, n) ||
+	       rel_holds_any(h->bmguids, h->bmrels, h->nbm, h->dsrels[k], src, n);
 }
 
 /* -R -F: how many datasets under the destination the receiver of a -R -F
@@ -805,32 +849,51 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, con
 	return r < 0 ? r : extra;
 }
 
-/* Whether the destination dataset REL ("" or "/kid") has guid. */
-static bool has_guid(const dest_have_t *h, const char *rel, uint64_t g)
+/* Whether one of the n (guids sorted, rels) is guid g in dataset rel. */
+static bool in_rel(const uint64_t *guids, char *const *rels, size_t n, const char *rel,
+		   uint64_t g)
 {
-	size_t lo = 0, hi = h->n;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (h->guids[mid] < g)
+		if (guids[mid] < g)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (; lo < h->n && h->guids[lo] == g; lo++)
-		if (!strcmp(h->rels[lo], rel))
+	for (; lo < n && guids[lo] == g; lo++)
+		if (!strcmp(rels[lo], rel))
 			return true;
 	return false;
 }
 
+/* Whether the destination dataset REL ("" or "/kid") has a snapshot of
+ * guid g (a receive can start from it). */
+static bool has_guid(const dest_have_t *h, const char *rel, uint64_t g)
+{
+	return in_rel(h->guids, h->rels, h->n, rel, g);
+}
+
+/* Whether it has g as a snapshot or as a bookmark: it is a copy of the
+ * dataset g is from. */
+static bool knows_guid(const dest_have_t *h, const char *rel, uint64_t g)
+{
+	return has_guid(h, rel, g) || in_rel(h->bmguids, h->bmrels, h->nbm, rel, g);
+}
+
 /* Over the source dataset (and its subtree with -R): the top's newest
  * snapshot (*newest, "ds@s"), the top's newest snapshot the destination
- * has (*common, "@s"), whether every dataset's newest snapshot is
- * already in the destination dataset its name maps to (*current): the
- * decision is per dataset, as send plans it; and whether any dataset has
- * a snapshot there at all (*any_common: the destination is a copy of
- * this source, even when its top has no snapshot yet). */
+ * has as a snapshot (*common, "@s"), whether every dataset's newest
+ * snapshot is already in the destination dataset its name maps to
+ * (*current): the decision is per dataset, as send plans it; whether the
+ * destination top has one of the top's snapshots as a snapshot or a
+ * bookmark (*related: it is a copy of this source, if one a receive
+ * cannot start from); and whether any dataset has one there at all
+ * (*any_common: the destination is a copy of this source, even when its
+ * top has no snapshot yet). */
 static int find_common(cairn_store *st, const char *ds, bool recursive, const dest_have_t *h,
-		       char **common, char **newest, bool *current, bool *any_common)
+		       char **common, char **newest, bool *current, bool *related,
+		       bool *any_common)
 {
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = recursive ? -1 : 1,
 				.types = CAIRN_TYPE_SNAPSHOT, .fields = 1u << CAIRN_F_GUID};
@@ -840,7 +903,7 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 	cairn_list_batch b = {0};
 	*common = *newest = NULL;
 	*current = true;
-	*any_common = false;
+	*related = *any_common = false;
 	size_t dl = strlen(ds);
 	char *lastds = NULL;
 	uint64_t lastguid = 0;
@@ -860,11 +923,12 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 				break;
 			}
 			lastguid = g;
-			*any_common |= has_guid(h, lastds + dl, g);
+			*any_common |= knows_guid(h, lastds + dl, g);
 			if ((size_t)(at - name) != dl || strncmp(name, ds, dl))
 				continue; /* a child: only its newest matters */
 			free(*newest);
 			*newest = strdup(name);
+			*related |= knows_guid(h, "", g);
 			if (has_guid(h, "", g)) {
 				free(*common);
 				*common = strdup(at);
@@ -1050,8 +1114,7 @@ static int plan_resumed(cairn_store *st, const char *tok, const dest_have_t *h,
 	return own >= 0 ? own : r;
 }
 
-/* How many snapshots and bookmarks the destination has now that it did
- * not have in h (both lists are sorted by guid); <0 if it cannot be
+/* How many snapshots the destination has now that it did not have in h (both lists are sorted by guid); <0 if it cannot be
  * listed (said). */
 static long dest_gained(const endpoint_t *dst, const dest_have_t *h)
 {
@@ -1265,7 +1328,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	int rc = 0;
 	dest_have_t h = {0};
 	char *common = NULL, *newest = NULL;
-	bool current = false, any_common = false;
+	bool current = false, related = false, any_common = false;
 	/* A resume is planned from what the destination has; after one, it
 	 * has more, so it is asked again. */
 	/* A dataset renamed on the source is renamed there by a stream,
@@ -1290,12 +1353,12 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	if (r < 0)
 		rc = 1; /* said */
 	else if ((r = find_common(st, src.dataset, recursive, &h, &common, &newest, &current,
-				  &any_common)) < 0)
+				  &related, &any_common)) < 0)
 		rc = cli_fail(st, src.dataset, r);
 	else if (!newest) {
 		cli_err(src.dataset, "has no snapshots to sync");
 		rc = 1;
-	} else if (h.top_example && !common) {
+	} else if (h.top_example && !related) {
 		/* Named by one of them: the refusal is about this dataset's own
 		 * snapshots or bookmarks, not its children's. */
 		bool bm = strchr(h.top_example, '#') != NULL;
