@@ -211,6 +211,16 @@ static void note(rctx_t *c, const char *what, const char *name)
 	buf_append(&c->items, name, strlen(name) + 1);
 }
 
+/* note() of DS@SNAP. */
+static void note_snapshot(rctx_t *c, const char *what, const char *ds, const char *snap)
+{
+	if (!c->o->item)
+		return;
+	char full[NAME_BUF + 300];
+	snprintf(full, sizeof(full), "%s@%s", ds, snap);
+	note(c, what, full);
+}
+
 static void flush_items(rctx_t *c, bool committed)
 {
 	for (size_t at = 0; committed && at < c->items.len;) {
@@ -2130,8 +2140,10 @@ static int check_base(rctx_t *c, const ds_row_t *ds, const psnap_t *s, int64_t *
 		*drop = malloc((n - keep) * sizeof(int64_t));
 		if (!*drop)
 			return -ENOMEM;
-		for (size_t i = keep; i < n; i++)
+		for (size_t i = keep; i < n; i++) {
 			(*drop)[i - keep] = sc->v[i].id;
+			note_snapshot(c, "destroyed", ds->name, sc->v[i].name);
+		}
 		*ndrop = n - keep;
 	}
 	return 0;
