@@ -907,9 +907,10 @@ static bool bad_host(const endpoint_t *e)
  * ("tank@7").  0 on success; otherwise a message naming the snapshot, the
  * destination dataset and the cause, from the side that failed (the
  * receiver's own reason, read from its stderr), and 1.  goes_on: a
- * failure that leaves no partial state is not the end of this sync (a
+ * failure that leaves no partial state may not be the end of this sync (a
  * resume's: sync sends again in the same run), so its message does not
- * tell the user to run sync again. */
+ * tell the user to run sync again; 2 instead of 1 when it would have (a
+ * retry may help), for the caller to say if sync stops after all. */
 static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, cairn_send_opts *o,
 		     const char *const *rverb, const char *label, bool goes_on)
 {
@@ -981,7 +982,7 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 			: goes_on ? ""
 				  : "; run sync again to retry");
 		free(hwhy);
-		rc = 1;
+		rc = goes_on && !kept ? 2 : 1;
 	} else if (r < 0 && (r != -EPIPE || child == 0)) {
 		/* The sender failed by itself; the receiver only saw the stream stop. */
 		const char *d = cairn_store_errdetail(st);
@@ -998,11 +999,12 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 			      : "; the partial state is kept for the next sync");
 		rc = 1;
 	} else if (child != 0) {
+		bool retry = !kept && recv_retryable(child, rwhy);
 		cli_err(dst->dataset, "receiving %s: %s%s", label, rwhy,
-			kept ? "; the partial state is kept: run sync again to resume"
-			: !goes_on && recv_retryable(child, rwhy) ? "; run sync again to retry"
-								   : "");
-		rc = 1;
+			kept		      ? "; the partial state is kept: run sync again to resume"
+			: retry && !goes_on ? "; run sync again to retry"
+					      : "");
+		rc = retry && goes_on ? 2 : 1;
 	}
 	free(rwhy);
 	free(rerr);
@@ -1161,8 +1163,13 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 				     : grc > 0 && err && strstr(err, "dataset does not exist");
 		free(err);
 		free(now);
-		if (!gone)
+		if (!gone) {
+			/* sync stops here after all: say what stream_to held back */
+			if (rc == 2)
+				cli_err(dst->dataset, "the partial receive is still there: run sync "
+						      "again to resume");
 			return -1;
+		}
 		say_resume_outcome(dst, h);
 		return 1;
 	}
