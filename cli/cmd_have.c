@@ -55,10 +55,14 @@ int cmd_have(int argc, char **argv)
 			break;
 		}
 		const uint8_t(*d)[32] = (const uint8_t(*)[32])digests;
-		if ((dry ? cairn_chunks_peek(st, d, n, present)
-			 : cairn_chunks_present(st, d, n, present)) < 0 ||
-		    write(1, present, n) != (ssize_t)n) {
-			rc = 1;
+		int r = dry ? cairn_chunks_peek(st, d, n, present)
+			    : cairn_chunks_present(st, d, n, present);
+		if (r < 0) {
+			rc = cli_fail(st, NULL, r); /* sync reports it as the far side's reason */
+			break;
+		}
+		if (write(1, present, n) != (ssize_t)n) {
+			rc = 1; /* sync is gone, or says why itself */
 			break;
 		}
 	}

@@ -748,6 +748,69 @@ static bool holds_any(const dest_have_t *h, size_t k, const uint64_t *src, size_
 	       rel_holds_any(h->bmguids, h->bmrels, h->nbm, h->dsrels[k], src, n);
 }
 
+/* The source's subtree under ds: its datasets' guids and names below ds
+ * ("" or "/kid"), its snapshots' guids, each sorted. */
+typedef struct src_sets {
+	uint64_t *guids[2]; /* datasets', snapshots' */
+	char **rels;	    /* the datasets', by n[0] */
+	size_t n[2];
+} src_sets_t;
+
+static void src_sets_free(src_sets_t *s)
+{
+	for (size_t i = 0; s->rels && i < s->n[0]; i++)
+		free(s->rels[i]);
+	free(s->rels);
+	free(s->guids[0]);
+	free(s->guids[1]);
+}
+
+static int src_sets_load(cairn_store *st, const char *ds, src_sets_t *s)
+{
+	memset(s, 0, sizeof(*s));
+	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
+				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME |
+					 CAIRN_TYPE_SNAPSHOT,
+				.fields = 1u << CAIRN_F_GUID};
+	cairn_list *l;
+	int r = cairn_list_open(st, &spec, &l);
+	cairn_list_cursor cur = {0};
+	cairn_list_batch b = {0};
+	size_t *n = s->n, cap[2] = {0, 0}, dl = strlen(ds);
+	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
+		for (size_t i = 0; r >= 0 && i < b.n; i++) {
+			int k = strchr(b.name[i], '@') != NULL;
+			if (n[k] == cap[k]) {
+				uint64_t *p = realloc(s->guids[k], (cap[k] ? cap[k] * 2 : 64) * sizeof(*p));
+				char **q = p && !k ? realloc(s->rels, (cap[k] ? cap[k] * 2 : 64) *
+									  sizeof(*q))
+						   : NULL;
+				s->guids[k] = p ? p : s->guids[k];
+				s->rels = q ? q : s->rels;
+				if (!p || (!k && !q)) {
+					r = -ENOMEM;
+					break;
+				}
+				cap[k] = cap[k] ? cap[k] * 2 : 64;
+			}
+			if (!k && !(s->rels[n[k]] = strdup(b.name[i] + dl))) {
+				r = -ENOMEM;
+				break;
+			}
+			s->guids[k][n[k]++] = b.field[CAIRN_F_GUID][i];
+		}
+	cairn_list_batch_free(&b);
+	cairn_list_close(l);
+	for (int k = 0; r >= 0 && k < 2; k++)
+		if (n[k])
+			qsort(s->guids[k], n[k], sizeof(*s->guids[k]), cmp_u64);
+	if (r >= 0 && n[0])
+		qsort(s->rels, n[0], sizeof(*s->rels), cmp_strp);
+	if (r < 0)
+		src_sets_free(s);
+	return r < 0 ? r : 0;
+}
+
 /* -R -F: how many datasets under the destination the receiver of a -R -F
  * stream would destroy (as zfs recv -F does with an incremental -R
  * stream), or <0: those that are not the source's, by the receiver's
@@ -770,49 +833,16 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, con
 		*first = NULL;
 	if (h->nds < 2)
 		return 0; /* the top alone, or nothing */
-	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
-				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME |
-					 CAIRN_TYPE_SNAPSHOT,
-				.fields = 1u << CAIRN_F_GUID};
-	cairn_list *l;
-	int r = cairn_list_open(st, &spec, &l);
-	cairn_list_cursor cur = {0};
-	cairn_list_batch b = {0};
-	uint64_t *src[2] = {NULL, NULL}; /* datasets', snapshots' */
-	char **rels = NULL; /* the source datasets' names below ds ("/kid"), by n[0] */
-	size_t n[2] = {0, 0}, cap[2] = {0, 0}, dl = strlen(ds);
-	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
-		for (size_t i = 0; r >= 0 && i < b.n; i++) {
-			int s = strchr(b.name[i], '@') != NULL;
-			if (n[s] == cap[s]) {
-				uint64_t *p = realloc(src[s], (cap[s] ? cap[s] * 2 : 64) * sizeof(*p));
-				char **q = p && !s ? realloc(rels, (cap[s] ? cap[s] * 2 : 64) *
-									sizeof(*q))
-						   : NULL;
-				src[s] = p ? p : src[s];
-				rels = q ? q : rels;
-				if (!p || (!s && !q)) {
-					r = -ENOMEM;
-					break;
-				}
-				cap[s] = cap[s] ? cap[s] * 2 : 64;
-			}
-			if (!s && !(rels[n[s]] = strdup(b.name[i] + dl))) {
-				r = -ENOMEM;
-				break;
-			}
-			src[s][n[s]++] = b.field[CAIRN_F_GUID][i];
-		}
-	cairn_list_batch_free(&b);
-	cairn_list_close(l);
-	bool *kept = r >= 0 ? calloc(h->nds, sizeof(*kept)) : NULL;
-	if (r >= 0 && !kept)
+	src_sets_t ss;
+	int r = src_sets_load(st, ds, &ss);
+	if (r < 0)
+		return r;
+	uint64_t **src = ss.guids;
+	char **rels = ss.rels;
+	size_t *n = ss.n;
+	bool *kept = calloc(h->nds, sizeof(*kept));
+	if (!kept)
 		r = -ENOMEM;
-	for (int s = 0; r >= 0 && s < 2; s++)
-		if (n[s])
-			qsort(src[s], n[s], sizeof(*src[s]), cmp_u64);
-	if (r >= 0 && n[0])
-		qsort(rels, n[0], sizeof(*rels), cmp_strp);
 	for (size_t k = 0; r >= 0 && k < h->nds; k++) {
 		const char *rel = h->dsrels[k];
 		kept[k] = !rel[0] || /* the top always maps */
@@ -841,12 +871,31 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, con
 		}
 	}
 	free(kept);
-	for (size_t i = 0; rels && i < n[0]; i++)
-		free(rels[i]);
-	free(rels);
-	free(src[0]);
-	free(src[1]);
+	src_sets_free(&ss);
 	return r < 0 ? r : extra;
+}
+
+/* -R -F: how many snapshots there the receiver of an incremental -R -F
+ * stream would destroy (apply_snaplist in lib/repl/recv.c): those of a
+ * destination dataset the stream receives into (a source dataset's name)
+ * whose guid no source snapshot has (h lists snapshots only: bookmarks
+ * stay).  So a snapshot
+ * destroyed on the source is destroyed there by the next sync, as a
+ * destroyed dataset is, not only once a new snapshot comes.  Or <0. */
+static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h)
+{
+	src_sets_t ss;
+	int r = src_sets_load(st, ds, &ss);
+	if (r < 0)
+		return r;
+	int stale = 0;
+	for (size_t i = 0; i < h->n; i++)
+		stale += ss.n[0] &&
+			 bsearch(&h->rels[i], ss.rels, ss.n[0], sizeof(*ss.rels), cmp_strp) &&
+			 !(ss.n[1] && bsearch(&h->guids[i], ss.guids[1], ss.n[1],
+					      sizeof(*ss.guids[1]), cmp_u64));
+	src_sets_free(&ss);
+	return stale;
 }
 
 /* Whether one of the n (guids sorted, rels) is guid g in dataset rel. */
@@ -971,9 +1020,10 @@ static bool bad_host(const endpoint_t *e)
  * ("tank@7").  0 on success; otherwise a message naming the snapshot, the
  * destination dataset and the cause, from the side that failed (the
  * receiver's own reason, read from its stderr), and 1.  goes_on: a
- * failure that leaves no partial state is not the end of this sync (a
+ * failure that leaves no partial state may not be the end of this sync (a
  * resume's: sync sends again in the same run), so its message does not
- * tell the user to run sync again. */
+ * tell the user to run sync again; 2 instead of 1 when it would have (a
+ * retry may help), for the caller to say if sync stops after all. */
 static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, cairn_send_opts *o,
 		     const char *const *rverb, const char *label, bool goes_on)
 {
@@ -1045,7 +1095,7 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 			: goes_on ? ""
 				  : "; run sync again to retry");
 		free(hwhy);
-		rc = 1;
+		rc = goes_on && !kept ? 2 : 1;
 	} else if (r < 0 && (r != -EPIPE || child == 0)) {
 		/* The sender failed by itself; the receiver only saw the stream stop. */
 		const char *d = cairn_store_errdetail(st);
@@ -1062,11 +1112,12 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 			      : "; the partial state is kept for the next sync");
 		rc = 1;
 	} else if (child != 0) {
+		bool retry = !kept && recv_retryable(child, rwhy);
 		cli_err(dst->dataset, "receiving %s: %s%s", label, rwhy,
-			kept ? "; the partial state is kept: run sync again to resume"
-			: !goes_on && recv_retryable(child, rwhy) ? "; run sync again to retry"
-								   : "");
-		rc = 1;
+			kept		      ? "; the partial state is kept: run sync again to resume"
+			: retry && !goes_on ? "; run sync again to retry"
+					      : "");
+		rc = retry && goes_on ? 2 : 1;
 	}
 	free(rwhy);
 	free(rerr);
@@ -1224,8 +1275,13 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 				     : grc > 0 && err && strstr(err, "dataset does not exist");
 		free(err);
 		free(now);
-		if (!gone)
+		if (!gone) {
+			/* sync stops here after all: say what stream_to held back */
+			if (rc == 2)
+				cli_err(dst->dataset, "the partial receive is still there: run sync "
+						      "again to resume");
 			return -1;
+		}
 		say_resume_outcome(dst, h);
 		return 1;
 	}
@@ -1389,6 +1445,9 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				dst.dataset, gone, src.dataset);
 	} else if (recursive && force && ((current && renamed <= 0) || dry) &&
 		   (extra = dest_extra(st, src.dataset, &h, dry ? dst.dataset : NULL, NULL)) < 0) {
+		rc = cli_fail(st, src.dataset, extra);
+	} else if (recursive && force && current && renamed <= 0 && !extra &&
+		   (extra = dest_stale(st, src.dataset, &h)) < 0) {
 		rc = cli_fail(st, src.dataset, extra);
 	} else if (current && renamed <= 0 && extra == 0) {
 		if (verbose || dry)

@@ -2684,7 +2684,7 @@ static int touch_as_writer(cairn_store *st)
 		return 0;
 	int r = writer_register(st);
 	if (r < 0)
-		return store_err(st, r, "cairn_chunks_present: registering as a writer: %s",
+		return store_err(st, r, "%s/writers: registering as a writer: %s", st->path,
 				 strerror(-r));
 	st->touch_writer = true;
 	return 0;
