@@ -403,24 +403,28 @@ static void forget_made(rctx_t *c)
  * made (as in zfs), and recv has no -p: a missing one is refused here,
  * saying what to do, before the library's message (which names create's
  * and rename's -p) could. */
+static int recv_create_check_parent(rctx_t *c, const char *name)
+{
+	const char *slash = strrchr(name, '/');
+	if (!slash)
+		return 0;
+	char *pname = strndup(name, slash - name);
+	ds_row_t p = {0};
+	int r = pname ? catalog_ds_by_name(c->st->cat, pname, &p) : -ENOMEM;
+	if (r == -ENOENT)
+		store_err(c->st, r, "%s: parent does not exist (%s; create it first, or "
+				    "receive with -d or -e below an existing dataset)",
+			  name, pname);
+	ds_row_clear(&p);
+	free(pname);
+	return r == -ENOENT || r == -ENOMEM ? r : 0; /* (a catalog error: the create reports it) */
+}
+
 static int recv_create(rctx_t *c, const char *name, int type, const cairn_prop *props,
 		       size_t np, bool parents)
 {
-	const char *slash = strrchr(name, '/');
-	if (!parents && slash) {
-		char *pname = strndup(name, slash - name);
-		ds_row_t p = {0};
-		int r = pname ? catalog_ds_by_name(c->st->cat, pname, &p) : -ENOMEM;
-		if (r == -ENOENT)
-			store_err(c->st, r, "%s: parent does not exist (%s; create it first, or "
-					    "receive with -d or -e below an existing dataset)",
-				  name, pname);
-		ds_row_clear(&p);
-		free(pname);
-		if (r == -ENOENT || r == -ENOMEM)
-			return r; /* (a catalog error: the create reports it) */
-	}
-	return cairn_dataset_create(c->st, name, type, props, np, parents);
+	int r = parents ? 0 : recv_create_check_parent(c, name);
+	return r < 0 ? r : cairn_dataset_create(c->st, name, type, props, np, parents);
 }
 
 static int note_missing_parents(rctx_t *c, const char *name)
@@ -789,6 +793,14 @@ static int read_dataset(rctx_t *c)
 		r = store_err(c->st, -EINVAL, "%s: exists as a %s, the stream has a %s", d->local,
 			      row.type == CAIRN_TYPE_VOLUME ? "volume" : "filesystem",
 			      d->type == CAIRN_TYPE_VOLUME ? "volume" : "filesystem");
+	ds_row_clear(&row);
+	/* The target's own parent is never made (recv_create): when neither
+	 * the target nor its parent exists, no receive into it can succeed
+	 * (nor can a -R rename into it), so it is refused now, before a
+	 * chunk is read, not after all of them. */
+	if (r == 0 && top && !strcmp(d->local, c->o->target) && strchr(d->local, '/') &&
+	    catalog_ds_by_name(c->st->cat, d->local, &row) == -ENOENT)
+		r = recv_create_check_parent(c, d->local);
 	ds_row_clear(&row);
 	return r;
 }
