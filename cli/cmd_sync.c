@@ -476,6 +476,7 @@ static int dest_output(const endpoint_t *d, const char *const *verb, char **out,
 typedef struct dest_have {
 	uint64_t *guids;
 	char **rels;
+	char **snaps; /* each snapshot's name after the @ */
 	size_t n;
 	uint64_t *bmguids;
 	char **bmrels;
@@ -494,6 +495,7 @@ typedef struct dest_have {
 typedef struct guid_rel {
 	uint64_t guid;
 	char *rel;
+	char *snap; /* a snapshot's name after the @ (NULL for a bookmark) */
 } guid_rel_t;
 
 static int cmp_guid_rel(const void *a, const void *b)
@@ -504,14 +506,17 @@ static int cmp_guid_rel(const void *a, const void *b)
 
 static void dest_have_free(dest_have_t *h)
 {
-	for (size_t i = 0; i < h->n; i++)
+	for (size_t i = 0; i < h->n; i++) {
 		free(h->rels[i]);
+		free(h->snaps[i]);
+	}
 	for (size_t i = 0; i < h->nbm; i++)
 		free(h->bmrels[i]);
 	for (size_t i = 0; i < h->nds; i++)
 		free(h->dsrels[i]);
 	free(h->guids);
 	free(h->rels);
+	free(h->snaps);
 	free(h->bmguids);
 	free(h->bmrels);
 	free(h->dsguids);
@@ -545,7 +550,8 @@ typedef struct grvec {
 	size_t n, cap;
 } grvec_t;
 
-static int grv_add(grvec_t *g, uint64_t guid, const char *rel, size_t rl)
+static int grv_add(grvec_t *g, uint64_t guid, const char *rel, size_t rl, const char *snap,
+		   size_t sl)
 {
 	if (g->n == g->cap) {
 		guid_rel_t *q = realloc(g->v, (g->cap = g->cap ? g->cap * 2 : 64) * sizeof(*q));
@@ -553,28 +559,42 @@ static int grv_add(grvec_t *g, uint64_t guid, const char *rel, size_t rl)
 			return -ENOMEM;
 		g->v = q;
 	}
+	g->v[g->n].snap = NULL;
 	if (!(g->v[g->n].rel = strndup(rel, rl)))
 		return -ENOMEM;
+	if (snap && !(g->v[g->n].snap = strndup(snap, sl))) {
+		free(g->v[g->n].rel);
+		return -ENOMEM;
+	}
 	g->v[g->n++].guid = guid;
 	return 0;
 }
 
-/* Moves g, sorted by guid, into the arrays *guids and *rels (*n long);
- * after an error r, only frees g.  Returns r, or -ENOMEM. */
-static int grv_finish(grvec_t *g, int r, uint64_t **guids, char ***rels, size_t *n)
+/* Moves g, sorted by guid, into the arrays *guids and *rels (*n long),
+ * and the snapshot names into *snaps if not NULL; after an error r, only
+ * frees g.  Returns r, or -ENOMEM. */
+static int grv_finish(grvec_t *g, int r, uint64_t **guids, char ***rels, char ***snaps,
+		      size_t *n)
 {
 	if (g->n)
 		qsort(g->v, g->n, sizeof(*g->v), cmp_guid_rel);
 	*guids = calloc(g->n + 1, sizeof(**guids));
 	*rels = calloc(g->n + 1, sizeof(**rels));
+	if (snaps && !(*snaps = calloc(g->n + 1, sizeof(**snaps))))
+		r = -ENOMEM;
 	if (!*guids || !*rels)
 		r = -ENOMEM;
 	for (size_t i = 0; i < g->n; i++) {
 		if (r == 0) {
 			(*guids)[i] = g->v[i].guid;
 			(*rels)[i] = g->v[i].rel;
+			if (snaps)
+				(*snaps)[i] = g->v[i].snap;
+			else
+				free(g->v[i].snap);
 		} else {
 			free(g->v[i].rel);
+			free(g->v[i].snap);
 		}
 	}
 	*n = r == 0 ? g->n : 0;
@@ -606,11 +626,12 @@ static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
 			r = -ENOMEM;
 			break;
 		}
-		r = grv_add(line[nl] == '#' ? &bms : &snaps, strtoull(tab + 1, NULL, 10), line + dl,
-			    nl - dl);
+		bool bm = line[nl] == '#';
+		r = grv_add(bm ? &bms : &snaps, strtoull(tab + 1, NULL, 10), line + dl, nl - dl,
+			    bm ? NULL : line + nl + 1, tab - line - nl - 1);
 	}
-	r = grv_finish(&snaps, r, &h->guids, &h->rels, &h->n);
-	return grv_finish(&bms, r, &h->bmguids, &h->bmrels, &h->nbm);
+	r = grv_finish(&snaps, r, &h->guids, &h->rels, &h->snaps, &h->n);
+	return grv_finish(&bms, r, &h->bmguids, &h->bmrels, NULL, &h->nbm);
 }
 
 /* What the destination dataset and its subtree hold (nothing if it does
@@ -881,21 +902,43 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, con
  * whose guid no source snapshot has (h lists snapshots only: bookmarks
  * stay).  So a snapshot
  * destroyed on the source is destroyed there by the next sync, as a
- * destroyed dataset is, not only once a new snapshot comes.  Or <0. */
-static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h)
+ * destroyed dataset is, not only once a new snapshot comes.  say (sync
+ * -n): the destination dataset's name, and each such snapshot is printed
+ * ("would destroy DEST/kid@s", as recv -n -v says it), in name order.
+ * Or <0. */
+static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h, const char *say)
 {
 	src_sets_t ss;
 	int r = src_sets_load(st, ds, &ss);
 	if (r < 0)
 		return r;
 	int stale = 0;
-	for (size_t i = 0; i < h->n; i++)
-		stale += ss.n[0] &&
-			 bsearch(&h->rels[i], ss.rels, ss.n[0], sizeof(*ss.rels), cmp_strp) &&
-			 !(ss.n[1] && bsearch(&h->guids[i], ss.guids[1], ss.n[1],
-					      sizeof(*ss.guids[1]), cmp_u64));
+	char **names = say ? calloc(h->n + 1, sizeof(*names)) : NULL;
+	if (say && !names)
+		r = -ENOMEM;
+	for (size_t i = 0; r >= 0 && i < h->n; i++) {
+		if (!ss.n[0] ||
+		    !bsearch(&h->rels[i], ss.rels, ss.n[0], sizeof(*ss.rels), cmp_strp) ||
+		    (ss.n[1] &&
+		     bsearch(&h->guids[i], ss.guids[1], ss.n[1], sizeof(*ss.guids[1]), cmp_u64)))
+			continue;
+		if (say && asprintf(&names[stale], "%s%s@%s", say, h->rels[i], h->snaps[i]) < 0) {
+			names[stale] = NULL;
+			r = -ENOMEM;
+			break;
+		}
+		stale++;
+	}
+	if (r >= 0 && say && stale)
+		qsort(names, stale, sizeof(*names), cmp_strp);
+	for (int i = 0; say && names && i < stale; i++) {
+		if (r >= 0)
+			printf("would destroy %s\n", names[i]);
+		free(names[i]);
+	}
+	free(names);
 	src_sets_free(&ss);
-	return stale;
+	return r < 0 ? r : stale;
 }
 
 /* Whether one of the n (guids sorted, rels) is guid g in dataset rel. */
@@ -1391,6 +1434,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	 * even one with no snapshot to send. */
 	int renamed = 0, extra = 0;
 	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
+	bool stale_said = false; /* -n: the snapshots -F destroys were named */
 	int r = dest_guids(&dst, &h);
 	if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
 		cli_fail(st, src.dataset, r);
@@ -1447,8 +1491,14 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 		   (extra = dest_extra(st, src.dataset, &h, dry ? dst.dataset : NULL, NULL)) < 0) {
 		rc = cli_fail(st, src.dataset, extra);
 	} else if (recursive && force && current && renamed <= 0 && !extra &&
-		   (extra = dest_stale(st, src.dataset, &h)) < 0) {
+		   (stale_said = dry,
+		    extra = dest_stale(st, src.dataset, &h, dry ? dst.dataset : NULL)) < 0) {
 		rc = cli_fail(st, src.dataset, extra);
+	} else if (recursive && force && dry && common && !stale_said &&
+		   (r = dest_stale(st, src.dataset, &h, dst.dataset)) < 0) {
+		/* (sync -n of an incremental that also sends snapshots: the
+		 * receiver's -F destroys the same ones) */
+		rc = cli_fail(st, src.dataset, r);
 	} else if (current && renamed <= 0 && extra == 0) {
 		if (verbose || dry)
 			printf("%s is up to date (%s)\n", dst.dataset, strchr(newest, '@'));
