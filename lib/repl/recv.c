@@ -2062,7 +2062,10 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	if (r == 0 && k < 0)
 		r = bad(c, "snapshot tree stream is not valid");
 	/* An empty tree (no root) is a container's snapshot (source=none,
-	 * lib/data/backup.c): taken as the sender's store holds it. */
+	 * lib/data/backup.c): taken as the sender's store holds it.  A
+	 * volume always has its image. */
+	if (r == 0 && !tc.any && dstype == CAIRN_TYPE_VOLUME)
+		r = bad(c, "volume tree is empty");
 out:
 	treecheck_free(&tc);
 	if (opened)
