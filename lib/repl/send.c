@@ -810,9 +810,10 @@ typedef struct sctx {
 	buf_t blob;
 	int64_t last_progress;
 	const char *object;
-	/* A decrypted stream: the translating layer, and the plain chunks
-	 * this group sent (a chunk goes out once). */
+	/* A decrypted stream: the translating layer. */
 	plainsend_t *ps;
+	/* The chunks this group has sent (or skipped on resume, or found on
+	 * the receiver): a chunk goes out once. */
 	refset_t sent;
 } sctx_t;
 
@@ -847,11 +848,18 @@ static int have_flush(sctx_t *c)
 	return r;
 }
 
+/* A chunk goes out once per group, however many of the group's
+ * snapshots hold it (datasets with the same files, a child whose source
+ * lies inside its parent's): the receiver has it from then on.  Only
+ * first sightings count as positions, for resume. */
 static int send_chunk(void *arg, const chunk_ref_t *ref)
 {
 	sctx_t *c = arg;
 	if (SEND_STOPPED())
 		return -EINTR;
+	int k = refset_add(&c->sent, ref);
+	if (k <= 0)
+		return k < 0 ? -ENOMEM : 0;
 	if (c->pos++ < c->skip)
 		return 0;
 	if (!c->o->have)
@@ -1277,6 +1285,7 @@ static int estimate(sctx_t *c, splan_t *p)
 		if (i == 0 || s->createtxg != p->v[i - 1].createtxg) {
 			c->pos = 0;
 			c->skip = i == 0 ? p->skip : 0;
+			refset_free(&c->sent); /* as write_stream does */
 		}
 		r = roots_of(c->st, s, &tree, &idx, &fidx);
 		if (r == 0)
