@@ -690,9 +690,11 @@ static int rels_rename(char **rels, size_t n, const char *old, const char *rel)
  * old name, the renamed dataset was planned whole, and the full stream
  * was refused onto the dataset the receiver had just renamed, on every
  * run.)  Not when a dataset of the new name is there already: the
- * receiver's rename is in the way, and says so.  Returns how many
- * destination datasets are so renamed, or <0. */
-static int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h)
+ * receiver's rename is in the way, and says so.  say (sync -n): the
+ * destination dataset's name, and each rename is printed ("would rename
+ * DEST/old to DEST/new").  Returns how many destination datasets are so
+ * renamed, or <0. */
+static int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h, const char *say)
 {
 	if (!h->nds)
 		return 0;
@@ -729,6 +731,8 @@ static int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h)
 			if (!nr)
 				r = -ENOMEM;
 			else {
+				if (say)
+					printf("would rename %s%s to %s%s\n", say, old, say, rel);
 				free(old);
 				h->dsrels[at] = nr;
 				nrenamed++;
@@ -1436,7 +1440,8 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
 	bool stale_said = false; /* -n: the snapshots -F destroys were named */
 	int r = dest_guids(&dst, &h);
-	if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
+	if (r >= 0 && recursive &&
+	    (r = renamed = remap_renamed(st, src.dataset, &h, dry ? dst.dataset : NULL)) < 0) {
 		cli_fail(st, src.dataset, r);
 		r = -1;
 	}
@@ -1445,7 +1450,8 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	if (r > 0) {
 		dest_have_free(&h);
 		r = dest_guids(&dst, &h);
-		if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
+		if (r >= 0 && recursive &&
+		    (r = renamed = remap_renamed(st, src.dataset, &h, NULL)) < 0) {
 			cli_fail(st, src.dataset, r);
 			r = -1;
 		}

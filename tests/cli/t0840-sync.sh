@@ -127,6 +127,10 @@ echo "$out" | grep -q "up to date" || fail "sync -R after the rename, again, not
 # it there (before, sync said "up to date" and left rncopy/w2 as it was).
 ok "$CAIRN" -s "$A" rename rn/w2 rn/w3
 mv "$TESTDIR/rn/w2" "$TESTDIR/rn/w3"
+# sync -n names the rename the real run makes (it said nothing of it)
+out=$("$CAIRN" -s "$A" sync -R -n rn "$B:rncopy" 2>&1) || fail "sync -R -n after a rename alone: $out"
+echo "$out" | grep -qx "would rename rncopy/w2 to rncopy/w3" || fail "sync -R -n did not name the rename: $out"
+[ -n "$("$CAIRN" -s "$B" list -H -o name rncopy/w2 2>/dev/null)" ] || fail "sync -R -n renamed rncopy/w2"
 out=$("$CAIRN" -s "$A" sync -R -v rn "$B:rncopy" 2>&1) || fail "sync -R after a rename alone: $out"
 got=$("$CAIRN" -s "$B" list -H -o name -t snapshot -r rncopy | tr '\n' ' ')
 [ "$got" = "rncopy@s1 rncopy@s2 rncopy@s3 rncopy/w3@s2 rncopy/w3@s3 " ] ||
