@@ -489,6 +489,7 @@ typedef struct dest_have {
 	 * refusal the dataset that does have them. */
 	char *top_example;
 	char *sub_example;
+	char *top_snap; /* the first snapshot of the destination itself */
 } dest_have_t;
 
 typedef struct guid_rel {
@@ -518,6 +519,7 @@ static void dest_have_free(dest_have_t *h)
 	free(h->dsrels);
 	free(h->top_example);
 	free(h->sub_example);
+	free(h->top_snap);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -603,6 +605,11 @@ static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
 			continue; /* not a snapshot or bookmark line */
 		char **example = nl == dl ? &h->top_example : &h->sub_example;
 		if (!*example && !(*example = strndup(line, tab - line))) {
+			r = -ENOMEM;
+			break;
+		}
+		if (nl == dl && line[nl] == '@' && !h->top_snap &&
+		    !(h->top_snap = strndup(line, tab - line))) {
 			r = -ENOMEM;
 			break;
 		}
@@ -1421,6 +1428,14 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 		cli_err(dst.dataset, "has %s (eg. %s) but none in common with %s; refusing "
 				     "(destroy them or pick another destination)",
 			bm ? "bookmarks" : "snapshots", h.top_example, src.dataset);
+		rc = 1;
+	} else if (h.top_snap && !common) {
+		/* Only a bookmark there is the source's: the full stream that
+		 * would follow is refused onto a dataset with snapshots. */
+		cli_err(dst.dataset, "has snapshots (eg. %s) but none in common with %s, only "
+				     "bookmarks, which a receive cannot start from; refusing "
+				     "(destroy the snapshots or pick another destination)",
+			h.top_snap, src.dataset);
 		rc = 1;
 	} else if (recursive && h.sub_example && !any_common) {
 		/* The top has none, but datasets under it do, and none of them
