@@ -476,6 +476,7 @@ static int dest_output(const endpoint_t *d, const char *const *verb, char **out,
 typedef struct dest_have {
 	uint64_t *guids;
 	char **rels;
+	char **names; /* the snapshots' full names there, "DEST/kid@s" */
 	size_t n;
 	uint64_t *bmguids;
 	char **bmrels;
@@ -495,6 +496,7 @@ typedef struct dest_have {
 typedef struct guid_rel {
 	uint64_t guid;
 	char *rel;
+	char *name;
 } guid_rel_t;
 
 static int cmp_guid_rel(const void *a, const void *b)
@@ -505,14 +507,17 @@ static int cmp_guid_rel(const void *a, const void *b)
 
 static void dest_have_free(dest_have_t *h)
 {
-	for (size_t i = 0; i < h->n; i++)
+	for (size_t i = 0; i < h->n; i++) {
 		free(h->rels[i]);
+		free(h->names[i]);
+	}
 	for (size_t i = 0; i < h->nbm; i++)
 		free(h->bmrels[i]);
 	for (size_t i = 0; i < h->nds; i++)
 		free(h->dsrels[i]);
 	free(h->guids);
 	free(h->rels);
+	free(h->names);
 	free(h->bmguids);
 	free(h->bmrels);
 	free(h->dsguids);
@@ -541,13 +546,14 @@ static int dest_ds_add(dest_have_t *h, const char *line, size_t nl, size_t dl, u
 	return 0;
 }
 
-/* One (guid, rel) pair for grv_add's growing vector. */
+/* (guid, rel, name) triples for grv_add's growing vector. */
 typedef struct grvec {
 	guid_rel_t *v;
 	size_t n, cap;
 } grvec_t;
 
-static int grv_add(grvec_t *g, uint64_t guid, const char *rel, size_t rl)
+static int grv_add(grvec_t *g, uint64_t guid, const char *rel, size_t rl, const char *name,
+		   size_t nl)
 {
 	if (g->n == g->cap) {
 		guid_rel_t *q = realloc(g->v, (g->cap = g->cap ? g->cap * 2 : 64) * sizeof(*q));
@@ -557,18 +563,26 @@ static int grv_add(grvec_t *g, uint64_t guid, const char *rel, size_t rl)
 	}
 	if (!(g->v[g->n].rel = strndup(rel, rl)))
 		return -ENOMEM;
+	if (!(g->v[g->n].name = strndup(name, nl))) {
+		free(g->v[g->n].rel);
+		return -ENOMEM;
+	}
 	g->v[g->n++].guid = guid;
 	return 0;
 }
 
-/* Moves g, sorted by guid, into the arrays *guids and *rels (*n long);
- * after an error r, only frees g.  Returns r, or -ENOMEM. */
-static int grv_finish(grvec_t *g, int r, uint64_t **guids, char ***rels, size_t *n)
+/* Moves g, sorted by guid, into the arrays *guids, *rels and (if not
+ * NULL) *names (*n long); after an error r, only frees g.  Returns r, or
+ * -ENOMEM. */
+static int grv_finish(grvec_t *g, int r, uint64_t **guids, char ***rels, char ***names,
+		      size_t *n)
 {
 	if (g->n)
 		qsort(g->v, g->n, sizeof(*g->v), cmp_guid_rel);
 	*guids = calloc(g->n + 1, sizeof(**guids));
 	*rels = calloc(g->n + 1, sizeof(**rels));
+	if (names && !(*names = calloc(g->n + 1, sizeof(**names))))
+		r = -ENOMEM;
 	if (!*guids || !*rels)
 		r = -ENOMEM;
 	for (size_t i = 0; i < g->n; i++) {
@@ -578,6 +592,10 @@ static int grv_finish(grvec_t *g, int r, uint64_t **guids, char ***rels, size_t 
 		} else {
 			free(g->v[i].rel);
 		}
+		if (r == 0 && names)
+			(*names)[i] = g->v[i].name;
+		else
+			free(g->v[i].name);
 	}
 	*n = r == 0 ? g->n : 0;
 	free(g->v);
@@ -614,10 +632,10 @@ static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
 			break;
 		}
 		r = grv_add(line[nl] == '#' ? &bms : &snaps, strtoull(tab + 1, NULL, 10), line + dl,
-			    nl - dl);
+			    nl - dl, line, tab - line);
 	}
-	r = grv_finish(&snaps, r, &h->guids, &h->rels, &h->n);
-	return grv_finish(&bms, r, &h->bmguids, &h->bmrels, &h->nbm);
+	r = grv_finish(&snaps, r, &h->guids, &h->rels, &h->names, &h->n);
+	return grv_finish(&bms, r, &h->bmguids, &h->bmrels, NULL, &h->nbm);
 }
 
 /* What the destination dataset and its subtree hold (nothing if it does
@@ -882,25 +900,58 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, con
 	return r < 0 ? r : extra;
 }
 
+/* Snapshot names "DS@S" by dataset, then snapshot ("d@b" before "d/k@a"). */
+static int cmp_snapname(const void *a, const void *b)
+{
+	const unsigned char *x = *(const unsigned char *const *)a,
+			    *y = *(const unsigned char *const *)b;
+	while (*x && *x == *y)
+		x++, y++;
+	int cx = *x == '@' ? 1 : *x ? *x + 2 : 0, cy = *y == '@' ? 1 : *y ? *y + 2 : 0;
+	return cx - cy;
+}
+
+/* Prints "would destroy NAME" for each of the n names, sorted. */
+static void say_destroys(const char **names, size_t n)
+{
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_snapname);
+	for (size_t i = 0; i < n; i++)
+		printf("would destroy %s\n", names[i]);
+}
+
 /* -R -F: how many snapshots there the receiver of an incremental -R -F
  * stream would destroy (apply_snaplist in lib/repl/recv.c): those of a
  * destination dataset the stream receives into (a source dataset's name)
  * whose guid no source snapshot has (h lists snapshots only: bookmarks
  * stay).  So a snapshot
  * destroyed on the source is destroyed there by the next sync, as a
- * destroyed dataset is, not only once a new snapshot comes.  Or <0. */
-static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h)
+ * destroyed dataset is, not only once a new snapshot comes.  say (sync
+ * -n): each is printed ("would destroy DEST@s", as recv -n -v says it).
+ * Or <0. */
+static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h, bool say)
 {
 	src_sets_t ss;
 	int r = src_sets_load(st, ds, &ss);
 	if (r < 0)
 		return r;
+	const char **names = say ? calloc(h->n + 1, sizeof(*names)) : NULL;
+	if (say && !names) {
+		src_sets_free(&ss);
+		return -ENOMEM;
+	}
 	int stale = 0;
 	for (size_t i = 0; i < h->n; i++)
-		stale += ss.n[0] &&
-			 bsearch(&h->rels[i], ss.rels, ss.n[0], sizeof(*ss.rels), cmp_strp) &&
-			 !(ss.n[1] && bsearch(&h->guids[i], ss.guids[1], ss.n[1],
-					      sizeof(*ss.guids[1]), cmp_u64));
+		if (ss.n[0] && bsearch(&h->rels[i], ss.rels, ss.n[0], sizeof(*ss.rels), cmp_strp) &&
+		    !(ss.n[1] &&
+		      bsearch(&h->guids[i], ss.guids[1], ss.n[1], sizeof(*ss.guids[1]), cmp_u64))) {
+			if (names)
+				names[stale] = h->names[i];
+			stale++;
+		}
+	if (names)
+		say_destroys(names, stale);
+	free(names);
 	src_sets_free(&ss);
 	return stale;
 }
@@ -1396,7 +1447,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	 * has more, so it is asked again. */
 	/* A dataset renamed on the source is renamed there by a stream,
 	 * even one with no snapshot to send. */
-	int renamed = 0, extra = 0;
+	int renamed = 0, extra = 0, stale = 0;
 	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
 	int r = dest_guids(&dst, &h);
 	if (r >= 0 && recursive && (r = renamed = remap_renamed(st, src.dataset, &h)) < 0) {
@@ -1461,10 +1512,11 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	} else if (recursive && force && ((current && renamed <= 0) || dry) &&
 		   (extra = dest_extra(st, src.dataset, &h, dry ? dst.dataset : NULL, NULL)) < 0) {
 		rc = cli_fail(st, src.dataset, extra);
-	} else if (recursive && force && current && renamed <= 0 && !extra &&
-		   (extra = dest_stale(st, src.dataset, &h)) < 0) {
-		rc = cli_fail(st, src.dataset, extra);
-	} else if (current && renamed <= 0 && extra == 0) {
+	} else if (recursive && force && common && ((current && renamed <= 0 && !extra) || dry) &&
+		   (stale = dest_stale(st, src.dataset, &h, dry)) < 0) {
+		/* (a top not in common gets a full stream, which destroys none) */
+		rc = cli_fail(st, src.dataset, stale);
+	} else if (current && renamed <= 0 && extra == 0 && stale == 0) {
 		if (verbose || dry)
 			printf("%s is up to date (%s)\n", dst.dataset, strchr(newest, '@'));
 	} else {
