@@ -988,9 +988,38 @@ static bool knows_guid(const dest_have_t *h, const char *rel, uint64_t g)
 	return has_guid(h, rel, g) || in_rel(h->bmguids, h->bmrels, h->nbm, rel, g);
 }
 
+/* The common base a source bookmark gives (find_common): one whose
+ * snapshot the destination dataset has is an incremental source (send
+ * plans from it); one it has as a bookmark still shows it is a copy.
+ * *bm ("#b") and *bmtxg: the top's newest such base so far. */
+static int bookmark_row(const dest_have_t *h, const char *name, size_t dl, uint64_t g,
+			uint64_t txg, char **bm, uint64_t *bmtxg, bool *related, bool *any_common)
+{
+	const char *hash = strchr(name, '#');
+	char *rel = strndup(name + dl, hash - name - dl);
+	if (!rel)
+		return -ENOMEM;
+	*any_common |= knows_guid(h, rel, g);
+	bool top = !rel[0];
+	free(rel);
+	if (!top)
+		return 0;
+	*related |= knows_guid(h, "", g);
+	if (!has_guid(h, "", g) || (*bm && txg < *bmtxg))
+		return 0;
+	char *c = strdup(hash);
+	if (!c)
+		return -ENOMEM;
+	free(*bm);
+	*bm = c;
+	*bmtxg = txg;
+	return 0;
+}
+
 /* Over the source dataset (and its subtree with -R): the top's newest
  * snapshot (*newest, "ds@s"), the top's newest snapshot the destination
- * has as a snapshot (*common, "@s"), whether every dataset's newest
+ * has as a snapshot (*common, "@s"; else the newest bookmark whose
+ * snapshot it has, "#b"), whether every dataset's newest
  * snapshot is already in the destination dataset its name maps to
  * (*current): the decision is per dataset, as send plans it; whether the
  * destination top has one of the top's snapshots as a snapshot or a
@@ -1003,7 +1032,8 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 		       bool *any_common)
 {
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = recursive ? -1 : 1,
-				.types = CAIRN_TYPE_SNAPSHOT, .fields = 1u << CAIRN_F_GUID};
+				.types = CAIRN_TYPE_SNAPSHOT | CAIRN_TYPE_BOOKMARK,
+				.fields = 1u << CAIRN_F_GUID | 1u << CAIRN_F_CREATETXG};
 	cairn_list *l;
 	int r = cairn_list_open(st, &spec, &l);
 	cairn_list_cursor cur = {0};
@@ -1012,13 +1042,18 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 	*current = true;
 	*related = *any_common = false;
 	size_t dl = strlen(ds);
-	char *lastds = NULL;
-	uint64_t lastguid = 0;
+	char *lastds = NULL, *bm = NULL; /* the top's bookmark base ("#b") */
+	uint64_t lastguid = 0, bmtxg = 0;
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
-		for (size_t i = 0; i < b.n; i++) {
+		for (size_t i = 0; r >= 0 && i < b.n; i++) {
 			const char *name = b.name[i];
 			const char *at = strchr(name, '@');
 			uint64_t g = b.field[CAIRN_F_GUID][i];
+			if (!at) {
+				r = bookmark_row(h, name, dl, g, b.field[CAIRN_F_CREATETXG][i], &bm,
+						 &bmtxg, related, any_common);
+				continue;
+			}
 			if (lastds && (strlen(lastds) != (size_t)(at - name) ||
 				       strncmp(lastds, name, at - name))) {
 				*current &= has_guid(h, lastds + dl, lastguid);
@@ -1044,6 +1079,11 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 	if (lastds)
 		*current &= has_guid(h, lastds + dl, lastguid);
 	free(lastds);
+	if (!*common) { /* no snapshot there: the newest bookmark is the base */
+		*common = bm;
+		bm = NULL;
+	}
+	free(bm);
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
 	return r;
@@ -1487,6 +1527,15 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "bookmarks, which a receive cannot start from; refusing "
 				     "(destroy the snapshots or pick another destination)",
 			h.top_snap, src.dataset);
+		rc = 1;
+	} else if (recursive && force && common && common[0] == '#') {
+		/* recv -F destroys the snapshots the sender lacks (its SNAPLIST),
+		 * and the sender has only a bookmark of this stream's source. */
+		cli_err(dst.dataset, "its newest snapshot in common with %s is on %s only as the "
+				     "bookmark %s%s, and receiving -R -F would destroy it there "
+				     "before the stream that needs it; refusing (sync without -F, "
+				     "or with -F once a snapshot is in common)",
+			src.dataset, src.dataset, src.dataset, common);
 		rc = 1;
 	} else if (recursive && h.sub_example && !any_common) {
 		/* The top has none, but datasets under it do, and none of them
