@@ -1541,10 +1541,11 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 		/* The top has none, but datasets under it do, and none of them
 		 * is a copy of this source's: a -R stream into it is not a
 		 * sync of a copy (-F would destroy them). */
-		cli_err(dst.dataset, "has no snapshots of its own, but datasets under it do (eg. %s), "
+		cli_err(dst.dataset, "has no snapshots of its own, but datasets under it %s (eg. %s), "
 				     "none in common with %s; refusing (destroy them or pick "
 				     "another destination)",
-			h.sub_example, src.dataset);
+			strchr(h.sub_example, '#') ? "have bookmarks" : "do", h.sub_example,
+			src.dataset);
 		rc = 1;
 	} else if (recursive && force && !common && h.nds > 1 &&
 		   (extra = dest_extra(st, src.dataset, &h, NULL, &gone)) != 0) {
