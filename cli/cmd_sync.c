@@ -476,7 +476,7 @@ static int dest_output(const endpoint_t *d, const char *const *verb, char **out,
 typedef struct dest_have {
 	uint64_t *guids;
 	char **rels;
-	char **snaps; /* each snapshot's name after the @ */
+	char **names; /* the snapshots' full names there, "DEST/kid@s" */
 	size_t n;
 	uint64_t *bmguids;
 	char **bmrels;
@@ -490,12 +490,13 @@ typedef struct dest_have {
 	 * refusal the dataset that does have them. */
 	char *top_example;
 	char *sub_example;
+	char *top_snap; /* the first snapshot of the destination itself */
 } dest_have_t;
 
 typedef struct guid_rel {
 	uint64_t guid;
 	char *rel;
-	char *snap; /* a snapshot's name after the @ (NULL for a bookmark) */
+	char *name;
 } guid_rel_t;
 
 static int cmp_guid_rel(const void *a, const void *b)
@@ -508,7 +509,7 @@ static void dest_have_free(dest_have_t *h)
 {
 	for (size_t i = 0; i < h->n; i++) {
 		free(h->rels[i]);
-		free(h->snaps[i]);
+		free(h->names[i]);
 	}
 	for (size_t i = 0; i < h->nbm; i++)
 		free(h->bmrels[i]);
@@ -516,13 +517,14 @@ static void dest_have_free(dest_have_t *h)
 		free(h->dsrels[i]);
 	free(h->guids);
 	free(h->rels);
-	free(h->snaps);
+	free(h->names);
 	free(h->bmguids);
 	free(h->bmrels);
 	free(h->dsguids);
 	free(h->dsrels);
 	free(h->top_example);
 	free(h->sub_example);
+	free(h->top_snap);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -544,14 +546,14 @@ static int dest_ds_add(dest_have_t *h, const char *line, size_t nl, size_t dl, u
 	return 0;
 }
 
-/* One (guid, rel) pair for grv_add's growing vector. */
+/* (guid, rel, name) triples for grv_add's growing vector. */
 typedef struct grvec {
 	guid_rel_t *v;
 	size_t n, cap;
 } grvec_t;
 
-static int grv_add(grvec_t *g, uint64_t guid, const char *rel, size_t rl, const char *snap,
-		   size_t sl)
+static int grv_add(grvec_t *g, uint64_t guid, const char *rel, size_t rl, const char *name,
+		   size_t nl)
 {
 	if (g->n == g->cap) {
 		guid_rel_t *q = realloc(g->v, (g->cap = g->cap ? g->cap * 2 : 64) * sizeof(*q));
@@ -559,10 +561,9 @@ static int grv_add(grvec_t *g, uint64_t guid, const char *rel, size_t rl, const 
 			return -ENOMEM;
 		g->v = q;
 	}
-	g->v[g->n].snap = NULL;
 	if (!(g->v[g->n].rel = strndup(rel, rl)))
 		return -ENOMEM;
-	if (snap && !(g->v[g->n].snap = strndup(snap, sl))) {
+	if (!(g->v[g->n].name = strndup(name, nl))) {
 		free(g->v[g->n].rel);
 		return -ENOMEM;
 	}
@@ -570,17 +571,17 @@ static int grv_add(grvec_t *g, uint64_t guid, const char *rel, size_t rl, const 
 	return 0;
 }
 
-/* Moves g, sorted by guid, into the arrays *guids and *rels (*n long),
- * and the snapshot names into *snaps if not NULL; after an error r, only
- * frees g.  Returns r, or -ENOMEM. */
-static int grv_finish(grvec_t *g, int r, uint64_t **guids, char ***rels, char ***snaps,
+/* Moves g, sorted by guid, into the arrays *guids, *rels and (if not
+ * NULL) *names (*n long); after an error r, only frees g.  Returns r, or
+ * -ENOMEM. */
+static int grv_finish(grvec_t *g, int r, uint64_t **guids, char ***rels, char ***names,
 		      size_t *n)
 {
 	if (g->n)
 		qsort(g->v, g->n, sizeof(*g->v), cmp_guid_rel);
 	*guids = calloc(g->n + 1, sizeof(**guids));
 	*rels = calloc(g->n + 1, sizeof(**rels));
-	if (snaps && !(*snaps = calloc(g->n + 1, sizeof(**snaps))))
+	if (names && !(*names = calloc(g->n + 1, sizeof(**names))))
 		r = -ENOMEM;
 	if (!*guids || !*rels)
 		r = -ENOMEM;
@@ -588,14 +589,13 @@ static int grv_finish(grvec_t *g, int r, uint64_t **guids, char ***rels, char **
 		if (r == 0) {
 			(*guids)[i] = g->v[i].guid;
 			(*rels)[i] = g->v[i].rel;
-			if (snaps)
-				(*snaps)[i] = g->v[i].snap;
-			else
-				free(g->v[i].snap);
 		} else {
 			free(g->v[i].rel);
-			free(g->v[i].snap);
 		}
+		if (r == 0 && names)
+			(*names)[i] = g->v[i].name;
+		else
+			free(g->v[i].name);
 	}
 	*n = r == 0 ? g->n : 0;
 	free(g->v);
@@ -626,11 +626,15 @@ static int dest_have_parse(char *out, const char *dest, dest_have_t *h)
 			r = -ENOMEM;
 			break;
 		}
-		bool bm = line[nl] == '#';
-		r = grv_add(bm ? &bms : &snaps, strtoull(tab + 1, NULL, 10), line + dl, nl - dl,
-			    bm ? NULL : line + nl + 1, tab - line - nl - 1);
+		if (nl == dl && line[nl] == '@' && !h->top_snap &&
+		    !(h->top_snap = strndup(line, tab - line))) {
+			r = -ENOMEM;
+			break;
+		}
+		r = grv_add(line[nl] == '#' ? &bms : &snaps, strtoull(tab + 1, NULL, 10), line + dl,
+			    nl - dl, line, tab - line);
 	}
-	r = grv_finish(&snaps, r, &h->guids, &h->rels, &h->snaps, &h->n);
+	r = grv_finish(&snaps, r, &h->guids, &h->rels, &h->names, &h->n);
 	return grv_finish(&bms, r, &h->bmguids, &h->bmrels, NULL, &h->nbm);
 }
 
@@ -900,6 +904,26 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, con
 	return r < 0 ? r : extra;
 }
 
+/* Snapshot names "DS@S" by dataset, then snapshot ("d@b" before "d/k@a"). */
+static int cmp_snapname(const void *a, const void *b)
+{
+	const unsigned char *x = *(const unsigned char *const *)a,
+			    *y = *(const unsigned char *const *)b;
+	while (*x && *x == *y)
+		x++, y++;
+	int cx = *x == '@' ? 1 : *x ? *x + 2 : 0, cy = *y == '@' ? 1 : *y ? *y + 2 : 0;
+	return cx - cy;
+}
+
+/* Prints "would destroy NAME" for each of the n names, sorted. */
+static void say_destroys(const char **names, size_t n)
+{
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_snapname);
+	for (size_t i = 0; i < n; i++)
+		printf("would destroy %s\n", names[i]);
+}
+
 /* -R -F: how many snapshots there the receiver of an incremental -R -F
  * stream would destroy (apply_snaplist in lib/repl/recv.c): those of a
  * destination dataset the stream receives into (a source dataset's name)
@@ -907,39 +931,30 @@ static int dest_extra(cairn_store *st, const char *ds, const dest_have_t *h, con
  * stay).  So a snapshot
  * destroyed on the source is destroyed there by the next sync, as a
  * destroyed dataset is, not only once a new snapshot comes.  say (sync
- * -n): the destination dataset's name, and each such snapshot is printed
- * ("would destroy DEST/kid@s", as recv -n -v says it), in name order.
+ * -n): each is printed ("would destroy DEST@s", as recv -n -v says it).
  * Or <0. */
-static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h, const char *say)
+static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h, bool say)
 {
 	src_sets_t ss;
 	int r = src_sets_load(st, ds, &ss);
 	if (r < 0)
 		return r;
+	const char **names = say ? calloc(h->n + 1, sizeof(*names)) : NULL;
+	if (say && !names) {
+		src_sets_free(&ss);
+		return -ENOMEM;
+	}
 	int stale = 0;
-	char **names = say ? calloc(h->n + 1, sizeof(*names)) : NULL;
-	if (say && !names)
-		r = -ENOMEM;
-	for (size_t i = 0; r >= 0 && i < h->n; i++) {
-		if (!ss.n[0] ||
-		    !bsearch(&h->rels[i], ss.rels, ss.n[0], sizeof(*ss.rels), cmp_strp) ||
-		    (ss.n[1] &&
-		     bsearch(&h->guids[i], ss.guids[1], ss.n[1], sizeof(*ss.guids[1]), cmp_u64)))
-			continue;
-		if (say && asprintf(&names[stale], "%s%s@%s", say, h->rels[i], h->snaps[i]) < 0) {
-			names[stale] = NULL;
-			r = -ENOMEM;
-			break;
+	for (size_t i = 0; i < h->n; i++)
+		if (ss.n[0] && bsearch(&h->rels[i], ss.rels, ss.n[0], sizeof(*ss.rels), cmp_strp) &&
+		    !(ss.n[1] &&
+		      bsearch(&h->guids[i], ss.guids[1], ss.n[1], sizeof(*ss.guids[1]), cmp_u64))) {
+			if (names)
+				names[stale] = h->names[i];
+			stale++;
 		}
-		stale++;
-	}
-	if (r >= 0 && say && stale)
-		qsort(names, stale, sizeof(*names), cmp_strp);
-	for (int i = 0; say && names && i < stale; i++) {
-		if (r >= 0)
-			printf("would destroy %s\n", names[i]);
-		free(names[i]);
-	}
+	if (names)
+		say_destroys(names, stale);
 	free(names);
 	src_sets_free(&ss);
 	return r < 0 ? r : stale;
@@ -977,9 +992,38 @@ static bool knows_guid(const dest_have_t *h, const char *rel, uint64_t g)
 	return has_guid(h, rel, g) || in_rel(h->bmguids, h->bmrels, h->nbm, rel, g);
 }
 
+/* The common base a source bookmark gives (find_common): one whose
+ * snapshot the destination dataset has is an incremental source (send
+ * plans from it); one it has as a bookmark still shows it is a copy.
+ * *bm ("#b") and *bmtxg: the top's newest such base so far. */
+static int bookmark_row(const dest_have_t *h, const char *name, size_t dl, uint64_t g,
+			uint64_t txg, char **bm, uint64_t *bmtxg, bool *related, bool *any_common)
+{
+	const char *hash = strchr(name, '#');
+	char *rel = strndup(name + dl, hash - name - dl);
+	if (!rel)
+		return -ENOMEM;
+	*any_common |= knows_guid(h, rel, g);
+	bool top = !rel[0];
+	free(rel);
+	if (!top)
+		return 0;
+	*related |= knows_guid(h, "", g);
+	if (!has_guid(h, "", g) || (*bm && txg < *bmtxg))
+		return 0;
+	char *c = strdup(hash);
+	if (!c)
+		return -ENOMEM;
+	free(*bm);
+	*bm = c;
+	*bmtxg = txg;
+	return 0;
+}
+
 /* Over the source dataset (and its subtree with -R): the top's newest
  * snapshot (*newest, "ds@s"), the top's newest snapshot the destination
- * has as a snapshot (*common, "@s"), whether every dataset's newest
+ * has as a snapshot (*common, "@s"; else the newest bookmark whose
+ * snapshot it has, "#b"), whether every dataset's newest
  * snapshot is already in the destination dataset its name maps to
  * (*current): the decision is per dataset, as send plans it; whether the
  * destination top has one of the top's snapshots as a snapshot or a
@@ -992,7 +1036,8 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 		       bool *any_common)
 {
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = recursive ? -1 : 1,
-				.types = CAIRN_TYPE_SNAPSHOT, .fields = 1u << CAIRN_F_GUID};
+				.types = CAIRN_TYPE_SNAPSHOT | CAIRN_TYPE_BOOKMARK,
+				.fields = 1u << CAIRN_F_GUID | 1u << CAIRN_F_CREATETXG};
 	cairn_list *l;
 	int r = cairn_list_open(st, &spec, &l);
 	cairn_list_cursor cur = {0};
@@ -1001,13 +1046,18 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 	*current = true;
 	*related = *any_common = false;
 	size_t dl = strlen(ds);
-	char *lastds = NULL;
-	uint64_t lastguid = 0;
+	char *lastds = NULL, *bm = NULL; /* the top's bookmark base ("#b") */
+	uint64_t lastguid = 0, bmtxg = 0;
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
-		for (size_t i = 0; i < b.n; i++) {
+		for (size_t i = 0; r >= 0 && i < b.n; i++) {
 			const char *name = b.name[i];
 			const char *at = strchr(name, '@');
 			uint64_t g = b.field[CAIRN_F_GUID][i];
+			if (!at) {
+				r = bookmark_row(h, name, dl, g, b.field[CAIRN_F_CREATETXG][i], &bm,
+						 &bmtxg, related, any_common);
+				continue;
+			}
 			if (lastds && (strlen(lastds) != (size_t)(at - name) ||
 				       strncmp(lastds, name, at - name))) {
 				*current &= has_guid(h, lastds + dl, lastguid);
@@ -1033,6 +1083,11 @@ static int find_common(cairn_store *st, const char *ds, bool recursive, const de
 	if (lastds)
 		*current &= has_guid(h, lastds + dl, lastguid);
 	free(lastds);
+	if (!*common) { /* no snapshot there: the newest bookmark is the base */
+		*common = bm;
+		bm = NULL;
+	}
+	free(bm);
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
 	return r;
@@ -1436,9 +1491,8 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	 * has more, so it is asked again. */
 	/* A dataset renamed on the source is renamed there by a stream,
 	 * even one with no snapshot to send. */
-	int renamed = 0, extra = 0;
+	int renamed = 0, extra = 0, stale = 0;
 	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
-	bool stale_said = false; /* -n: the snapshots -F destroys were named */
 	int r = dest_guids(&dst, &h);
 	if (r >= 0 && recursive &&
 	    (r = renamed = remap_renamed(st, src.dataset, &h, dry ? dst.dataset : NULL)) < 0) {
@@ -1472,14 +1526,32 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "(destroy them or pick another destination)",
 			bm ? "bookmarks" : "snapshots", h.top_example, src.dataset);
 		rc = 1;
+	} else if (h.top_snap && !common) {
+		/* Only a bookmark there is the source's: the full stream that
+		 * would follow is refused onto a dataset with snapshots. */
+		cli_err(dst.dataset, "has snapshots (eg. %s) but none in common with %s, only "
+				     "bookmarks, which a receive cannot start from; refusing "
+				     "(destroy the snapshots or pick another destination)",
+			h.top_snap, src.dataset);
+		rc = 1;
+	} else if (recursive && force && common && common[0] == '#') {
+		/* recv -F destroys the snapshots the sender lacks (its SNAPLIST),
+		 * and the sender has only a bookmark of this stream's source. */
+		cli_err(dst.dataset, "its newest snapshot in common with %s is on %s only as the "
+				     "bookmark %s%s, and receiving -R -F would destroy it there "
+				     "before the stream that needs it; refusing (sync without -F, "
+				     "or with -F once a snapshot is in common)",
+			src.dataset, src.dataset, src.dataset, common);
+		rc = 1;
 	} else if (recursive && h.sub_example && !any_common) {
 		/* The top has none, but datasets under it do, and none of them
 		 * is a copy of this source's: a -R stream into it is not a
 		 * sync of a copy (-F would destroy them). */
-		cli_err(dst.dataset, "has no snapshots of its own, but datasets under it do (eg. %s), "
+		cli_err(dst.dataset, "has no snapshots of its own, but datasets under it %s (eg. %s), "
 				     "none in common with %s; refusing (destroy them or pick "
 				     "another destination)",
-			h.sub_example, src.dataset);
+			strchr(h.sub_example, '#') ? "have bookmarks" : "do", h.sub_example,
+			src.dataset);
 		rc = 1;
 	} else if (recursive && force && !common && h.nds > 1 &&
 		   (extra = dest_extra(st, src.dataset, &h, NULL, &gone)) != 0) {
@@ -1496,16 +1568,11 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	} else if (recursive && force && ((current && renamed <= 0) || dry) &&
 		   (extra = dest_extra(st, src.dataset, &h, dry ? dst.dataset : NULL, NULL)) < 0) {
 		rc = cli_fail(st, src.dataset, extra);
-	} else if (recursive && force && current && renamed <= 0 && !extra &&
-		   (stale_said = dry,
-		    extra = dest_stale(st, src.dataset, &h, dry ? dst.dataset : NULL)) < 0) {
-		rc = cli_fail(st, src.dataset, extra);
-	} else if (recursive && force && dry && common && !stale_said &&
-		   (r = dest_stale(st, src.dataset, &h, dst.dataset)) < 0) {
-		/* (sync -n of an incremental that also sends snapshots: the
-		 * receiver's -F destroys the same ones) */
-		rc = cli_fail(st, src.dataset, r);
-	} else if (current && renamed <= 0 && extra == 0) {
+	} else if (recursive && force && common && ((current && renamed <= 0 && !extra) || dry) &&
+		   (stale = dest_stale(st, src.dataset, &h, dry)) < 0) {
+		/* (a top not in common gets a full stream, which destroys none) */
+		rc = cli_fail(st, src.dataset, stale);
+	} else if (current && renamed <= 0 && extra == 0 && stale == 0) {
 		if (verbose || dry)
 			printf("%s is up to date (%s)\n", dst.dataset, strchr(newest, '@'));
 	} else {

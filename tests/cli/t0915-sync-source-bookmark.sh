@@ -1,0 +1,42 @@
+#!/bin/bash
+# sync sends each dataset from its newest snapshot or bookmark whose
+# snapshot the destination has (REPLICATION.md, cairn-sync(8)): a source
+# that keeps only a bookmark of what it sent (its snapshot destroyed to
+# free space, as syncoid allows) is synced incrementally from it.  Before,
+# sync looked for common snapshots only and refused: "has snapshots (eg.
+# d@1) but none in common with p", though send -i p#1 | recv works.
+. "$(dirname "$0")/lib.sh"
+new_store
+second_store
+S=$TESTDIR/src
+mkdir -p "$S/k"
+echo top >"$S/f"; echo k >"$S/k/f"
+names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
+ok ca create -o source="$S" p
+ok ca create -o source="$S/k" p/k
+ok ca snapshot -r p@1
+ok ca sync -R p "$B:d"
+ok ca sync p "$B:e"
+ok ca bookmark p@1 'p#1'
+ok ca bookmark p/k@1 'p/k#1'
+ok ca destroy -r p@1
+echo more >"$S/f2"; echo more >"$S/k/f2"
+ok ca snapshot -r p@2
+
+out=$(ca sync -n p "$B:e" 2>&1) || fail "sync -n from the bookmark: $out"
+echo "$out" | grep -q "would sync p@2 #1 -> e" || fail "sync -n did not plan from p#1: $out"
+out=$(ca sync -v p "$B:e" 2>&1) || fail "sync from the bookmark: $out"
+[ "$(names e)" = "e e@1 e@2 " ] || fail "e after the sync: [$(names e)]"
+
+# -R: from p#1 too (each dataset from its own base, p/k from p/k#1)
+ok ca sync -R p "$B:d"
+[ "$(names d)" = "d d@1 d@2 d/k d/k@1 d/k@2 " ] || fail "d after the sync: [$(names d)]"
+out=$(ca sync -R -v p "$B:d" 2>&1) || fail "second sync -R: $out"
+echo "$out" | grep -q "up to date" || fail "second sync -R is not up to date: $out"
+# -R -F from a bookmark: recv -F would destroy the stream's own source
+# (the sender lists no snapshot of its guid): refused before sending
+ok cb destroy -r d@2
+fails_with 1 "is on p only as the bookmark p#1.*refusing" ca sync -R -F -n p "$B:d"
+fails_with 1 "is on p only as the bookmark p#1.*refusing" ca sync -R -F p "$B:d"
+[ "$(names d)" = "d d@1 d/k d/k@1 " ] || fail "d changed by a refused sync: [$(names d)]"
+done_test
