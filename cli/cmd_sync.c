@@ -778,9 +778,11 @@ static bool holds_any(const dest_have_t *h, size_t k, const uint64_t *src, size_
 }
 
 /* The source's subtree under ds: its datasets' guids and names below ds
- * ("" or "/kid"), its snapshots' guids, each sorted. */
+ * ("" or "/kid"), its snapshots' and bookmarks' guids, each sorted.  A
+ * bookmark's guid is its snapshot's: the source keeps that point of its
+ * history (and sends from it), if not the data. */
 typedef struct src_sets {
-	uint64_t *guids[2]; /* datasets', snapshots' */
+	uint64_t *guids[2]; /* datasets', snapshots' and bookmarks' */
 	char **rels;	    /* the datasets', by n[0] */
 	size_t n[2];
 } src_sets_t;
@@ -799,7 +801,7 @@ static int src_sets_load(cairn_store *st, const char *ds, src_sets_t *s)
 	memset(s, 0, sizeof(*s));
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
 				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME |
-					 CAIRN_TYPE_SNAPSHOT,
+					 CAIRN_TYPE_SNAPSHOT | CAIRN_TYPE_BOOKMARK,
 				.fields = 1u << CAIRN_F_GUID};
 	cairn_list *l;
 	int r = cairn_list_open(st, &spec, &l);
@@ -808,7 +810,7 @@ static int src_sets_load(cairn_store *st, const char *ds, src_sets_t *s)
 	size_t *n = s->n, cap[2] = {0, 0}, dl = strlen(ds);
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
 		for (size_t i = 0; r >= 0 && i < b.n; i++) {
-			int k = strchr(b.name[i], '@') != NULL;
+			int k = strpbrk(b.name[i], "@#") != NULL;
 			if (n[k] == cap[k]) {
 				uint64_t *p = realloc(s->guids[k], (cap[k] ? cap[k] * 2 : 64) * sizeof(*p));
 				char **q = p && !k ? realloc(s->rels, (cap[k] ? cap[k] * 2 : 64) *
@@ -928,9 +930,11 @@ static void say_destroys(const char **names, size_t n)
  * stream would destroy (apply_snaplist in lib/repl/recv.c): those of a
  * destination dataset the stream receives into (a source dataset's name)
  * whose guid no source snapshot has (h lists snapshots only: bookmarks
- * stay).  So a snapshot
- * destroyed on the source is destroyed there by the next sync, as a
- * destroyed dataset is, not only once a new snapshot comes.  say (sync
+ * stay).  So a snapshot destroyed on the source is destroyed there by the
+ * next sync, as a destroyed dataset is, not only once a new snapshot
+ * comes.  Not one the source kept a bookmark of: that may be the base
+ * the next stream builds on (the receiver keeps it while a stream does),
+ * and the next stream that does not goes without it.  say (sync
  * -n): each is printed ("would destroy DEST@s", as recv -n -v says it).
  * Or <0. */
 static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h, bool say)
@@ -1533,15 +1537,6 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "bookmarks, which a receive cannot start from; refusing "
 				     "(destroy the snapshots or pick another destination)",
 			h.top_snap, src.dataset);
-		rc = 1;
-	} else if (recursive && force && common && common[0] == '#') {
-		/* recv -F destroys the snapshots the sender lacks (its SNAPLIST),
-		 * and the sender has only a bookmark of this stream's source. */
-		cli_err(dst.dataset, "its newest snapshot in common with %s is on %s only as the "
-				     "bookmark %s%s, and receiving -R -F would destroy it there "
-				     "before the stream that needs it; refusing (sync without -F, "
-				     "or with -F once a snapshot is in common)",
-			src.dataset, src.dataset, src.dataset, common);
 		rc = 1;
 	} else if (recursive && h.sub_example && !any_common) {
 		/* The top has none, but datasets under it do, and none of them

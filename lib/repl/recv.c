@@ -1101,6 +1101,18 @@ static int destroys_missing(rctx_t *c)
 	return r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : -EIO;
 }
 
+/* Whether a snapshot of d in the group being committed builds on guid.
+ * The sender may list no snapshot of that guid and still send from it,
+ * through a bookmark of it (sync, send -i #b): such a base is not "gone
+ * from the sender", and destroying it would refuse that very snapshot. */
+static bool group_builds_on(const rctx_t *c, const rds_t *d, uint64_t guid)
+{
+	for (size_t i = 0; i < c->npend; i++)
+		if (c->pend[i].rds == d && c->pend[i].fromguid == guid)
+			return true;
+	return false;
+}
+
 /* -R: snapshot renames (same guid, other name) and, when drop (-F, see
  * destroys_missing), destroys of the snapshots the sender no longer has. */
 static int apply_snaplist(rctx_t *c, const rds_t *d, bool drop_missing)
@@ -1131,7 +1143,7 @@ static int apply_snaplist(rctx_t *c, const rds_t *d, bool drop_missing)
 		guidix_t key = {.guid = sqlite3_column_int64(q, 1)};
 		const guidix_t *e = bsearch(&key, byguid, d->nsnaps, sizeof(*byguid), cmp_guidix);
 		bool ren = e && strcmp(d->snapnames[e->i], ln);
-		bool drop = !e && drop_missing;
+		bool drop = !e && drop_missing && !group_builds_on(c, d, key.guid);
 		if (!ren && !drop)
 			continue;
 		char **a = realloc(from, (n + 1) * sizeof(char *)), **b = realloc(to, (n + 1) * sizeof(char *));

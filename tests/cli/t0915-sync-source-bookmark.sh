@@ -33,10 +33,20 @@ ok ca sync -R p "$B:d"
 [ "$(names d)" = "d d@1 d@2 d/k d/k@1 d/k@2 " ] || fail "d after the sync: [$(names d)]"
 out=$(ca sync -R -v p "$B:d" 2>&1) || fail "second sync -R: $out"
 echo "$out" | grep -q "up to date" || fail "second sync -R is not up to date: $out"
-# -R -F from a bookmark: recv -F would destroy the stream's own source
-# (the sender lists no snapshot of its guid): refused before sending
+# -R -F from a bookmark: the receiver keeps the snapshot the stream builds
+# on, though the sender lists none of its guid (it has a bookmark of it);
+# before, recv -F destroyed it and refused the stream, on every run
 ok cb destroy -r d@2
-fails_with 1 "is on p only as the bookmark p#1.*refusing" ca sync -R -F -n p "$B:d"
-fails_with 1 "is on p only as the bookmark p#1.*refusing" ca sync -R -F p "$B:d"
-[ "$(names d)" = "d d@1 d/k d/k@1 " ] || fail "d changed by a refused sync: [$(names d)]"
+out=$(ca sync -R -F -n p "$B:d" 2>&1) || fail "sync -R -F -n from the bookmark: $out"
+echo "$out" | grep -q "would destroy" && fail "sync -R -F -n would destroy the base: $out"
+[ "$(names d)" = "d d@1 d/k d/k@1 " ] || fail "d changed by sync -n: [$(names d)]"
+out=$(ca sync -R -F -v p "$B:d" 2>&1) || fail "sync -R -F from the bookmark: $out"
+[ "$(names d)" = "d d@1 d@2 d/k d/k@1 d/k@2 " ] || fail "d after sync -R -F: [$(names d)]"
+out=$(ca sync -R -F -v p "$B:d" 2>&1) || fail "second sync -R -F: $out"
+echo "$out" | grep -q "up to date" || fail "second sync -R -F is not up to date: $out"
+# the next stream that does not build on d@1 takes it (p has only p#1)
+echo more >>"$S/f"
+ok ca snapshot -r p@3
+out=$(ca sync -R -F -v p "$B:d" 2>&1) || fail "sync -R -F of p@3: $out"
+[ "$(names d)" = "d d@2 d@3 d/k d/k@2 d/k@3 " ] || fail "d after sync -R -F of p@3: [$(names d)]"
 done_test
