@@ -74,6 +74,11 @@ new_target() {
 run() { # run NAME BIN ROUND
 	local name=$1 bin=$2 i=$3 dir=$WORK/r-$1-$3 load t
 	if [ "$TARGET" != dir ]; then
+		# The previous restore's file system goes first: with it still
+		# mounted, the second restore of each round spent 3-5x the system
+		# time, whichever binary it was (BENCHMARKS.md, 2026-12-04).
+		unmount_all
+		MOUNTS=()
 		new_target "$dir"
 		dir=$dir/r
 	fi
@@ -96,9 +101,6 @@ for i in $(seq 1 "$ROUNDS"); do
 		[ "$TARGET" = dir ] || t=$t/r
 		diff -r --no-dereference "$CORPUS" "$t" >/dev/null || die "restore differs from the corpus"
 	fi
-	# One round's files at a time: a tmpfs holds them in memory, and ext4
-	# images kept mounted slow the later rounds down (writeback, reclaim).
-	[ "$TARGET" = dir ] || { unmount_all; MOUNTS=(); }
 done
 echo "target: $TARGET"
 echo "restored bytes: $BYTES; date $(date -u '+%Y-%m-%d %H:%M UTC'); uptime: $(uptime)"
