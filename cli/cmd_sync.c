@@ -926,33 +926,139 @@ static void say_destroys(const char **names, size_t n)
 		printf("would destroy %s\n", names[i]);
 }
 
+/* The source's snapshots and bookmarks under ds: each one's dataset
+ * ("" or "/kid"), guid and createtxg. */
+typedef struct src_points {
+	char **rels;
+	uint64_t *guids, *txgs;
+	bool *isbm;
+	size_t n;
+} src_points_t;
+
+static void src_points_free(src_points_t *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->rels[i]);
+	free(p->rels);
+	free(p->guids);
+	free(p->txgs);
+	free(p->isbm);
+	memset(p, 0, sizeof(*p));
+}
+
+static int src_points_add(src_points_t *p, size_t *cap, const char *rel, uint64_t g,
+			  uint64_t txg, bool bm)
+{
+	if (p->n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		char **r = realloc(p->rels, c * sizeof(*r));
+		p->rels = r ? r : p->rels;
+		uint64_t *a = realloc(p->guids, c * sizeof(*a));
+		p->guids = a ? a : p->guids;
+		uint64_t *t = realloc(p->txgs, c * sizeof(*t));
+		p->txgs = t ? t : p->txgs;
+		bool *b = realloc(p->isbm, c * sizeof(*b));
+		p->isbm = b ? b : p->isbm;
+		if (!r || !a || !t || !b)
+			return -ENOMEM;
+		*cap = c;
+	}
+	p->rels[p->n] = strndup(rel, strcspn(rel, "@#"));
+	if (!p->rels[p->n])
+		return -ENOMEM;
+	p->guids[p->n] = g;
+	p->txgs[p->n] = txg;
+	p->isbm[p->n++] = bm;
+	return 0;
+}
+
+static int src_points_load(cairn_store *st, const char *ds, src_points_t *p)
+{
+	memset(p, 0, sizeof(*p));
+	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
+				.types = CAIRN_TYPE_SNAPSHOT | CAIRN_TYPE_BOOKMARK,
+				.fields = 1u << CAIRN_F_GUID | 1u << CAIRN_F_CREATETXG};
+	cairn_list *l;
+	int r = cairn_list_open(st, &spec, &l);
+	cairn_list_cursor cur = {0};
+	cairn_list_batch b = {0};
+	size_t cap = 0, dl = strlen(ds);
+	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
+		for (size_t i = 0; r >= 0 && i < b.n; i++)
+			r = src_points_add(p, &cap, b.name[i] + dl, b.field[CAIRN_F_GUID][i],
+					   b.field[CAIRN_F_CREATETXG][i], strchr(b.name[i], '#'));
+	cairn_list_batch_free(&b);
+	cairn_list_close(l);
+	if (r < 0)
+		src_points_free(p);
+	return r < 0 ? r : 0;
+}
+
+static bool has_guid(const dest_have_t *h, const char *rel, uint64_t g);
+
+/* Whether sync's stream builds rel's first snapshot on g, which the
+ * source has as a bookmark (not as a snapshot): rel's base is that
+ * bookmark (its newest snapshot or bookmark whose snapshot the
+ * destination dataset has, find_common) and rel has a newer snapshot. */
+static bool builds_on_bookmark(const src_points_t *p, const dest_have_t *h, const char *rel,
+			       uint64_t g)
+{
+	uint64_t newest = 0, base = 0, bg = 0;
+	bool found = false, bm = false;
+	for (size_t i = 0; i < p->n; i++) {
+		if (strcmp(p->rels[i], rel))
+			continue;
+		if (!p->isbm[i] && p->txgs[i] > newest)
+			newest = p->txgs[i];
+		if (has_guid(h, rel, p->guids[i]) && (!found || p->txgs[i] > base)) {
+			found = true;
+			base = p->txgs[i];
+			bg = p->guids[i];
+			bm = p->isbm[i];
+		}
+	}
+	return found && bm && bg == g && newest > base;
+}
+
+/* Whether a source snapshot (in any dataset) has guid g. */
+static bool src_snapshot_has(const src_points_t *p, uint64_t g)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (!p->isbm[i] && p->guids[i] == g)
+			return true;
+	return false;
+}
+
 /* -R -F: how many snapshots there the receiver of an incremental -R -F
  * stream would destroy (apply_snaplist in lib/repl/recv.c): those of a
  * destination dataset the stream receives into (a source dataset's name)
  * whose guid no source snapshot has (h lists snapshots only: bookmarks
  * stay).  So a snapshot destroyed on the source is destroyed there by the
  * next sync, as a destroyed dataset is, not only once a new snapshot
- * comes.  Not one the source kept a bookmark of: that may be the base
- * the next stream builds on (the receiver keeps it while a stream does),
- * and the next stream that does not goes without it.  say (sync
- * -n): each is printed ("would destroy DEST@s", as recv -n -v says it).
- * Or <0. */
+ * comes.  Not one the source kept a bookmark of that the dataset's
+ * stream builds on (the receiver keeps it); one that the stream does not
+ * build on goes.  say (sync -n): each is printed ("would destroy
+ * DEST@s", as recv -n -v says it).  Or <0. */
 static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h, bool say)
 {
 	src_sets_t ss;
+	src_points_t sp;
 	int r = src_sets_load(st, ds, &ss);
 	if (r < 0)
 		return r;
+	r = src_points_load(st, ds, &sp);
 	const char **names = say ? calloc(h->n + 1, sizeof(*names)) : NULL;
-	if (say && !names) {
+	if (r < 0 || (say && !names)) {
+		free(names);
 		src_sets_free(&ss);
-		return -ENOMEM;
+		src_points_free(&sp);
+		return r < 0 ? r : -ENOMEM;
 	}
 	int stale = 0;
 	for (size_t i = 0; i < h->n; i++)
 		if (ss.n[0] && bsearch(&h->rels[i], ss.rels, ss.n[0], sizeof(*ss.rels), cmp_strp) &&
-		    !(ss.n[1] &&
-		      bsearch(&h->guids[i], ss.guids[1], ss.n[1], sizeof(*ss.guids[1]), cmp_u64))) {
+		    !src_snapshot_has(&sp, h->guids[i]) &&
+		    !builds_on_bookmark(&sp, h, h->rels[i], h->guids[i])) {
 			if (names)
 				names[stale] = h->names[i];
 			stale++;
@@ -961,7 +1067,8 @@ static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h, boo
 		say_destroys(names, stale);
 	free(names);
 	src_sets_free(&ss);
-	return r < 0 ? r : stale;
+	src_points_free(&sp);
+	return stale;
 }
 
 /* Whether one of the n (guids sorted, rels) is guid g in dataset rel. */

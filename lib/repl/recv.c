@@ -81,6 +81,9 @@ typedef struct rds {
 	uint64_t *snapguids;
 	uint32_t nsnaps;
 	bool has_list;
+	/* -F: its snapshots the sender lacks go with the group of its first
+	 * snapshot (which may build on one), or at the stream's end. */
+	bool drop_due;
 	uint64_t group_mark; /* the group (sender's txg) of its last snapshot */
 	snapcache_t snaps;   /* of its local dataset (loaded on first use) */
 	encroot_wrapped_t *key; /* CRYPTKEY (raw streams): it becomes a root */
@@ -117,6 +120,7 @@ typedef struct rctx {
 	struct guidid *local_guids;
 	size_t nlocal_guids;
 	bool meta_applied;
+	bool at_end; /* the stream's last group is being committed */
 	/* the group being received */
 	uint64_t group_txg, last_group_txg;
 	psnap_t *pend;
@@ -1113,6 +1117,15 @@ static bool group_builds_on(const rctx_t *c, const rds_t *d, uint64_t guid)
 	return false;
 }
 
+/* Whether the group being committed has a snapshot of d. */
+static bool group_has(const rctx_t *c, const rds_t *d)
+{
+	for (size_t i = 0; i < c->npend; i++)
+		if (c->pend[i].rds == d)
+			return true;
+	return false;
+}
+
 /* -R: snapshot renames (same guid, other name) and, when drop (-F, see
  * destroys_missing), destroys of the snapshots the sender no longer has. */
 static int apply_snaplist(rctx_t *c, const rds_t *d, bool drop_missing)
@@ -1329,9 +1342,15 @@ static int apply_meta(rctx_t *c)
 	int drop = r == 0 ? destroys_missing(c) : 0;
 	if (drop < 0)
 		r = store_err(c->st, drop, "%s: looking up the stream's source", local_top(c));
-	for (size_t i = 0; r == 0 && i < c->nds; i++)
-		if (c->ds[i].has_list)
-			r = apply_snaplist(c, &c->ds[i], drop > 0);
+	/* A dataset's first snapshot may come in a later group, built on one
+	 * the sender lists none of (a bookmark's): its destroys wait for it. */
+	for (size_t i = 0; r == 0 && i < c->nds; i++) {
+		rds_t *d = &c->ds[i];
+		bool now = drop > 0 && (c->at_end || group_has(c, d));
+		if (d->has_list)
+			r = apply_snaplist(c, d, now);
+		d->drop_due = d->has_list && drop > 0 && !now;
+	}
 	/* A stream that skipped datasets (send -R -s) does not list all the
 	 * sender's: what it lacks may still be there, so nothing goes. */
 	if (r == 0 && drop > 0 && !(c->flags & STREAM_F_SKIPPED))
@@ -2230,6 +2249,25 @@ static int insert_snap(rctx_t *c, psnap_t *s, uint64_t txg)
 	return r;
 }
 
+/* The destroys apply_meta left for a later group (drop_due): those of
+ * the datasets with a snapshot in this one, all at the stream's end. */
+static int apply_due_drops(rctx_t *c)
+{
+	int r = 0;
+	bool any = false;
+	for (size_t i = 0; r == 0 && i < c->nds; i++) {
+		rds_t *d = &c->ds[i];
+		if (!d->drop_due || !(c->at_end || group_has(c, d)))
+			continue;
+		d->drop_due = false;
+		any = true;
+		r = apply_snaplist(c, d, true);
+	}
+	if (any)
+		snapcaches_drop(c);
+	return r;
+}
+
 /* Metadata (first time), every snapshot of the group, and the end of any
  * partial state: one transaction. */
 static int commit_group(rctx_t *c)
@@ -2254,6 +2292,8 @@ static int commit_group(rctx_t *c)
 	if (!c->meta_applied) {
 		r = apply_meta(c);
 		snapcaches_drop(c); /* renames and destroys: read again */
+	} else {
+		r = apply_due_drops(c);
 	}
 	for (size_t i = 0; r == 0 && i < c->npend; i++)
 		r = insert_snap(c, &c->pend[i], txg);
@@ -2306,6 +2346,7 @@ static int read_end(rctx_t *c)
 				 "bytes follow the end of the stream at byte %llu (several streams "
 				 "concatenated? receive each one separately)",
 				 (unsigned long long)c->rd.offset);
+	c->at_end = true;
 	if (c->ready || !c->meta_applied)
 		return commit_group(c);
 	return 0;

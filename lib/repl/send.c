@@ -850,18 +850,20 @@ static int have_flush(sctx_t *c)
 
 /* A chunk goes out once per group, however many of the group's
  * snapshots hold it (datasets with the same files, a child whose source
- * lies inside its parent's): the receiver has it from then on.  Only
- * first sightings count as positions, for resume. */
+ * lies inside its parent's): the receiver has it from then on.  Every
+ * sighting counts as a position, as when each one went out: a token of
+ * such a stream counts them all, and one of this stream counts fewer
+ * (the chunk records), so skipping by sightings never passes over a
+ * chunk the receiver lacks (t0921). */
 static int send_chunk(void *arg, const chunk_ref_t *ref)
 {
 	sctx_t *c = arg;
 	if (SEND_STOPPED())
 		return -EINTR;
+	bool skipped = c->pos++ < c->skip;
 	int k = refset_add(&c->sent, ref);
-	if (k <= 0)
+	if (k <= 0 || skipped)
 		return k < 0 ? -ENOMEM : 0;
-	if (c->pos++ < c->skip)
-		return 0;
 	if (!c->o->have)
 		return send_one(c, ref);
 	c->queued[c->nqueued] = *ref;
@@ -982,8 +984,9 @@ static int put_snaplist(sctx_t *c, int64_t ds, const char *name)
 
 /* ---- decrypted streams (plainsend.h) ---- */
 
-/* Sends a plain chunk once per group, counting positions for resume as
- * send_chunk does.  blob NULL: the data chunk with keyed id `keyed`,
+/* Sends a plain chunk once per group; only first sightings count as
+ * positions for resume, as they always have here (unlike send_chunk:
+ * this path never sent a repeat).  blob NULL: the data chunk with keyed id `keyed`,
  * decrypted and encoded only now that it goes out. */
 static int plain_out(sctx_t *c, const chunk_ref_t *ref, const digest_t *keyed,
 		     const buf_t *blob)

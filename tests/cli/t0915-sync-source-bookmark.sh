@@ -42,9 +42,16 @@ echo "$out" | grep -q "would destroy" && fail "sync -R -F -n would destroy the b
 [ "$(names d)" = "d d@1 d/k d/k@1 " ] || fail "d changed by sync -n: [$(names d)]"
 out=$(ca sync -R -F -v p "$B:d" 2>&1) || fail "sync -R -F from the bookmark: $out"
 [ "$(names d)" = "d d@1 d@2 d/k d/k@1 d/k@2 " ] || fail "d after sync -R -F: [$(names d)]"
-out=$(ca sync -R -F -v p "$B:d" 2>&1) || fail "second sync -R -F: $out"
-echo "$out" | grep -q "up to date" || fail "second sync -R -F is not up to date: $out"
-# the next stream that does not build on d@1 takes it (p has only p#1)
+# the next run builds on neither d@1 nor d/k@1: they go (the source kept
+# only bookmarks of them), and the dry run names them (t0923)
+out=$(ca sync -R -F -n p "$B:d" 2>&1) || fail "second sync -R -F -n: $out"
+[ "$(echo "$out" | grep "would destroy" | tr '\n' ' ')" = "would destroy d@1 would destroy d/k@1 " ] ||
+	fail "second sync -R -F -n does not name d@1 and d/k@1: $out"
+ok ca sync -R -F p "$B:d"
+[ "$(names d)" = "d d@2 d/k d/k@2 " ] || fail "d after the second sync -R -F: [$(names d)]"
+out=$(ca sync -R -F -v p "$B:d" 2>&1) || fail "third sync -R -F: $out"
+echo "$out" | grep -q "up to date" || fail "third sync -R -F is not up to date: $out"
+# and the next stream
 echo more >>"$S/f"
 ok ca snapshot -r p@3
 out=$(ca sync -R -F -v p "$B:d" 2>&1) || fail "sync -R -F of p@3: $out"

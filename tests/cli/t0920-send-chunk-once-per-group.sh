@@ -5,8 +5,8 @@
 # on the wire, not one per dataset.  Before, p, p/a and p/b below (p's
 # source holding a and b, each with the same 3 MB file) made a 9 MB
 # stream, and sync -R sent 9 MB for 3 MB stored.  The receiver has the
-# chunk from its first sighting on; a resumed stream counts only first
-# sightings as positions, as the sender does.
+# chunk from its first sighting on; a resumed stream skips by every
+# sighting (t0921).
 . "$(dirname "$0")/lib.sh"
 new_store
 second_store
