@@ -169,6 +169,21 @@ second_store() {
 ca() { "$CAIRN" "$@"; }
 cb() { "$CAIRN" -s "$B" "$@"; }
 
+# top_and_kid: a new store and a second one ($B), and a source $S with a
+# file at its top and one in $S/k (for a dataset p over $S, p/k over $S/k).
+top_and_kid() {
+	new_store
+	second_store
+	S=$TESTDIR/src
+	mkdir -p "$S/k"
+	echo top >"$S/f"
+	echo k >"$S/k/f"
+}
+# names DS / snaps DS: what the second store holds under DS, every type or
+# snapshots only, on one line.
+names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
+snaps() { cb list -H -o name -t snapshot -r "$1" | tr '\n' ' '; }
+
 # rnd FILE: 500 kB of random bytes (several 64 KiB chunks, none shared).
 rnd() { head -c 500000 /dev/urandom >"$1"; }
 

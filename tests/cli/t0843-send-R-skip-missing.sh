@@ -17,7 +17,6 @@ S=$TESTDIR/src
 mkdir -p "$S/kid/sub" "$S/ok" "$S/late"
 head -c 300000 /dev/urandom >"$S/f"
 echo kid >"$S/kid/f"; echo sub >"$S/kid/sub/f"; echo ok >"$S/ok/f"; echo late >"$S/late/f"
-names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
 # snaps_match SRC DST: the same snapshots below (names and guids).
 snaps_match() {
 	local want got

@@ -18,7 +18,6 @@ S=$TESTDIR/src
 mkdir -p "$S/kid" "$S/late/deep" "$S/late2" "$S/late3"
 echo top >"$S/f"; echo kid >"$S/kid/f"; echo deep >"$S/late/deep/f"; echo l2 >"$S/late2/f"
 head -c 200000 /dev/urandom >"$S/late/f"
-names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
 
 # ---- a descendant older than the snapshot, without it: refused ----
 ok ca create -o source="$S" pool

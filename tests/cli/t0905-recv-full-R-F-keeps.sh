@@ -13,7 +13,6 @@ second_store
 S=$TESTDIR/src
 mkdir -p "$S/a" "$S/mine"
 echo top >"$S/f"; echo a >"$S/a/f"; echo mine >"$S/mine/f"
-names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
 
 ok ca create -o source="$S" pool
 ok ca create -o source="$S/a" pool/a

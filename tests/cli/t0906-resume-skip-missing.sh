@@ -14,7 +14,6 @@ mkdir -p "$S/kid" "$S/ok"
 head -c 3000000 /dev/urandom >"$S/big"
 head -c 3000000 /dev/urandom >"$S/ok/big"
 echo kid >"$S/kid/f"
-names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
 token() { cb get -H -o value receive_resume_token "$1" 2>/dev/null | grep -v '^-$'; }
 ok ca config chunk_size=65536 >/dev/null # ~100 chunks: resume points
 

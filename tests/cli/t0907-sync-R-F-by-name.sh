@@ -7,12 +7,7 @@
 # "would destroy" for a dataset no receive destroys, and a first sync -R -F
 # is refused for a destroy that would not happen.
 . "$(dirname "$0")/lib.sh"
-new_store
-second_store
-S=$TESTDIR/src
-mkdir -p "$S/k"
-echo top >"$S/f"; echo k >"$S/k/f"
-names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
+top_and_kid
 
 # ---- a source child without snapshots, a destination child of its name ----
 ok ca create -o source="$S" p

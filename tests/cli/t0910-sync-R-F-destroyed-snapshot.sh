@@ -8,12 +8,7 @@
 # stay (recv -F destroys none), and are no reason to send; without -F
 # nothing is destroyed.
 . "$(dirname "$0")/lib.sh"
-new_store
-second_store
-S=$TESTDIR/src
-mkdir -p "$S/k"
-echo top >"$S/f"; echo k >"$S/k/f"
-snaps() { cb list -H -o name -t snapshot -r "$1" | tr '\n' ' '; }
+top_and_kid
 ok ca create -o source="$S" p
 ok ca create -o source="$S/k" p/k
 ok ca snapshot -r p@1

@@ -9,12 +9,7 @@
 # still tells that the destination is a copy of the source (no "none in
 # common" refusal), and an unrelated one still refuses.
 . "$(dirname "$0")/lib.sh"
-new_store
-second_store
-S=$TESTDIR/src
-mkdir -p "$S/k"
-echo top >"$S/f"; echo k >"$S/k/f"
-names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
+top_and_kid
 syncs() { # ARGS...: sync must succeed, and a second one find nothing to do
 	local out
 	out=$(ca sync -v "$@" 2>&1) || fail "sync $*: $out"

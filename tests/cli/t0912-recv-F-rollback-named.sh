@@ -6,12 +6,7 @@
 # snapshots read like a plain receive.  Also for a full -R stream sent
 # again with a newer snapshot (its second snapshot builds on the first).
 . "$(dirname "$0")/lib.sh"
-new_store
-second_store
-S=$TESTDIR/src
-mkdir -p "$S/k"
-echo top >"$S/f"; echo k >"$S/k/f"
-snaps() { cb list -H -o name -t snapshot -r "$1" | tr '\n' ' '; }
+top_and_kid
 ok ca create -o source="$S" p
 ok ca create -o source="$S/k" p/k
 ok ca snapshot -r p@1

@@ -8,12 +8,7 @@
 # would send p@2 whole, and every sync sent the stream, which the
 # receiver then refused ("destination has snapshots (eg. d@mine)").
 . "$(dirname "$0")/lib.sh"
-new_store
-second_store
-S=$TESTDIR/src
-mkdir -p "$S/k"
-echo top >"$S/f"; echo k >"$S/k/f"
-names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
+top_and_kid
 refused() { fails_with 1 "d: has snapshots (eg. d@mine) but none in common with p.*refusing" "$@"; }
 ok ca create -o source="$S" p
 ok ca create -o source="$S/k" p/k

@@ -6,12 +6,7 @@
 # sync looked for common snapshots only and refused: "has snapshots (eg.
 # d@1) but none in common with p", though send -i p#1 | recv works.
 . "$(dirname "$0")/lib.sh"
-new_store
-second_store
-S=$TESTDIR/src
-mkdir -p "$S/k"
-echo top >"$S/f"; echo k >"$S/k/f"
-names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
+top_and_kid
 ok ca create -o source="$S" p
 ok ca create -o source="$S/k" p/k
 ok ca snapshot -r p@1

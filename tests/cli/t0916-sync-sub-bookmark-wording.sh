@@ -5,11 +5,7 @@
 # (eg. f#x)").  Before, it said "datasets under it do (eg. d/k#x)", with
 # "snapshots" before it: a bookmark called a snapshot.
 . "$(dirname "$0")/lib.sh"
-new_store
-second_store
-S=$TESTDIR/src
-mkdir -p "$S/k"
-echo top >"$S/f"; echo k >"$S/k/f"
+top_and_kid
 ok ca create -o source="$S" p
 ok ca create -o source="$S/k" p/k
 ok ca snapshot -r p@1

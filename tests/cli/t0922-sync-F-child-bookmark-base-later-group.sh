@@ -8,12 +8,7 @@
 # base and failed ('the stream's incremental source ... is not on the
 # target'); the next run sent the child whole.
 . "$(dirname "$0")/lib.sh"
-new_store
-second_store
-S=$TESTDIR/src
-mkdir -p "$S/k"
-echo top >"$S/f"; echo k >"$S/k/f"
-names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
+top_and_kid
 ok ca create -o source="$S" p
 ok ca create -o source="$S/k" p/k
 ok ca snapshot -r p@1

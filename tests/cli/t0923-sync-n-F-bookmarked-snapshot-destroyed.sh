@@ -7,12 +7,7 @@
 # it said nothing of 'destroyed d/k@1'.  One the stream builds on stays,
 # and the dry run says nothing of it (t0915, t0922).
 . "$(dirname "$0")/lib.sh"
-new_store
-second_store
-S=$TESTDIR/src
-mkdir -p "$S/k"
-echo top >"$S/f"; echo k >"$S/k/f"
-names() { cb list -H -o name -t all -r "$1" 2>/dev/null | tr '\n' ' '; }
+top_and_kid
 ok ca create -o source="$S" p
 ok ca create -o source="$S/k" p/k
 ok ca snapshot -r p@1
