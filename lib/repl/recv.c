@@ -1126,6 +1126,52 @@ static bool group_has(const rctx_t *c, const rds_t *d)
 	return false;
 }
 
+/* Whether guid is one of the snapshots the sender lists for d. */
+static bool listed(const rds_t *d, uint64_t guid)
+{
+	for (uint32_t k = 0; k < d->nsnaps; k++)
+		if (d->snapguids[k] == guid)
+			return true;
+	return false;
+}
+
+/* -F: destroys left for a later group (drop_due) must not be refused
+ * there, after the groups before it were committed: a held snapshot among
+ * them refuses the receive now, as apply_snaplist's own destroys do.  Of
+ * d's snapshots the sender lacks, only the one its stream builds on stays
+ * (not known before its group), so with two of them held one goes: the
+ * older is refused as a dry-run destroy refuses it. */
+static int due_drops_held(rctx_t *c, const rds_t *d)
+{
+	ds_row_t row = {0};
+	if (catalog_ds_by_name(c->st->cat, d->local, &row) < 0)
+		return 0;
+	sqlite3_stmt *q = NULL;
+	int r = sqlite3_prepare_v2(catalog_db(c->st->cat),
+				   "SELECT name, guid FROM snapshot WHERE dataset=? AND userrefs>0 "
+				   "ORDER BY createtxg",
+				   -1, &q, NULL)
+			? -EIO
+			: 0;
+	if (r == 0)
+		sqlite3_bind_int64(q, 1, row.id);
+	char first[NAME_BUF * 2] = "";
+	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+		if (listed(d, (uint64_t)sqlite3_column_int64(q, 1)))
+			continue;
+		if (first[0]) {
+			cairn_destroy_opts dop = {.dry_run = true};
+			r = cairn_destroy(c->st, first, &dop);
+			break;
+		}
+		snprintf(first, sizeof(first), "%s@%s", d->local, sqlite3_column_text(q, 0));
+	}
+	if (q)
+		sqlite3_finalize(q);
+	ds_row_clear(&row);
+	return r;
+}
+
 /* -R: snapshot renames (same guid, other name) and, when drop (-F, see
  * destroys_missing), destroys of the snapshots the sender no longer has. */
 static int apply_snaplist(rctx_t *c, const rds_t *d, bool drop_missing)
@@ -1350,6 +1396,8 @@ static int apply_meta(rctx_t *c)
 		if (d->has_list)
 			r = apply_snaplist(c, d, now);
 		d->drop_due = d->has_list && drop > 0 && !now;
+		if (r == 0 && d->drop_due)
+			r = due_drops_held(c, d);
 	}
 	/* A stream that skipped datasets (send -R -s) does not list all the
 	 * sender's: what it lacks may still be there, so nothing goes. */
