@@ -1037,9 +1037,10 @@ static bool src_snapshot_has(const src_points_t *p, uint64_t g)
  * next sync, as a destroyed dataset is, not only once a new snapshot
  * comes.  Not one the source kept a bookmark of that the dataset's
  * stream builds on (the receiver keeps it); one that the stream does not
- * build on goes.  say (sync -n): each is printed ("would destroy
- * DEST@s", as recv -n -v says it).  Or <0. */
-static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h, bool say)
+ * build on goes.  say (sync -n): the destination dataset's name, and each
+ * is printed ("would destroy DEST/kid@s", as recv -n -v says it: kid
+ * the name remap_renamed gave it, as the receiver renames first).  Or <0. */
+static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h, const char *say)
 {
 	src_sets_t ss;
 	src_points_t sp;
@@ -1059,16 +1060,23 @@ static int dest_stale(cairn_store *st, const char *ds, const dest_have_t *h, boo
 		if (ss.n[0] && bsearch(&h->rels[i], ss.rels, ss.n[0], sizeof(*ss.rels), cmp_strp) &&
 		    !src_snapshot_has(&sp, h->guids[i]) &&
 		    !builds_on_bookmark(&sp, h, h->rels[i], h->guids[i])) {
-			if (names)
-				names[stale] = h->names[i];
-			stale++;
+			char *nm = NULL;
+			if (names && asprintf(&nm, "%s%s%s", say, h->rels[i],
+					      strchr(h->names[i], '@')) < 0)
+				r = -ENOMEM;
+			else if (names)
+				names[stale++] = nm;
+			else
+				stale++;
 		}
-	if (names)
+	if (names && r == 0)
 		say_destroys(names, stale);
+	for (int i = 0; names && i < stale; i++)
+		free((char *)names[i]);
 	free(names);
 	src_sets_free(&ss);
 	src_points_free(&sp);
-	return stale;
+	return r < 0 ? r : stale;
 }
 
 /* Whether one of the n (guids sorted, rels) is guid g in dataset rel. */
@@ -1671,7 +1679,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 		   (extra = dest_extra(st, src.dataset, &h, dry ? dst.dataset : NULL, NULL)) < 0) {
 		rc = cli_fail(st, src.dataset, extra);
 	} else if (recursive && force && common && ((current && renamed <= 0 && !extra) || dry) &&
-		   (stale = dest_stale(st, src.dataset, &h, dry)) < 0) {
+		   (stale = dest_stale(st, src.dataset, &h, dry ? dst.dataset : NULL)) < 0) {
 		/* (a top not in common gets a full stream, which destroys none) */
 		rc = cli_fail(st, src.dataset, stale);
 	} else if (current && renamed <= 0 && extra == 0 && stale == 0) {
