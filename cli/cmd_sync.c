@@ -1029,6 +1029,58 @@ static bool src_snapshot_has(const src_points_t *p, uint64_t g)
 	return false;
 }
 
+/* Whether the dataset there at rel is the source's dataset ds+rel (the
+ * same guid: a copy of it, which recv -R receives into by guid). */
+static bool same_dataset(cairn_store *st, const char *ds, const dest_have_t *h, const char *rel)
+{
+	char name[1024];
+	snprintf(name, sizeof(name), "%s%s", ds, rel);
+	cairn_list_spec spec = {.roots = (const char *[]){name}, .nroots = 1, .depth = 0,
+				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME,
+				.fields = 1u << CAIRN_F_GUID};
+	cairn_list *l;
+	cairn_list_cursor cur = {0};
+	cairn_list_batch b = {0};
+	bool same = false;
+	if (cairn_list_open(st, &spec, &l) < 0)
+		return false;
+	if (cairn_list_next(l, &cur, &b) > 0 && b.n)
+		for (size_t k = 0; k < h->nds; k++)
+			same |= h->dsguids[k] == b.field[CAIRN_F_GUID][0] && !strcmp(h->dsrels[k], rel);
+	cairn_list_batch_free(&b);
+	cairn_list_close(l);
+	return same;
+}
+
+/* -R: a snapshot there (its index in h) in a copy of a source child
+ * (same_dataset) none of whose snapshots is one of the source child's
+ * snapshots or bookmarks: the child's stream is full, and the receiver
+ * refuses it onto a dataset with snapshots.  -1 when there is none; or
+ * <0 - 1 (an error). */
+static long child_unrelated(cairn_store *st, const char *ds, const dest_have_t *h)
+{
+	src_points_t sp;
+	int r = src_points_load(st, ds, &sp);
+	if (r < 0)
+		return r - 1L;
+	long at = -1;
+	for (size_t i = 0; at < 0 && i < h->n; i++) {
+		if (!h->rels[i][0])
+			continue;
+		bool child = false, common = false;
+		for (size_t k = 0; k < sp.n && !common; k++) {
+			if (strcmp(sp.rels[k], h->rels[i]))
+				continue;
+			child = true;
+			common = has_guid(h, h->rels[i], sp.guids[k]);
+		}
+		if (child && !common && same_dataset(st, ds, h, h->rels[i]))
+			at = (long)i;
+	}
+	src_points_free(&sp);
+	return at;
+}
+
 /* -R -F: how many snapshots there the receiver of an incremental -R -F
  * stream would destroy (apply_snaplist in lib/repl/recv.c): those of a
  * destination dataset the stream receives into (a source dataset's name)
@@ -1611,6 +1663,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	/* A dataset renamed on the source is renamed there by a stream,
 	 * even one with no snapshot to send. */
 	int renamed = 0, extra = 0, stale = 0;
+	long unrel = -1;
 	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
 	int r = dest_guids(&dst, &h);
 	if (r >= 0 && recursive &&
@@ -1652,6 +1705,15 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "bookmarks, which a receive cannot start from; refusing "
 				     "(destroy the snapshots or pick another destination)",
 			h.top_snap, src.dataset);
+		rc = 1;
+	} else if (recursive && common &&
+		   (unrel = child_unrelated(st, src.dataset, &h)) != -1) {
+		if (unrel < -1)
+			rc = cli_fail(st, src.dataset, (int)(unrel + 1));
+		else
+			cli_err(dst.dataset, "%s has snapshots but none in common with %s%s, whose "
+					     "stream is full; refusing (destroy them)",
+				h.names[unrel], src.dataset, h.rels[unrel]);
 		rc = 1;
 	} else if (recursive && h.sub_example && !any_common) {
 		/* The top has none, but datasets under it do, and none of them
