@@ -1139,8 +1139,8 @@ static bool listed(const rds_t *d, uint64_t guid)
  * there, after the groups before it were committed: a held snapshot among
  * them refuses the receive now, as apply_snaplist's own destroys do.  Of
  * d's snapshots the sender lacks, only the one its stream builds on stays
- * (not known before its group), so with two of them held one goes: the
- * older is refused as a dry-run destroy refuses it. */
+ * (not known before its group), so with two of them held one goes: both
+ * are named. */
 static int due_drops_held(rctx_t *c, const rds_t *d)
 {
 	ds_row_t row = {0};
@@ -1160,8 +1160,10 @@ static int due_drops_held(rctx_t *c, const rds_t *d)
 		if (listed(d, (uint64_t)sqlite3_column_int64(q, 1)))
 			continue;
 		if (first[0]) {
-			cairn_destroy_opts dop = {.dry_run = true};
-			r = cairn_destroy(c->st, first, &dop);
+			r = store_err(c->st, CAIRN_EHELD,
+				      "%s, %s@%s: snapshots held, of which -F destroys all but "
+				      "the one %s's stream builds on; release them",
+				      first, d->local, sqlite3_column_text(q, 0), d->local);
 			break;
 		}
 		snprintf(first, sizeof(first), "%s@%s", d->local, sqlite3_column_text(q, 0));
