@@ -193,6 +193,17 @@ static int bad(rctx_t *c, const char *what)
 			 (unsigned long long)c->rd.offset, what);
 }
 
+/* writer_register, with a failure that names the registry and why (a
+ * full disk, a read-only store, a damaged writers/). */
+static int register_writer_named(cairn_store *st)
+{
+	int r = writer_register(st);
+	if (r < 0)
+		return store_err(st, r, "%s/writers: registering as a writer: %s", st->path,
+				 strerror(-r));
+	return 0;
+}
+
 /* What a dry run says instead of what a receive did. */
 static const char *dry_word(const char *what)
 {
@@ -2707,7 +2718,7 @@ int cairn_recv(cairn_store *st, cairn_recv_opts *o)
 	 * does not make this one fail. */
 	if (!o->dryrun)
 		chunkstore_reset_error(st->cs);
-	r = o->dryrun ? dry_run(&c) : writer_register(st);
+	r = o->dryrun ? dry_run(&c) : register_writer_named(st);
 	if (o->dryrun) {
 		/* Nothing changed: nothing for the store's close to publish. */
 		if (st->published_changes == changes_before)
@@ -2800,12 +2811,10 @@ static int touch_as_writer(cairn_store *st)
 {
 	if (st->touch_writer)
 		return 0;
-	int r = writer_register(st);
-	if (r < 0)
-		return store_err(st, r, "%s/writers: registering as a writer: %s", st->path,
-				 strerror(-r));
-	st->touch_writer = true;
-	return 0;
+	int r = register_writer_named(st);
+	if (r == 0)
+		st->touch_writer = true;
+	return r;
 }
 
 int cairn_chunks_present(cairn_store *st, const uint8_t (*digests)[32], size_t n,
