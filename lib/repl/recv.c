@@ -2063,14 +2063,17 @@ static int tree_sealed(rctx_t *c, const psnap_t *s)
 	return sealed;
 }
 
-/* A chunk snapshot s names that have_chunk did not confirm (h < 0).
+/* A chunk snapshot s names that have_chunk or the index reader did not
+ * confirm (h < 0); kind says which ("tree ", "index " or "" for data).
  * Missing (-ENOENT): the stream should have carried it; chunk_missing
- * tells read_snapend, which may blame a changed group.  Any other error
+ * tells read_snapend, which may blame a changed group, or keeps the
+ * group's state with a token that skips none of it.  Any other error
  * (EIO from the disk or NFS while touching it) says nothing about the
  * stream: it is reported as itself, with its own code, so the message
  * points at the receiver's store and the partial state stays for a
  * retry (t0847). */
-static int chunk_not_found(rctx_t *c, const psnap_t *s, const digest_t *d, int h, bool tree)
+static int chunk_not_found(rctx_t *c, const psnap_t *s, const digest_t *d, int h,
+			   const char *kind)
 {
 	c->chunk_missing = h == -ENOENT;
 	char hex[DIGEST_HEX_LEN + 1];
@@ -2078,12 +2081,10 @@ static int chunk_not_found(rctx_t *c, const psnap_t *s, const digest_t *d, int h
 	if (h != -ENOENT)
 		return store_err(c->st, h,
 				 "%s@%s: %schunk %s: cannot check that it is on the receiver: %s",
-				 s->target, s->name, tree ? "tree " : "", hex, cairn_strerror(h));
-	if (tree)
-		return bad(c, "tree chunk neither sent nor present");
+				 s->target, s->name, kind, hex, cairn_strerror(h));
 	return store_err(c->st, CAIRN_ECORRUPT,
-			 "%s@%s: chunk %s was neither sent nor present on the receiver", s->target,
-			 s->name, hex);
+			 "%s@%s: %schunk %s was neither sent nor present on the receiver",
+			 s->target, s->name, kind, hex);
 }
 
 static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
@@ -2093,7 +2094,7 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 		chunk_ref_unpack(s->tree.data + i * CHUNK_REF_WIRE, &ref);
 		int h = have_chunk(c, &ref.digest);
 		if (h < 0)
-			return chunk_not_found(c, s, &ref.digest, h, true);
+			return chunk_not_found(c, s, &ref.digest, h, "tree ");
 	}
 	/* An encrypted tree (raw stream) cannot be read here: its chunks are
 	 * checked for structure, its index for completeness.  A plain one's
@@ -2117,13 +2118,17 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 	while (r == 0 && (k = idxrd_next(&x, &ref)) == 1) {
 		int h = have_chunk(c, &ref.digest);
 		if (h < 0) {
-			r = chunk_not_found(c, s, &ref.digest, h, false);
+			r = chunk_not_found(c, s, &ref.digest, h, "");
 		} else if (refset_add(&listed, &ref) < 0) {
 			r = -ENOMEM;
 		} else if (!sealed) {
 			plain_on_disk(c, &ref.digest, &nsealed, &first);
 		}
 	}
+	/* An index chunk the stream left out is a missing chunk like any
+	 * other, not a damaged index: a retry must be able to fill it. */
+	if (r == 0 && k == -ENOENT && idxrd_failed(&x, &ref))
+		r = chunk_not_found(c, s, &ref.digest, k, "index ");
 	idxrd_close(&x);
 	if (r == 0 && k < 0)
 		r = bad(c, "snapshot index unreadable or incomplete");

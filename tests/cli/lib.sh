@@ -230,6 +230,32 @@ cut_s1_s3() {
 	case $tok in $2) ;; *) fail "the cut receive left no partial state: $tok" ;; esac
 }
 
+# drop_group_chunk IN OUT WHICH: copies the send stream IN to OUT without
+# one CHUNK record of its second group (every other record keeps its own
+# checksum): WHICH is "first" (the group's first chunk, a data chunk) or
+# "index" (the last chunk before the group's first SNAPEND: its first
+# snapshot's index root, which goes out after the data chunks).
+drop_group_chunk() {
+	command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
+	python3 - "$@" <<'PY' || fail "cannot edit the stream"
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+which = sys.argv[3]
+CHUNK, SNAPEND, GROUPEND = 5, 6, 8
+recs, off, groups = [], 12, 0
+while off < len(data):
+    t, n = struct.unpack_from("<BI", data, off)
+    recs.append((t, groups, data[off:off + 13 + n]))
+    off += 13 + n
+    groups += t == GROUPEND
+chunks = [i for i, (t, g, _) in enumerate(recs) if t == CHUNK and g == 1]
+end = next(i for i, (t, g, _) in enumerate(recs) if t == SNAPEND and g == 1)
+drop = chunks[0] if which == "first" else max(i for i in chunks if i < end)
+assert groups == 2, groups
+open(sys.argv[2], "wb").write(data[:12] + b"".join(r for i, (_, _, r) in enumerate(recs) if i != drop))
+PY
+}
+
 done_test() {
 	local noted
 	noted=$(cat "$TESTDIR/.fails" 2>/dev/null | wc -l)
