@@ -202,6 +202,58 @@ static int rels_rename(char **rels, size_t n, const char *old, const char *rel)
 	return 0;
 }
 
+/* A rename sync -n has named: a dataset's rel there before and after. */
+typedef struct rename_pair {
+	char *from, *to;
+} rename_pair_t;
+
+/* Where the receiver finds the dataset that was old there once the
+ * renames so far are made (they come parents first): under its nearest
+ * renamed ancestor's new name, as a child moves with its parent.
+ * Malloc'ed, or NULL. */
+static char *after_renames(const rename_pair_t *rn, size_t n, const char *old)
+{
+	const rename_pair_t *best = NULL;
+	size_t bl = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(rn[i].from);
+		if (l > bl && !strncmp(old, rn[i].from, l) && old[l] == '/') {
+			best = &rn[i];
+			bl = l;
+		}
+	}
+	char *s;
+	if (!best)
+		return strdup(old);
+	return asprintf(&s, "%s%s", best->to, old + bl) < 0 ? NULL : s;
+}
+
+/* sync -n: prints the rename of old to rel that the receiver makes, as it
+ * makes it: none for a child that moves with its parent, and a child's
+ * own under its parent's new name ("would rename d/m/x to d/m/y" after
+ * d/k to d/m).  Records it in *rn.  0 or -ENOMEM. */
+static int say_rename(const char *say, rename_pair_t **rn, size_t *n, size_t *cap,
+		      const char *old, const char *rel)
+{
+	char *from = after_renames(*rn, *n, old);
+	if (!from || array_reserve(rn, cap, *n + 1, sizeof(**rn)) < 0) {
+		free(from);
+		return -ENOMEM;
+	}
+	if (strcmp(from, rel))
+		printf("would rename %s%s to %s%s\n", say, from, say, rel);
+	free(from);
+	(*rn)[*n].from = strdup(old);
+	(*rn)[*n].to = strdup(rel);
+	if (!(*rn)[*n].from || !(*rn)[*n].to) {
+		free((*rn)[*n].from);
+		free((*rn)[*n].to);
+		return -ENOMEM;
+	}
+	++*n;
+	return 0;
+}
+
 int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h, const char *say)
 {
 	if (!h->nds)
@@ -213,7 +265,8 @@ int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h, const char *s
 	int r = cairn_list_open(st, &spec, &l);
 	cairn_list_cursor cur = {0};
 	cairn_list_batch b = {0};
-	size_t dl = strlen(ds);
+	size_t dl = strlen(ds), nsaid = 0, saidcap = 0;
+	rename_pair_t *said = NULL;
 	int nrenamed = 0;
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
 		for (size_t i = 0; r >= 0 && i < b.n; i++) {
@@ -235,17 +288,22 @@ int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h, const char *s
 				r = rels_rename(h->rels, h->n, old, rel);
 			if (r >= 0)
 				r = rels_rename(h->bmrels, h->nbm, old, rel);
+			if (r >= 0 && say)
+				r = say_rename(say, &said, &nsaid, &saidcap, old, rel);
 			char *nr = r >= 0 ? strdup(rel) : NULL;
 			if (!nr)
 				r = -ENOMEM;
 			else {
-				if (say)
-					printf("would rename %s%s to %s%s\n", say, old, say, rel);
 				free(old);
 				h->dsrels[at] = nr;
 				nrenamed++;
 			}
 		}
+	for (size_t i = 0; i < nsaid; i++) {
+		free(said[i].from);
+		free(said[i].to);
+	}
+	free(said);
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
 	return r < 0 ? r : nrenamed;
