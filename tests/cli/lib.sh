@@ -230,6 +230,16 @@ cut_s1_s3() {
 	case $tok in $2) ;; *) fail "the cut receive left no partial state: $tok" ;; esac
 }
 
+# flip_byte FILE: every bit of the byte in the middle of FILE inverted (a
+# fixed value written there changes nothing when the data already has it,
+# once in 256 runs of random data).
+flip_byte() {
+	local mid byte
+	mid=$(($(stat -c %s "$1") / 2))
+	byte=$(od -An -tu1 -j "$mid" -N1 "$1" | tr -d ' ')
+	printf "\\x$(printf %02x $((byte ^ 0xff)))" | dd of="$1" bs=1 seek="$mid" conv=notrunc status=none
+}
+
 # drop_group_chunk IN OUT WHICH: copies the send stream IN to OUT without
 # one CHUNK record of its second group (every other record keeps its own
 # checksum): WHICH is "first" (the group's first chunk, a data chunk) or

@@ -108,7 +108,8 @@ grep -q "truncated" <<<"$err" || fail "truncated: expected 'truncated', got: $er
 [ "$before" = "$(state)" ] || fail "truncated: the dry run changed the store (or left resume state)"
 # a byte flipped inside a chunk, and bytes after END
 cp "$S/full1" "$S/full1.bad"
-printf '\x55' | dd of="$S/full1.bad" bs=1 seek=$(($(stat -c %s "$S/full1") / 2)) conv=notrunc status=none
+flip_byte "$S/full1.bad"
+cmp -s "$S/full1" "$S/full1.bad" && fail "the stream was not changed"
 before=$(state)
 err=$(cb recv -n dst <"$S/full1.bad" 2>&1 >/dev/null) && fail "hostile: dry run succeeded"
 grep -q "stream is invalid" <<<"$err" || fail "hostile: expected 'stream is invalid', got: $err"

@@ -29,8 +29,7 @@ hits=$(grep -ca -e MARKERCONTENT_cairn_7f3a -e MARKERNAME_secret -e MARKERXATTR 
 
 # a tampered raw stream is refused before commit and changes nothing
 cp "$TESTDIR/raw1" "$TESTDIR/raw1.bad"
-size=$(stat -c %s "$TESTDIR/raw1.bad")
-printf '\xff' | dd of="$TESTDIR/raw1.bad" bs=1 seek=$((size / 2)) conv=notrunc status=none
+flip_byte "$TESTDIR/raw1.bad"
 out=$(cb recv backup <"$TESTDIR/raw1.bad" 2>&1) && fail "tampered raw stream accepted"
 echo "$out" | grep -q "stream" || fail "tampered stream message: $out"
 cb get name backup >/dev/null 2>&1 && fail "tampered stream created the dataset"

@@ -59,9 +59,8 @@ ok cairn change-key -o keyformat=passphrase -o keylocation="file://$TESTDIR/p1" 
 echo four >"$SRC/d1/four"
 ok cairn snapshot tank@four
 cairn send -w -i @three tank@four >"$TESTDIR/s4" || fail "send -w -i three four"
-size=$(stat -c %s "$TESTDIR/s4")
 cp "$TESTDIR/s4" "$TESTDIR/s4.bad"
-printf '\xff' | dd of="$TESTDIR/s4.bad" bs=1 seek=$((size / 2)) conv=notrunc status=none
+flip_byte "$TESTDIR/s4.bad"
 cb recv backup <"$TESTDIR/s4.bad" >/dev/null 2>&1 && fail "tampered stream accepted"
 [ "$(cb get -H -o value keyformat backup)" = hex ] || fail "refused stream changed the key"
 ok cb load-key -n -L "file://$TESTDIR/k.hex" backup
