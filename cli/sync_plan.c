@@ -187,25 +187,19 @@ int dest_guids(const endpoint_t *d, dest_have_t *h)
 	return r;
 }
 
-/* Each of the n rels that is old becomes rel.  0 or -ENOMEM. */
-static int rels_rename(char **rels, size_t n, const char *old, const char *rel)
-{
-	for (size_t k = 0; k < n; k++) {
-		if (strcmp(rels[k], old))
-			continue;
-		char *nr = strdup(rel);
-		if (!nr)
-			return -ENOMEM;
-		free(rels[k]);
-		rels[k] = nr;
-	}
-	return 0;
-}
-
 /* A rename sync -n has named: a dataset's rel there before and after. */
 typedef struct rename_pair {
 	char *from, *to;
 } rename_pair_t;
+
+static void pairs_free(rename_pair_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].from);
+		free(v[i].to);
+	}
+	free(v);
+}
 
 /* Where the receiver finds the dataset that was old there once the
  * renames so far are made (they come parents first): under its nearest
@@ -228,6 +222,23 @@ static char *after_renames(const rename_pair_t *rn, size_t n, const char *old)
 	return asprintf(&s, "%s%s", best->to, old + bl) < 0 ? NULL : s;
 }
 
+/* Appends (from, to) to *v (*n long, room for *cap).  0 or -ENOMEM. */
+static int pair_add(rename_pair_t **v, size_t *n, size_t *cap, const char *from, const char *to)
+{
+	if (array_reserve(v, cap, *n + 1, sizeof(**v)) < 0)
+		return -ENOMEM;
+	rename_pair_t *p = &(*v)[*n];
+	p->from = strdup(from);
+	p->to = strdup(to);
+	if (!p->from || !p->to) {
+		free(p->from);
+		free(p->to);
+		return -ENOMEM;
+	}
+	++*n;
+	return 0;
+}
+
 /* sync -n: prints the rename of old to rel that the receiver makes, as it
  * makes it: none for a child that moves with its parent, and a child's
  * own under its parent's new name ("would rename d/m/x to d/m/y" after
@@ -236,28 +247,77 @@ static int say_rename(const char *say, rename_pair_t **rn, size_t *n, size_t *ca
 		      const char *old, const char *rel)
 {
 	char *from = after_renames(*rn, *n, old);
-	if (!from || array_reserve(rn, cap, *n + 1, sizeof(**rn)) < 0) {
-		free(from);
+	if (!from)
 		return -ENOMEM;
-	}
 	if (strcmp(from, rel))
 		printf("would rename %s%s to %s%s\n", say, from, say, rel);
 	free(from);
-	(*rn)[*n].from = strdup(old);
-	(*rn)[*n].to = strdup(rel);
-	if (!(*rn)[*n].from || !(*rn)[*n].to) {
-		free((*rn)[*n].from);
-		free((*rn)[*n].to);
-		return -ENOMEM;
+	return pair_add(rn, n, cap, old, rel);
+}
+
+/* A planned rename: the destination dataset h->dsrels[at] becomes rel. */
+typedef struct move {
+	size_t at;
+	char *rel;
+	bool blocked;
+} move_t;
+
+/* Whether the destination dataset k leaves its name: it, or a dataset
+ * above it, is renamed by one of the n moves that are not blocked. */
+static bool leaves(const dest_have_t *h, const move_t *mv, size_t n, size_t k)
+{
+	const char *rel = h->dsrels[k];
+	for (size_t i = 0; i < n; i++) {
+		const char *old = h->dsrels[mv[i].at];
+		size_t l = strlen(old);
+		if (!mv[i].blocked && !strncmp(rel, old, l) && (!rel[l] || rel[l] == '/'))
+			return true;
 	}
-	++*n;
+	return false;
+}
+
+/* Blocks each move whose new name a destination dataset holds and keeps
+ * (the receiver's rename is in the way, and says so); one blocked move
+ * can block another, so until none changes. */
+static void block_moves(const dest_have_t *h, move_t *mv, size_t n)
+{
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = 0; !mv[i].blocked && k < h->nds; k++)
+				if (!strcmp(h->dsrels[k], mv[i].rel) && !leaves(h, mv, n, k))
+					changed = mv[i].blocked = true;
+	}
+}
+
+static int cmp_pair_from(const void *a, const void *b)
+{
+	return strcmp(((const rename_pair_t *)a)->from, ((const rename_pair_t *)b)->from);
+}
+
+/* Each of the n rels that one of the np pairs (sorted by from) renames
+ * becomes its new rel: all at once, so that a swap does not undo itself.
+ * 0 or -ENOMEM. */
+static int rels_remap(char **rels, size_t n, const rename_pair_t *pairs, size_t np)
+{
+	for (size_t k = 0; np && k < n; k++) {
+		rename_pair_t key = {.from = rels[k]};
+		const rename_pair_t *p = bsearch(&key, pairs, np, sizeof(*pairs), cmp_pair_from);
+		if (!p)
+			continue;
+		char *nr = strdup(p->to);
+		if (!nr)
+			return -ENOMEM;
+		free(rels[k]);
+		rels[k] = nr;
+	}
 	return 0;
 }
 
-int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h, const char *say)
+/* The moves of remap_renamed: each source dataset below ds whose guid a
+ * destination dataset of another name has.  Returns how many, or <0. */
+static long find_moves(cairn_store *st, const char *ds, const dest_have_t *h, move_t **mv)
 {
-	if (!h->nds)
-		return 0;
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
 				.types = CAIRN_TYPE_FILESYSTEM | CAIRN_TYPE_VOLUME,
 				.fields = 1u << CAIRN_F_GUID};
@@ -265,48 +325,72 @@ int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h, const char *s
 	int r = cairn_list_open(st, &spec, &l);
 	cairn_list_cursor cur = {0};
 	cairn_list_batch b = {0};
-	size_t dl = strlen(ds), nsaid = 0, saidcap = 0;
-	rename_pair_t *said = NULL;
-	int nrenamed = 0;
+	size_t dl = strlen(ds), n = 0, cap = 0;
+	*mv = NULL;
 	while (r >= 0 && (r = cairn_list_next(l, &cur, &b)) > 0)
 		for (size_t i = 0; r >= 0 && i < b.n; i++) {
 			const char *rel = b.name[i] + dl; /* "" or "/kid" */
-			uint64_t g = b.field[CAIRN_F_GUID][i];
 			if (!*rel)
 				continue; /* the top always maps to the destination */
 			size_t at = SIZE_MAX;
-			bool taken = false;
-			for (size_t k = 0; k < h->nds; k++) {
-				if (h->dsguids[k] == g && strcmp(h->dsrels[k], rel))
+			for (size_t k = 0; k < h->nds; k++)
+				if (h->dsguids[k] == b.field[CAIRN_F_GUID][i] && strcmp(h->dsrels[k], rel))
 					at = k;
-				taken |= !strcmp(h->dsrels[k], rel);
-			}
-			if (at == SIZE_MAX || taken)
+			if (at == SIZE_MAX)
 				continue;
-			char *old = h->dsrels[at];
-			if (r >= 0)
-				r = rels_rename(h->rels, h->n, old, rel);
-			if (r >= 0)
-				r = rels_rename(h->bmrels, h->nbm, old, rel);
-			if (r >= 0 && say)
-				r = say_rename(say, &said, &nsaid, &saidcap, old, rel);
-			char *nr = r >= 0 ? strdup(rel) : NULL;
-			if (!nr)
+			char *nr = strdup(rel);
+			if (!nr || array_reserve(mv, &cap, n + 1, sizeof(**mv)) < 0) {
+				free(nr);
 				r = -ENOMEM;
-			else {
-				free(old);
-				h->dsrels[at] = nr;
-				nrenamed++;
+			} else {
+				(*mv)[n++] = (move_t){.at = at, .rel = nr};
 			}
 		}
-	for (size_t i = 0; i < nsaid; i++) {
-		free(said[i].from);
-		free(said[i].to);
-	}
-	free(said);
 	cairn_list_batch_free(&b);
 	cairn_list_close(l);
-	return r < 0 ? r : nrenamed;
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			free((*mv)[i].rel);
+		free(*mv);
+		*mv = NULL;
+		return r;
+	}
+	return (long)n;
+}
+
+int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h, const char *say)
+{
+	if (!h->nds)
+		return 0;
+	move_t *mv;
+	long n = find_moves(st, ds, h, &mv);
+	if (n <= 0)
+		return (int)n;
+	block_moves(h, mv, n);
+	rename_pair_t *pairs = NULL, *said = NULL;
+	size_t np = 0, pcap = 0, nsaid = 0, scap = 0;
+	int r = 0;
+	for (long i = 0; r == 0 && i < n; i++) {
+		if (mv[i].blocked)
+			continue;
+		r = pair_add(&pairs, &np, &pcap, h->dsrels[mv[i].at], mv[i].rel);
+		if (r == 0 && say)
+			r = say_rename(say, &said, &nsaid, &scap, h->dsrels[mv[i].at], mv[i].rel);
+	}
+	if (r == 0 && np)
+		qsort(pairs, np, sizeof(*pairs), cmp_pair_from);
+	if (r == 0)
+		r = rels_remap(h->rels, h->n, pairs, np);
+	if (r == 0)
+		r = rels_remap(h->bmrels, h->nbm, pairs, np);
+	if (r == 0)
+		r = rels_remap(h->dsrels, h->nds, pairs, np);
+	pairs_free(pairs, np);
+	pairs_free(said, nsaid);
+	for (long i = 0; i < n; i++)
+		free(mv[i].rel);
+	free(mv);
+	return r < 0 ? r : (int)np;
 }
 
 static int cmp_u64(const void *a, const void *b)

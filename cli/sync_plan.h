@@ -72,8 +72,10 @@ int dest_guids(const endpoint_t *d, dest_have_t *h);
  * and bookmarks count for the name it is renamed to.  (Counted under its
  * old name, the renamed dataset was planned whole, and the full stream
  * was refused onto the dataset the receiver had just renamed, on every
- * run.)  Not when a dataset of the new name is there already: the
- * receiver's rename is in the way, and says so.  say (sync -n): the
+ * run.)  All at once: a swap or a chain is planned as the receiver makes
+ * it (parking a dataset that leaves a name).  Not when a dataset there
+ * that no move takes away holds the new name: the receiver's rename is in
+ * the way, and says so.  say (sync -n): the
  * destination dataset's name, and each rename is printed ("would rename
  * DEST/old to DEST/new").  Returns how many destination datasets are so
  * renamed, or <0. */

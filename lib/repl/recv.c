@@ -1330,6 +1330,46 @@ static int recv_keylocation(rctx_t *c, const rds_t *d, const char *value)
 				 &(cairn_prop){.name = "keylocation", .value = value}, 1);
 }
 
+/* Whether the dataset there named name is one of the stream's that the
+ * sender has under another name (it leaves name in this receive). */
+static bool leaves_name(rctx_t *c, const char *name)
+{
+	ds_row_t row = {0};
+	bool leaves = false;
+	if (catalog_ds_by_name(c->st->cat, name, &row) == 0)
+		for (size_t i = 0; i < c->nds && !leaves; i++)
+			leaves = c->ds[i].guid == row.guid && strcmp(c->ds[i].local, name);
+	ds_row_clear(&row);
+	return leaves;
+}
+
+/* -R: moves the dataset at name, which the stream renames elsewhere, to a
+ * temporary name beside it, so that another of the stream's datasets can
+ * be renamed to name first.  (A swap, or a chain a -> b, b -> c taken in
+ * that order, cannot be made one rename at a time; zfs receive parks
+ * such a dataset under a temporary name too.)  Its own rename, later in
+ * the stream, finds it there by id. */
+static int park_leaving(rctx_t *c, const char *name)
+{
+	char tmp[NAME_BUF];
+	const char *slash = strrchr(name, '/');
+	int plen = slash ? (int)(slash - name) : 0, r;
+	for (unsigned n = 0;; n++) {
+		snprintf(tmp, sizeof(tmp), "%.*s/recv-rename-%u", plen, name, n);
+		ds_row_t row = {0};
+		r = catalog_ds_by_name(c->st->cat, tmp, &row);
+		ds_row_clear(&row);
+		bool streams = false;
+		for (size_t i = 0; i < c->nds && !streams; i++)
+			streams = !strcmp(c->ds[i].local, tmp);
+		if (r == -ENOENT && !streams)
+			break;
+		if (r < 0 && r != -ENOENT)
+			return store_err(c->st, r, "%s: %s", tmp, catalog_errmsg(c->st->cat));
+	}
+	return cairn_rename(c->st, name, tmp, false, false);
+}
+
 /* Creates (or checks) the local dataset of a stream dataset and sets its
  * properties: the stream's with -R, and -o on the top dataset only (the
  * children inherit, as in zfs). */
@@ -1337,7 +1377,12 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 {
 	char old[NAME_BUF];
 	int r = 0;
-	if ((c->flags & STREAM_F_RECURSIVE) && find_by_guid(c, d->guid, old) == 0 &&
+	/* The dataset there under this name may go elsewhere in this stream
+	 * (a swap, a chain, an old name taken by a new dataset): it makes
+	 * way first. */
+	if ((c->flags & STREAM_F_RECURSIVE) && leaves_name(c, d->local))
+		r = park_leaving(c, d->local);
+	if (r == 0 && (c->flags & STREAM_F_RECURSIVE) && find_by_guid(c, d->guid, old) == 0 &&
 	    strcmp(old, d->local)) {
 		r = cairn_rename(c->st, old, d->local, false, true);
 		if (r == 0)
@@ -1592,6 +1637,12 @@ static int target_has(rctx_t *c, const psnap_t *s)
 	ds_row_t d = {0};
 	if (catalog_ds_by_name(c->st->cat, s->target, &d) < 0)
 		return 0;
+	/* The dataset there now goes elsewhere in this stream before the
+	 * snapshot lands (park_leaving): what it holds is not in the way. */
+	if ((c->flags & STREAM_F_RECURSIVE) && leaves_name(c, s->target)) {
+		ds_row_clear(&d);
+		return 0;
+	}
 	snapcache_t *sc;
 	int r = snapcache_get(c, s->rds, d.id, &sc);
 	if (r < 0) {
