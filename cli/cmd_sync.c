@@ -120,16 +120,20 @@ static int stream_to(cairn_store *st, const endpoint_t *dst, const char *snap, c
 			label);
 		rc = 1;
 	} else if (rh.broken) {
-		/* The chunk query died first: the link, or the far side. */
+		/* The chunk query died first: the link, or the far side.  Its
+		 * own refusal (a cairn there without have) is not worth
+		 * trying again; a cut link or a killed process is. */
 		char *hwhy = child_reason(herr, hstatus, false, NULL);
+		bool retry = recv_retryable(hstatus, hwhy);
 		cli_err(dst->dataset, "sending %s: the destination stopped answering which chunks it "
 				      "has: %s%s",
 			label, hwhy,
-			kept	  ? "; its partial state is kept: run sync again to resume"
-			: goes_on ? ""
-				  : "; run sync again to retry");
+			kept && retry	    ? "; its partial state is kept: run sync again to resume"
+			: kept		    ? "; its partial state is kept for the next sync"
+			: retry && !goes_on ? "; run sync again to retry"
+					    : "");
 		free(hwhy);
-		rc = goes_on && !kept ? 2 : 1;
+		rc = goes_on && retry && !kept ? 2 : 1;
 	} else if (r < 0 && (r != -EPIPE || child == 0)) {
 		/* The sender failed by itself; the receiver only saw the stream stop. */
 		const char *d = cairn_store_errdetail(st);

@@ -215,8 +215,18 @@ pid_t spawn_piped(char **av, int *to_child, int *from_child, int errfd)
 		posix_spawn_file_actions_adddup2(&fa, out[1], 1);
 	if (errfd >= 0)
 		posix_spawn_file_actions_adddup2(&fa, errfd, 2);
+	/* sync ignores SIGPIPE (a far side that dies is an EPIPE it reports);
+	 * the child gets the default back, as if run from a shell. */
+	posix_spawnattr_t at;
+	sigset_t def;
+	posix_spawnattr_init(&at);
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	posix_spawnattr_setsigdefault(&at, &def);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF);
 	pid_t pid;
-	int e = posix_spawnp(&pid, av[0], &fa, NULL, av, environ);
+	int e = posix_spawnp(&pid, av[0], &fa, &at, av, environ);
+	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	close(in[0]);
 	if (from_child)
