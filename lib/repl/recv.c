@@ -1353,7 +1353,9 @@ static int park_leaving(rctx_t *c, const char *name)
 {
 	char tmp[NAME_BUF];
 	const char *slash = strrchr(name, '/');
-	int plen = slash ? (int)(slash - name) : 0, r;
+	if (!slash) /* the target's top: nothing beside it to park it in */
+		return store_err(c->st, -EEXIST, "%s: dataset already exists", name);
+	int plen = (int)(slash - name), r;
 	for (unsigned n = 0;; n++) {
 		snprintf(tmp, sizeof(tmp), "%.*s/recv-rename-%u", plen, name, n);
 		ds_row_t row = {0};
