@@ -2097,6 +2097,9 @@ static int sealed_found(rctx_t *c, const psnap_t *s, size_t n, const digest_t *f
 			 c->scratch ? "" : "; set aside as .bad: send again to store the chunks");
 }
 
+static int chunk_not_found(rctx_t *c, const psnap_t *s, const digest_t *d, int h,
+			   const char *kind);
+
 /* 1 when the snapshot's tree chunks are encrypted (allowed only in a raw
  * stream), 0 when plain. */
 static int tree_sealed(rctx_t *c, const psnap_t *s)
@@ -2109,6 +2112,10 @@ static int tree_sealed(rctx_t *c, const psnap_t *s)
 	int r = chunkstore_get_raw(c->st->cs, &ref.digest, &raw);
 	bool sealed = r == 0 && blob_is_encrypted(raw.data, raw.len);
 	buf_free(&raw);
+	/* A read that failed (EIO from the disk) says nothing about the
+	 * stream: reported as itself, naming the snapshot and the chunk. */
+	if (r < 0 && r != CAIRN_ECORRUPT)
+		return chunk_not_found(c, s, &ref.digest, r, "tree ");
 	if (r < 0)
 		return bad(c, "tree chunk unreadable");
 	if (sealed && !(c->flags & STREAM_F_RAW))
@@ -2179,8 +2186,10 @@ static int check_complete(rctx_t *c, const psnap_t *s, int dstype)
 		}
 	}
 	/* An index chunk the stream left out is a missing chunk like any
-	 * other, not a damaged index: a retry must be able to fill it. */
-	if (r == 0 && k == -ENOENT && idxrd_failed(&x, &ref))
+	 * other, not a damaged index: a retry must be able to fill it.  One
+	 * that could not be read (EIO from the disk) is reported as itself,
+	 * as a data chunk's is (t0847), not as a damaged stream. */
+	if (r == 0 && k < 0 && k != CAIRN_ECORRUPT && idxrd_failed(&x, &ref))
 		r = chunk_not_found(c, s, &ref.digest, k, "index ");
 	idxrd_close(&x);
 	if (r == 0 && k < 0)
