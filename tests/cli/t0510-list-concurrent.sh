@@ -43,7 +43,7 @@ WERR=$TESTDIR/writer-errors
 # w CMD...: a writer's command; failures are logged (writers never reuse
 # a name, so none should fail).
 w() {
-	"$CAIRN" "$@" >/dev/null 2>>"$WERR.$BASHPID" || echo "writer failed: $*" >>"$WERR.$BASHPID"
+	"$CAIRN" "$@" >/dev/null 2>>"$WERR.$BASHPID" || echo "writer failed (exit $?): $*" >>"$WERR.$BASHPID"
 }
 
 # One writer per dataset: new snapshots, renamed and destroyed at once or
@@ -136,7 +136,9 @@ if [ -s "$WERR" ]; then
 	# Not the listing's fault, but a bug all the same: no writer reuses a
 	# name, so every one of these commands should succeed.
 	fail "$(grep -c 'writer failed' "$WERR") writer commands failed (concurrent snapshot/rename/destroy)"
-	head -n 5 "$WERR" >&2
+	# their own messages first (a run here once showed only the commands)
+	grep -v '^writer failed' "$WERR" | head -n 5 >&2
+	grep '^writer failed' "$WERR" | head -n 5 >&2
 fi
 writes=$(sqlite3 -cmd ".timeout 60000" "$DB" "SELECT value FROM meta WHERE key = 'txg'")
 echo "$nlist listings ($nrows rows, up to $maxrows per listing) against writers that reached txg $writes; $(($(date +%s) - T0)) s in all"
