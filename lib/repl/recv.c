@@ -1640,8 +1640,10 @@ static int target_has(rctx_t *c, const psnap_t *s)
 	if (catalog_ds_by_name(c->st->cat, s->target, &d) < 0)
 		return 0;
 	/* The dataset there now goes elsewhere in this stream before the
-	 * snapshot lands (park_leaving): what it holds is not in the way. */
-	if ((c->flags & STREAM_F_RECURSIVE) && leaves_name(c, s->target)) {
+	 * snapshot lands (park_leaving): what it holds is not in the way.
+	 * Only until the first commit, which makes every rename (asking at
+	 * every snapshot cost a full receive of 18,000 snapshots 5-9 %). */
+	if ((c->flags & STREAM_F_RECURSIVE) && !c->meta_applied && leaves_name(c, s->target)) {
 		ds_row_clear(&d);
 		return 0;
 	}
