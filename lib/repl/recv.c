@@ -119,6 +119,7 @@ typedef struct rctx {
 	/* apply_meta: (guid, id) of the datasets under the target, by guid */
 	struct guidid *local_guids;
 	size_t nlocal_guids;
+	bool local_guids_loaded;
 	bool meta_applied;
 	bool at_end; /* the stream's last group is being committed */
 	/* the group being received */
@@ -872,6 +873,7 @@ static int load_local_guids(rctx_t *c)
 	free(c->local_guids);
 	c->local_guids = NULL;
 	c->nlocal_guids = 0;
+	c->local_guids_loaded = false;
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(catalog_db(c->st->cat),
 			       "SELECT guid, id FROM dataset WHERE name = ?1 OR"
@@ -897,6 +899,7 @@ static int load_local_guids(rctx_t *c)
 	sqlite3_finalize(q);
 	if (r == 0 && c->nlocal_guids) /* qsort and bsearch want a base, even for 0 */
 		qsort(c->local_guids, c->nlocal_guids, sizeof(guidid_t), cmp_guidid);
+	c->local_guids_loaded = r == 0;
 	return r;
 }
 
@@ -1331,14 +1334,26 @@ static int recv_keylocation(rctx_t *c, const rds_t *d, const char *value)
 }
 
 /* Whether the dataset there named name is one of the stream's that the
- * sender has under another name (it leaves name in this receive). */
+ * sender has under another name (it leaves name in this receive): the
+ * one find_by_guid takes for that stream dataset, by id.  (Two datasets
+ * there can have one guid, a copy received below the first: the one the
+ * stream does not take stays where it is, in the way as before.) */
 static bool leaves_name(rctx_t *c, const char *name)
 {
 	ds_row_t row = {0};
 	bool leaves = false;
-	if (catalog_ds_by_name(c->st->cat, name, &row) == 0)
-		for (size_t i = 0; i < c->nds && !leaves; i++)
-			leaves = c->ds[i].guid == row.guid && strcmp(c->ds[i].local, name);
+	if ((c->local_guids_loaded || load_local_guids(c) == 0) &&
+	    catalog_ds_by_name(c->st->cat, name, &row) == 0)
+		for (size_t i = 0; i < c->nds; i++) {
+			if (c->ds[i].guid != row.guid)
+				continue;
+			guidid_t key = {.guid = row.guid};
+			const guidid_t *e = c->nlocal_guids
+				? bsearch(&key, c->local_guids, c->nlocal_guids, sizeof(key), cmp_guidid)
+				: NULL;
+			leaves = e && e->id == row.id && strcmp(c->ds[i].local, name);
+			break;
+		}
 	ds_row_clear(&row);
 	return leaves;
 }
