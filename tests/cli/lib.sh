@@ -230,6 +230,15 @@ cut_s1_s3() {
 	case $tok in $2) ;; *) fail "the cut receive left no partial state: $tok" ;; esac
 }
 
+# eio_shim: builds tests/cli/chunk-eio.c into $SHIM, an LD_PRELOAD shim
+# that fails a call on a chunk with EIO (see its head for EIO_CALL and
+# EIO_KEEP).
+eio_shim() {
+	SHIM=$TESTDIR/chunk-eio.so
+	cc -shared -fPIC -o "$SHIM" "$(dirname "${BASH_SOURCE[0]}")/chunk-eio.c" -ldl ||
+		fail "cannot build the shim"
+}
+
 # flip_byte FILE: every bit of the byte in the middle of FILE inverted (a
 # fixed value written there changes nothing when the data already has it,
 # once in 256 runs of random data).

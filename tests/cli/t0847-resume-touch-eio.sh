@@ -10,12 +10,9 @@
 # nothing to resume.  The I/O error is named as the reason, with the
 # snapshot and the chunk, not "neither sent nor present".
 . "$(dirname "$0")/lib.sh"
-SHIM=$TESTDIR/touch-eio.so
-cc -shared -fPIC -o "$SHIM" "$(dirname "$0")/touch-eio.c" -ldl || fail "cannot build the shim"
+eio_shim
 new_store
-B=$TESTDIR/b
-ok "$CAIRN" -s "$B" init >/dev/null
-cb() { "$CAIRN" -s "$B" "$@"; }
+second_store
 ok cairn config chunk_size=65536 >/dev/null
 mkdir -p "$TESTDIR/src"
 head -c 3000000 /dev/urandom >"$TESTDIR/src/f"
@@ -34,7 +31,7 @@ find "$B" -type f -printf '%f\n' >"$TESTDIR/keep"
 # wraps utimensat, so its order does not matter here.  Without this the
 # sanitizer build refused to start and the checks below passed vacuously.
 asan_opts=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0
-EIO_KEEP=$TESTDIR/keep ASAN_OPTIONS=$asan_opts LD_PRELOAD=$SHIM "$CAIRN" -s "$B" recv -s bk <"$TESTDIR/r" 2>"$TESTDIR/err" &&
+EIO_CALL=touch EIO_KEEP=$TESTDIR/keep ASAN_OPTIONS=$asan_opts LD_PRELOAD=$SHIM "$CAIRN" -s "$B" recv -s bk <"$TESTDIR/r" 2>"$TESTDIR/err" &&
 	fail "the resume succeeded though its touches failed"
 ! grep -q "does not continue the interrupted receive" "$TESTDIR/err" ||
 	fail "BUG: an I/O error counted as a changed group: $(cat "$TESTDIR/err")"

@@ -11,11 +11,9 @@
 # A destination dataset of its own that holds the new name is still in the
 # way: refused, and nothing there changes.
 . "$(dirname "$0")/lib.sh"
-A=$TESTDIR/a B=$TESTDIR/b T=$TESTDIR/src
-ca() { "$CAIRN" -s "$A" "$@"; }
-cb() { "$CAIRN" -s "$B" "$@"; }
-ok ca init >/dev/null
-ok cb init >/dev/null
+T=$TESTDIR/src
+new_store
+second_store
 
 # setup CASE: CASE over $T/CASE with children a and b, synced -R to
 # CASE-cp and CASE-cpF, then renamed on the source as CASE says, and a

@@ -7,12 +7,9 @@
 # (Before: "stream is invalid at byte N: tree chunk unreadable", then
 # "... snapshot index unreadable or incomplete", naming neither.)
 . "$(dirname "$0")/lib.sh"
-SHIM=$TESTDIR/open-eio.so
-cc -shared -fPIC -o "$SHIM" "$(dirname "$0")/open-eio.c" -ldl || fail "cannot build the shim"
+eio_shim
 new_store
-B=$TESTDIR/b
-ok "$CAIRN" -s "$B" init >/dev/null
-cb() { "$CAIRN" -s "$B" "$@"; }
+second_store
 mkdir -p "$TESTDIR/src"
 head -c 300000 /dev/urandom >"$TESTDIR/src/f"
 ok cairn create -o source="$TESTDIR/src" ds
@@ -22,7 +19,7 @@ cairn send ds@1 >"$TESTDIR/s" || fail "send"
 find "$B" -type f -printf '%f\n' >"$TESTDIR/keep"
 asan_opts=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0
 eio_recv() {
-	EIO_KEEP=$TESTDIR/keep ASAN_OPTIONS=$asan_opts LD_PRELOAD=$SHIM "$CAIRN" -s "$B" recv bk \
+	EIO_CALL=open EIO_KEEP=$TESTDIR/keep ASAN_OPTIONS=$asan_opts LD_PRELOAD=$SHIM "$CAIRN" -s "$B" recv bk \
 		<"$TESTDIR/s" 2>"$TESTDIR/err" && fail "the receive succeeded though its reads failed"
 }
 eio_recv

@@ -10,11 +10,9 @@
 # snapshots"), or, if the copy is the one matched, by the rename in the
 # way; either way nothing there changes.
 . "$(dirname "$0")/lib.sh"
-A=$TESTDIR/a B=$TESTDIR/b T=$TESTDIR/src
-ca() { "$CAIRN" -s "$A" "$@"; }
-cb() { "$CAIRN" -s "$B" "$@"; }
-ok ca init >/dev/null
-ok cb init >/dev/null
+T=$TESTDIR/src
+new_store
+second_store
 n=0
 for new in a0 ba c0 zz; do
 	for src in a b c; do
