@@ -210,7 +210,7 @@ static const char *dry_word(const char *what)
 {
 	static const char *const map[][2] = {{"created", "would create"},
 					     {"destroyed", "would destroy"},
-					     {"renamed", "would rename to"}};
+					     {"renamed", "would rename"}};
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (!strcmp(map[i][0], what))
 			return map[i][1];
@@ -225,6 +225,16 @@ static void note(rctx_t *c, const char *what, const char *name)
 		what = dry_word(what);
 	buf_append(&c->items, what, strlen(what) + 1);
 	buf_append(&c->items, name, strlen(name) + 1);
+}
+
+/* note() of a rename: "OLD to NEW". */
+static void note_rename(rctx_t *c, const char *old, const char *new)
+{
+	if (!c->o->item)
+		return;
+	char both[2 * NAME_BUF + 600];
+	snprintf(both, sizeof(both), "%s to %s", old, new);
+	note(c, "renamed", both);
 }
 
 /* note() of DS@SNAP. */
@@ -1257,10 +1267,14 @@ static int apply_snaplist(rctx_t *c, const rds_t *d, bool drop_missing)
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		if (!to[i])
 			continue;
-		char tmp[64];
+		char tmp[64], final[NAME_BUF + 300];
 		r = temp_name(c, row.id, targets, nt, &next, tmp, sizeof(tmp));
 		if (r == 0)
 			r = cairn_rename(c->st, from[i], tmp, false, false);
+		/* Said now, under the old name; shown only if the group commits. */
+		snprintf(final, sizeof(final), "%s@%s", d->local, to[i]);
+		if (r == 0)
+			note_rename(c, from[i], final);
 		char *t2 = NULL;
 		if (r == 0 && asprintf(&t2, "%s@%s", d->local, tmp) < 0)
 			r = -ENOMEM;
@@ -1272,10 +1286,6 @@ static int apply_snaplist(rctx_t *c, const rds_t *d, bool drop_missing)
 		if (!to[i])
 			continue;
 		r = cairn_rename(c->st, from[i], to[i], false, false);
-		char full[NAME_BUF + 300];
-		snprintf(full, sizeof(full), "%s@%s", d->local, to[i]);
-		if (r == 0)
-			note(c, "renamed", full);
 	}
 	for (size_t i = 0; i < n; i++) {
 		free(from[i]);
@@ -1384,7 +1394,10 @@ static int park_leaving(rctx_t *c, const char *name)
 		if (r < 0 && r != -ENOENT)
 			return store_err(c->st, r, "%s: %s", tmp, catalog_errmsg(c->st->cat));
 	}
-	return cairn_rename(c->st, name, tmp, false, false);
+	r = cairn_rename(c->st, name, tmp, false, false);
+	if (r == 0)
+		note_rename(c, name, tmp);
+	return r;
 }
 
 /* Creates (or checks) the local dataset of a stream dataset and sets its
@@ -1403,7 +1416,7 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 	    strcmp(old, d->local)) {
 		r = cairn_rename(c->st, old, d->local, false, true);
 		if (r == 0)
-			note(c, "renamed", d->local);
+			note_rename(c, old, d->local);
 	}
 	/* -o is a local value; the stream's are received values (below).
 	 * keylocation for the root a raw stream brings is set once it is

@@ -33,10 +33,17 @@ ok ca destroy -r tank@recv-rename-2
 ok ca rename -r tank@z tank@recv-rename-2
 ok ca snapshot -r tank@w
 ca send -R -I @recv-rename-2 tank@w >"$TESTDIR/s1" || fail "send -R -I"
+# The dry run names each rename from its old name to its new one.
+dry=$(cb recv -n -v -F bk <"$TESTDIR/s1" 2>&1) || fail "recv -n -v: $dry"
+for want in "bk@x to bk@y" "bk@y to bk@x" "bk@z to bk@recv-rename-2"; do
+	echo "$dry" | grep -qx "would rename $want" || fail "recv -n -v did not say 'would rename $want': $dry"
+done
 out=$(cb recv -v -F bk <"$TESTDIR/s1" 2>&1) || fail "recv -R with renames onto and around temporary-looking names: $out"
 [ "$(list "$CAIRN_STORE" tank)" = "$(list "$B" bk)" ] || {
 	fail "renames not applied exactly"
 	diff <(list "$CAIRN_STORE" tank) <(list "$B" bk) >&2
 }
-echo "$out" | grep -q "^renamed bk@y$" || fail "recv -v did not report the rename of x to y: $out"
+for want in "bk@x to bk@y" "bk@y to bk@x" "bk@z to bk@recv-rename-2"; do
+	echo "$out" | grep -qx "renamed $want" || fail "recv -v did not report 'renamed $want': $out"
+done
 done_test
