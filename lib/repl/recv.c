@@ -1343,15 +1343,15 @@ static int recv_keylocation(rctx_t *c, const rds_t *d, const char *value)
 				 &(cairn_prop){.name = "keylocation", .value = value}, 1);
 }
 
-/* Whether the dataset there named name is one of the stream's that the
- * sender has under another name (it leaves name in this receive): the
- * one find_by_guid takes for that stream dataset, by id.  (Two datasets
+/* The stream dataset that takes the dataset there named name elsewhere
+ * (the sender has it under another name: it leaves name in this
+ * receive), or NULL: the one find_by_guid takes for it, by id.  (Two datasets
  * there can have one guid, a copy received below the first: the one the
  * stream does not take stays where it is, in the way as before.) */
-static bool leaves_name(rctx_t *c, const char *name)
+static const rds_t *leaves_name(rctx_t *c, const char *name)
 {
 	ds_row_t row = {0};
-	bool leaves = false;
+	const rds_t *leaves = NULL;
 	if ((c->local_guids_loaded || load_local_guids(c) == 0) &&
 	    catalog_ds_by_name(c->st->cat, name, &row) == 0)
 		for (size_t i = 0; i < c->nds; i++) {
@@ -1361,7 +1361,8 @@ static bool leaves_name(rctx_t *c, const char *name)
 			const guidid_t *e = c->nlocal_guids
 				? bsearch(&key, c->local_guids, c->nlocal_guids, sizeof(key), cmp_guidid)
 				: NULL;
-			leaves = e && e->id == row.id && strcmp(c->ds[i].local, name);
+			if (e && e->id == row.id && strcmp(c->ds[i].local, name))
+				leaves = &c->ds[i];
 			break;
 		}
 	ds_row_clear(&row);
@@ -1374,12 +1375,15 @@ static bool leaves_name(rctx_t *c, const char *name)
  * that order, cannot be made one rename at a time; zfs receive parks
  * such a dataset under a temporary name too.)  Its own rename, later in
  * the stream, finds it there by id. */
-static int park_leaving(rctx_t *c, const char *name)
+static int park_leaving(rctx_t *c, const char *name, const rds_t *to)
 {
 	char tmp[NAME_BUF];
 	const char *slash = strrchr(name, '/');
 	if (!slash) /* the target's top: nothing beside it to park it in */
-		return store_err(c->st, -EEXIST, "%s: dataset already exists", name);
+		return store_err(c->st, -EEXIST,
+				 "%s: dataset already exists, and the stream moves it to %s: a"
+				 " receive cannot move its target aside (receive into a new name)",
+				 name, to->local);
 	int plen = (int)(slash - name), r;
 	for (unsigned n = 0;; n++) {
 		snprintf(tmp, sizeof(tmp), "%.*s/recv-rename-%u", plen, name, n);
@@ -1410,8 +1414,9 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 	/* The dataset there under this name may go elsewhere in this stream
 	 * (a swap, a chain, an old name taken by a new dataset): it makes
 	 * way first. */
-	if ((c->flags & STREAM_F_RECURSIVE) && leaves_name(c, d->local))
-		r = park_leaving(c, d->local);
+	const rds_t *to = c->flags & STREAM_F_RECURSIVE ? leaves_name(c, d->local) : NULL;
+	if (to)
+		r = park_leaving(c, d->local, to);
 	if (r == 0 && (c->flags & STREAM_F_RECURSIVE) && find_by_guid(c, d->guid, old) == 0 &&
 	    strcmp(old, d->local)) {
 		r = cairn_rename(c->st, old, d->local, false, true);
