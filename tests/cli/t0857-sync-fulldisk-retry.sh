@@ -1,0 +1,51 @@
+#!/bin/bash
+# A destination whose disk fills up during a sync: the sync fails naming
+# the chunk and "No space left on device", leaves no half-written chunk
+# file and no dataset or snapshot behind (a full copy), or the copy as it
+# was (an incremental: the earlier snapshot still verifies); once there is
+# room, the same sync converges, and the copy restores with full fidelity.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || { echo "needs root to mount a tmpfs"; exit 77; }
+MNT=$TESTDIR/mnt
+mkdir -p "$MNT"
+mount -t tmpfs -o size=6m tmpfs "$MNT" || { echo "cannot mount a tmpfs here"; exit 77; }
+trap 'umount "$MNT" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
+new_store
+B=$MNT/b
+ok cairn -s "$B" init >/dev/null
+S=$TESTDIR/src
+mkdir -p "$S/d"
+for i in 1 2 3 4 5; do head -c 2000000 /dev/urandom >"$S/d/f$i"; done
+echo small >"$S/s"
+ok ca create -o source="$S" -o compression=off t
+ok ca snapshot t@1
+cp -a "$S" "$TESTDIR/at1"
+halfwritten() { find "$B/.chunks" -name '*.tmp*' | head -n 3; }
+size() { mount -o remount,size="$1" "$MNT" || fail "remount size=$1"; }
+
+# 1. a full copy that does not fit
+fails_with 1 "chunk.*No space left on device" ca sync t "$B:bk"
+[ -z "$(halfwritten)" ] || fail "half-written chunk files left: $(halfwritten)"
+[ -z "$(cb list -H -o name -t all bk 2>/dev/null)" ] || fail "the failed full copy left bk behind"
+size 64m
+ok ca sync t "$B:bk" >/dev/null
+ok cb restore bk@1 "$TESTDIR/r1"
+same_tree "$TESTDIR/at1" "$TESTDIR/r1"
+
+# 2. an incremental that does not fit: the copy stays as it was
+for i in 6 7 8 9; do head -c 2000000 /dev/urandom >"$S/d/f$i"; done
+ok ca snapshot t@2
+used=$(df --output=used -k "$MNT" | tail -n 1)
+size "$((used + 3000))k"
+fails_with 1 "No space left on device" ca sync t "$B:bk"
+[ -z "$(halfwritten)" ] || fail "half-written chunk files left: $(halfwritten)"
+[ "$(snaps bk)" = "bk@1 " ] || fail "the failed incremental changed the copy: $(snaps bk)"
+size 64m
+ok cb verify bk@1 >/dev/null
+ok ca sync t "$B:bk" >/dev/null
+[ "$(snaps bk)" = "bk@1 bk@2 " ] || fail "the retried incremental: $(snaps bk)"
+rm -rf "$TESTDIR/r1" && ok cb restore bk@1 "$TESTDIR/r1"
+same_tree "$TESTDIR/at1" "$TESTDIR/r1"
+ok cb restore bk@2 "$TESTDIR/r2"
+same_tree "$S" "$TESTDIR/r2"
+done_test
