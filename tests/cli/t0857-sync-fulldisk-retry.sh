@@ -3,7 +3,8 @@
 # the chunk and "No space left on device", leaves no half-written chunk
 # file and no dataset or snapshot behind (a full copy), or the copy as it
 # was (an incremental: the earlier snapshot still verifies); once there is
-# room, the same sync converges, and the copy restores with full fidelity.
+# room, the same sync converges without sending again the chunks already
+# made durable, and the copy restores with full fidelity.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "needs root to mount a tmpfs"; exit 77; }
 MNT=$TESTDIR/mnt
@@ -13,6 +14,9 @@ trap 'umount "$MNT" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
 new_store
 B=$MNT/b
 ok cairn -s "$B" init >/dev/null
+# small batches: the chunks of the batches made durable before the disk
+# filled up stay, and the retry, asking which chunks are there, skips them
+ok cairn -s "$B" config sync_batch_chunks=2
 S=$TESTDIR/src
 mkdir -p "$S/d"
 for i in 1 2 3 4 5; do head -c 2000000 /dev/urandom >"$S/d/f$i"; done
@@ -28,7 +32,9 @@ fails_with 1 "chunk.*No space left on device" ca sync t "$B:bk"
 [ -z "$(halfwritten)" ] || fail "half-written chunk files left: $(halfwritten)"
 [ -z "$(cb list -H -o name -t all bk 2>/dev/null)" ] || fail "the failed full copy left bk behind"
 size 64m
-ok ca sync t "$B:bk" >/dev/null
+out=$(ca sync -v t "$B:bk" 2>&1) || fail "sync after the full disk: $out"
+echo "$out" | grep -Eq ' [1-9][0-9]* chunks already there' ||
+	fail "the retry sent again the chunks stored before the disk filled up: $out"
 ok cb restore bk@1 "$TESTDIR/r1"
 same_tree "$TESTDIR/at1" "$TESTDIR/r1"
 
