@@ -80,6 +80,33 @@ use_xattr_dir() {
 }
 trap '[ -n "${KEEP:-}" ] || rm -rf "$TESTDIR" ${XATTR_DIRS:-}' EXIT
 
+# rich_tree DIR: every kind of object same_tree checks (devices and owners
+# when root), with marker strings in names and content for the plaintext
+# greps of the encryption tests.
+rich_tree() {
+	local s=$1
+	mkdir -p "$s/d1/d2" "$s/hd"
+	echo "MARKERCONTENT_cairn_7f3a first" >"$s/MARKERNAME_secret_file.txt"
+	for i in $(seq 1 40); do echo "small $i MARKERCONTENT_cairn_7f3a" >"$s/d1/s$i"; done
+	head -c 2500000 /dev/urandom >"$s/big.bin"
+	{ cat "$s/big.bin"; echo MARKERCONTENT_cairn_7f3a; } >"$s/big2.bin"
+	: >"$s/empty"
+	ln -s d1/s1 "$s/link"
+	echo three >"$s/h1" && ln "$s/h1" "$s/h2" && ln "$s/h1" "$s/hd/h3"
+	mkfifo "$s/fifo"
+	truncate -s 20M "$s/sparse"
+	printf 'middle' | dd of="$s/sparse" bs=1 seek=9000000 conv=notrunc status=none
+	chmod 4751 "$s/empty"
+	touch -d '@981173106.123456789' "$s/d1/s2"
+	setfattr -n user.MARKERXATTR -v MARKERCONTENT_cairn_7f3a "$s/big.bin" || fail "setfattr"
+	setfacl -m u:1234:rw "$s/big2.bin" || fail "setfacl"
+	if [ "$(id -u)" = 0 ]; then
+		mknod "$s/null" c 1 3
+		chown -h 1234:5678 "$s/link"
+		chown 42:43 "$s/fifo"
+	fi
+}
+
 # manifest DIR: the files' content (md5sum per path), to compare a restore
 # with the source as it was (tests needing modes/owners/times use same_tree).
 manifest() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum); }

@@ -17,13 +17,14 @@ ok cairn -s "$B" init >/dev/null
 # small batches: the chunks of the batches made durable before the disk
 # filled up stay, and the retry, asking which chunks are there, skips them
 ok cairn -s "$B" config sync_batch_chunks=2
-S=$TESTDIR/src
+use_xattr_dir
+S=$XDIR/src
+rich_tree "$S"
 mkdir -p "$S/d"
 for i in 1 2 3 4 5; do head -c 2000000 /dev/urandom >"$S/d/f$i"; done
-echo small >"$S/s"
 ok ca create -o source="$S" -o compression=off t
 ok ca snapshot t@1
-cp -a "$S" "$TESTDIR/at1"
+cp -a "$S" "$XDIR/at1"
 halfwritten() { find "$B/.chunks" -name '*.tmp*' | head -n 3; }
 size() { mount -o remount,size="$1" "$MNT" || fail "remount size=$1"; }
 
@@ -35,8 +36,8 @@ size 64m
 out=$(ca sync -v t "$B:bk" 2>&1) || fail "sync after the full disk: $out"
 echo "$out" | grep -Eq ' [1-9][0-9]* chunks already there' ||
 	fail "the retry sent again the chunks stored before the disk filled up: $out"
-ok cb restore bk@1 "$TESTDIR/r1"
-same_tree "$TESTDIR/at1" "$TESTDIR/r1"
+ok cb restore bk@1 "$XDIR/r1"
+same_tree "$XDIR/at1" "$XDIR/r1"
 
 # 2. an incremental that does not fit: the copy stays as it was
 for i in 6 7 8 9; do head -c 2000000 /dev/urandom >"$S/d/f$i"; done
@@ -50,8 +51,8 @@ size 64m
 ok cb verify bk@1 >/dev/null
 ok ca sync t "$B:bk" >/dev/null
 [ "$(snaps bk)" = "bk@1 bk@2 " ] || fail "the retried incremental: $(snaps bk)"
-rm -rf "$TESTDIR/r1" && ok cb restore bk@1 "$TESTDIR/r1"
-same_tree "$TESTDIR/at1" "$TESTDIR/r1"
-ok cb restore bk@2 "$TESTDIR/r2"
-same_tree "$S" "$TESTDIR/r2"
+rm -rf "$XDIR/r1" && ok cb restore bk@1 "$XDIR/r1"
+same_tree "$XDIR/at1" "$XDIR/r1"
+ok cb restore bk@2 "$XDIR/r2"
+same_tree "$S" "$XDIR/r2"
 done_test
