@@ -107,6 +107,17 @@ rich_tree() {
 	fi
 }
 
+# small_disk SIZE: a tmpfs of SIZE mounted at $MNT ($TESTDIR/mnt), for a
+# disk that fills up; unmounted on exit.  Needs root and a mountable tmpfs
+# (exit 77 otherwise, which CI counts as a failure).
+small_disk() {
+	[ "$(id -u)" = 0 ] || { echo "needs root to mount a tmpfs"; exit 77; }
+	MNT=$TESTDIR/mnt
+	mkdir -p "$MNT"
+	mount -t tmpfs -o size="$1" tmpfs "$MNT" || { echo "cannot mount a tmpfs here"; exit 77; }
+	trap 'umount "$MNT" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR" ${XATTR_DIRS:-}' EXIT
+}
+
 # manifest DIR: the files' content (md5sum per path), to compare a restore
 # with the source as it was (tests needing modes/owners/times use same_tree).
 manifest() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum); }

@@ -6,11 +6,7 @@
 # room, the same sync converges without sending again the chunks already
 # made durable, and the copy restores with full fidelity.
 . "$(dirname "$0")/lib.sh"
-[ "$(id -u)" = 0 ] || { echo "needs root to mount a tmpfs"; exit 77; }
-MNT=$TESTDIR/mnt
-mkdir -p "$MNT"
-mount -t tmpfs -o size=6m tmpfs "$MNT" || { echo "cannot mount a tmpfs here"; exit 77; }
-trap 'umount "$MNT" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
+small_disk 6m
 new_store
 B=$MNT/b
 ok cairn -s "$B" init >/dev/null

@@ -13,11 +13,7 @@
 #    holds are needed: nothing can change the store), and refused changes
 #    name the real cause, "Read-only file system", not "not an error".
 . "$(dirname "$0")/lib.sh"
-[ "$(id -u)" = 0 ] || { echo "needs root to mount a tmpfs"; exit 77; }
-MNT=$TESTDIR/mnt
-mkdir -p "$MNT"
-mount -t tmpfs -o size=24m tmpfs "$MNT" || { echo "cannot mount a tmpfs here"; exit 77; }
-trap 'umount "$MNT" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
+small_disk 24m
 export CAIRN_STORE=$MNT/store
 new_store
 SRC=$TESTDIR/src
