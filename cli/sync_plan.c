@@ -255,11 +255,14 @@ static int say_rename(const char *say, rename_pair_t **rn, size_t *n, size_t *ca
 	return pair_add(rn, n, cap, old, rel);
 }
 
-/* A planned rename: the destination dataset h->dsrels[at] becomes rel. */
+/* A planned rename: the destination dataset h->dsrels[at] becomes rel.
+ * stays: rel is its name already (no rename of its own), kept so that
+ * sync -n can say where the receiver moves it back to when a dataset
+ * above it is renamed. */
 typedef struct move {
 	size_t at;
 	char *rel;
-	bool blocked;
+	bool blocked, stays;
 } move_t;
 
 /* Whether the destination dataset k leaves its name: it, or a dataset
@@ -270,7 +273,8 @@ static bool leaves(const dest_have_t *h, const move_t *mv, size_t n, size_t k)
 	for (size_t i = 0; i < n; i++) {
 		const char *old = h->dsrels[mv[i].at];
 		size_t l = strlen(old);
-		if (!mv[i].blocked && !strncmp(rel, old, l) && (!rel[l] || rel[l] == '/'))
+		if (!mv[i].blocked && !mv[i].stays && !strncmp(rel, old, l) &&
+		    (!rel[l] || rel[l] == '/'))
 			return true;
 	}
 	return false;
@@ -284,7 +288,7 @@ static void block_moves(const dest_have_t *h, move_t *mv, size_t n)
 	for (bool changed = true; changed;) {
 		changed = false;
 		for (size_t i = 0; i < n; i++)
-			for (size_t k = 0; !mv[i].blocked && k < h->nds; k++)
+			for (size_t k = 0; !mv[i].blocked && !mv[i].stays && k < h->nds; k++)
 				if (!strcmp(h->dsrels[k], mv[i].rel) && !leaves(h, mv, n, k))
 					changed = mv[i].blocked = true;
 	}
@@ -315,7 +319,8 @@ static int rels_remap(char **rels, size_t n, const rename_pair_t *pairs, size_t 
 }
 
 /* The moves of remap_renamed: each source dataset below ds whose guid a
- * destination dataset of another name has.  Returns how many, or <0. */
+ * destination dataset of another name has, and (stays) those whose guid
+ * the destination has under the same name.  Returns how many, or <0. */
 static long find_moves(cairn_store *st, const char *ds, const dest_have_t *h, move_t **mv)
 {
 	cairn_list_spec spec = {.roots = &ds, .nroots = 1, .depth = -1,
@@ -332,18 +337,19 @@ static long find_moves(cairn_store *st, const char *ds, const dest_have_t *h, mo
 			const char *rel = b.name[i] + dl; /* "" or "/kid" */
 			if (!*rel)
 				continue; /* the top always maps to the destination */
-			size_t at = SIZE_MAX;
+			size_t at = SIZE_MAX, same = SIZE_MAX;
 			for (size_t k = 0; k < h->nds; k++)
-				if (h->dsguids[k] == b.field[CAIRN_F_GUID][i] && strcmp(h->dsrels[k], rel))
-					at = k;
-			if (at == SIZE_MAX)
+				if (h->dsguids[k] == b.field[CAIRN_F_GUID][i])
+					*(strcmp(h->dsrels[k], rel) ? &at : &same) = k;
+			bool stays = at == SIZE_MAX;
+			if (stays && (at = same) == SIZE_MAX)
 				continue;
 			char *nr = strdup(rel);
 			if (!nr || array_reserve(mv, &cap, n + 1, sizeof(**mv)) < 0) {
 				free(nr);
 				r = -ENOMEM;
 			} else {
-				(*mv)[n++] = (move_t){.at = at, .rel = nr};
+				(*mv)[n++] = (move_t){.at = at, .rel = nr, .stays = stays};
 			}
 		}
 	cairn_list_batch_free(&b);
@@ -371,12 +377,17 @@ int remap_renamed(cairn_store *st, const char *ds, dest_have_t *h, const char *s
 	size_t np = 0, pcap = 0, nsaid = 0, scap = 0;
 	int r = 0;
 	for (long i = 0; r == 0 && i < n; i++) {
-		if (mv[i].blocked)
+		if (mv[i].blocked || mv[i].stays)
 			continue;
 		r = pair_add(&pairs, &np, &pcap, h->dsrels[mv[i].at], mv[i].rel);
 		if (r == 0 && say)
 			r = say_rename(say, &said, &nsaid, &scap, h->dsrels[mv[i].at], mv[i].rel);
 	}
+	/* A dataset that keeps its name but sits below a renamed one moves
+	 * with it first, and back to its name after (a swap of parents). */
+	for (long i = 0; r == 0 && say && np && i < n; i++)
+		if (mv[i].stays)
+			r = say_rename(say, &said, &nsaid, &scap, mv[i].rel, mv[i].rel);
 	if (r == 0 && np)
 		qsort(pairs, np, sizeof(*pairs), cmp_pair_from);
 	if (r == 0)

@@ -5,7 +5,9 @@
 # to d/m/g" and "would rename d/k/g/h to d/m/g/h", renames the receive
 # never makes.)  A child renamed on its own under the renamed parent is
 # named as the receiver renames it, under the parent's new name: "d/m/x
-# to d/m/y" (before: "d/k/x to d/m/y").
+# to d/m/y" (before: "d/k/x to d/m/y").  A child that keeps its name while
+# its parent and another swap names is moved back by the receiver, and
+# named: "d/b/x to d/a/x" after "d/a to d/b" (before: not named at all).
 . "$(dirname "$0")/lib.sh"
 top_and_kid
 mkdir -p "$S/k/g/h" "$S/k/x"
@@ -32,4 +34,23 @@ ok ca sync -R p "$B:d"
 	fail "sync -R after the renames: $(snaps d)"
 out=$(ca sync -R -n p "$B:d") || fail "sync -R -n once in step: $out"
 ! echo "$out" | grep -q '^would rename' || fail "renames named once in step: $out"
+
+# parents a and b swap names; x, a's child, goes to the new a by its old name
+mkdir -p "$S/a/x" "$S/b"
+echo x >"$S/a/x/f"
+for d in q q/a q/a/x q/b; do ok ca create -o source="$S/${d#q}" "$d"; done
+ok ca snapshot -r q@1
+ok ca sync -R q "$B:e"
+ok ca rename q/a q/t
+ok ca rename q/b q/a
+ok ca rename q/t q/b
+ok ca rename q/b/x q/a/x
+ok ca snapshot -r q@2
+out=$(ca sync -R -n q "$B:e") || fail "sync -R -n after a swap of parents: $out"
+renames=$(echo "$out" | grep '^would rename' | tr '\n' '|')
+[ "$renames" = "would rename e/b to e/a|would rename e/a to e/b|would rename e/b/x to e/a/x|" ] ||
+	fail "sync -R -n after a swap of parents: $renames"
+out=$(ca sync -R -v q "$B:e" 2>&1) || fail "sync -R after a swap of parents: $out"
+echo "$out" | grep -q "^renamed e/recv-rename-0/x to e/a/x$" || fail "x not moved back: $out"
+[ "$(cb list -H -o guid e/a/x)" = "$(ca list -H -o guid q/a/x)" ] || fail "e/a/x is not q/a/x"
 done_test
