@@ -300,6 +300,9 @@ static int view_load(const char *snap, const ds_row_t *d, const snap_row_t *s, v
 	r = catalog_snap_roots(g.st->cat, s->id, &tree, &idx);
 	if (r == 0 && (r = encroot_keys(g.st, d, &key)) < 0)
 		keyless = true; /* encrypted, and its key is not loaded */
+	/* A view keeps its key as long as the mount lives: it must not keep
+	 * unload-key from working (key_gone refuses reads after it). */
+	encroot_keys_unmark(key);
 	if (r == 0)
 		r = snapview_load(g.st->cs, key, &tree, &v, &failed);
 	buf_free(&tree);

@@ -951,7 +951,8 @@ int cairn_load_key_previous(cairn_store *st, const char *root, const cairn_key_o
 int cairn_key_previous_count(cairn_store *st, const char *root, size_t *n);
 
 /** Removes root's key from the keyring.  @return 0, -ENOENT, -EINVAL
- * (not an encryption root), -ENOKEY (not loaded). */
+ * (not an encryption root), -ENOKEY (not loaded), -EBUSY (a running
+ * command, of this process or another, holds the key: it stays loaded). */
 int cairn_unload_key(cairn_store *st, const char *root);
 
 /** Rewraps root's master keys under new key material (ko), optionally

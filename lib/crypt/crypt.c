@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -194,12 +195,17 @@ void crypt_keys_free(crypt_keys_t *k)
 	if (!k)
 		return;
 	EVP_MAC_CTX_free(k->mac);
+	if (k->usefd >= 0)
+		close(k->usefd); /* the key is no longer in use here */
 	OPENSSL_clear_free(k, sizeof(*k));
 }
 
 static crypt_keys_t *keys_alloc(void)
 {
-	return OPENSSL_zalloc(sizeof(crypt_keys_t));
+	crypt_keys_t *k = OPENSSL_zalloc(sizeof(crypt_keys_t));
+	if (k)
+		k->usefd = -1;
+	return k;
 }
 
 int crypt_keys_generate(crypt_keys_t **out)

@@ -51,7 +51,8 @@ enum crypt_keyformat {
 };
 
 /* The unwrapped master keys of one root, plus what is derived from them.
- * Owned by whoever made it; crypt_keys_free() wipes and frees. */
+ * Owned by whoever made it; crypt_keys_free() wipes and frees, and closes
+ * usefd. */
 typedef struct crypt_keys {
 	uint8_t data[CRYPT_KEY_LEN];
 	uint8_t id[CRYPT_KEY_LEN];
@@ -59,6 +60,9 @@ typedef struct crypt_keys {
 	uint8_t keyid[CRYPT_KEYID_LEN];
 	uint64_t gear[256];  /* FastCDC gear table from the seed */
 	void *mac;           /* EVP_MAC_CTX keyed with id, duplicated per use */
+	/* -1, or the locked file marking the key in use while this copy
+	 * lives (encroot_keys: unload-key refuses meanwhile) */
+	int usefd;
 } crypt_keys_t;
 
 /* scrypt parameters written into new key blobs.  N = 2^17, r = 8, p = 1

@@ -334,6 +334,71 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
 	return r;
 }
 
+/* ---- keys in use ----
+ *
+ * zfs refuses unload-key while a dataset uses the key.  cairn has no
+ * daemon that could tell, so each command that holds a root's key marks
+ * it in use: a read lock (open file description) on keyusers/<root guid>
+ * for as long as it keeps the key (crypt_keys_free closes it; the kernel
+ * drops it when the process dies).  unload-key takes the write lock, which
+ * it cannot get while any command holds a read lock.  The read lock is
+ * taken before the keyring is asked, so a command either holds the key
+ * when unload-key looks, or finds it gone. */
+#define KEYUSERS_DIR "keyusers"
+
+/* The lock file of the root of guid: an fd, or -errno (a store this user
+ * may not write: nothing is marked, and nothing refused). */
+static int key_use_open(cairn_store *st, uint64_t guid, bool writing)
+{
+	char path[64];
+	snprintf(path, sizeof(path), KEYUSERS_DIR "/%016llx", (unsigned long long)guid);
+	if (mkdirat(st->dirfd, KEYUSERS_DIR, 0700) < 0 && errno != EEXIST && writing)
+		return -errno;
+	int fd = openat(st->dirfd, path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* A read lock needs only read access. */
+	if (fd < 0 && !writing)
+		fd = openat(st->dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Marks root's key in use: an fd holding the read lock, or -1 (best
+ * effort).  Waits only while an unload-key holds the write lock. */
+static int key_use_begin(cairn_store *st, const ds_row_t *root)
+{
+	int fd = key_use_open(st, root->guid, false);
+	if (fd < 0)
+		return -1;
+	struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+	while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	return fd;
+}
+
+void encroot_keys_unmark(crypt_keys_t *k)
+{
+	if (k && k->usefd >= 0) {
+		close(k->usefd);
+		k->usefd = -1;
+	}
+}
+
+int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc)
+{
+	if (!keyring_present(desc))
+		return -ENOKEY;
+	int r, fd = key_use_open(st, root->guid, true);
+	if (fd >= 0 && lock_try(fd, F_WRLCK) == -EAGAIN)
+		r = -EBUSY;
+	else
+		r = keyring_unload(desc);
+	if (fd >= 0)
+		close(fd); /* after the unload: a command waiting then finds no key */
+	return r;
+}
+
 int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
 {
 	*out = NULL;
@@ -342,6 +407,7 @@ int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
 	if (r <= 0)
 		return r;
 	char desc[KEYRING_DESC_MAX];
+	int usefd = key_use_begin(st, &root);
 	r = root_desc(st, &root, desc);
 	if (r == 0)
 		r = keyring_find(desc, out);
@@ -373,6 +439,10 @@ int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
 			      "unload-key %s' and load it again)",
 			      root.name, root.name);
 	}
+	if (r == 0)
+		(*out)->usefd = usefd;
+	else if (usefd >= 0)
+		close(usefd);
 	ds_row_clear(&root);
 	return r;
 }

@@ -21,11 +21,22 @@
 int encroot_find(cairn_store *st, const ds_row_t *ds, ds_row_t *root);
 
 /* The keys ds is encrypted with.  *out is NULL for a plain dataset;
- * otherwise malloc'd (crypt_keys_free).  The key comes from the kernel
+ * otherwise malloc'd (crypt_keys_free), and the root's key counts as in
+ * use until then (unload-key refuses).  The key comes from the kernel
  * keyring, or, when not loaded there and the root's keylocation is a
  * file, from that file for this call only.  CAIRN_ENOKEY when neither:
  * errdetail names the encryption root. */
 int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out);
+
+/* While the keys encroot_keys returned live, the root's key counts as in
+ * use (encroot_key_unload refuses).  This lets go of that mark early, for
+ * a holder that checks the keyring itself before each use (the mount). */
+void encroot_keys_unmark(crypt_keys_t *k);
+
+/* unload-key of root (desc: encroot_desc): -ENOKEY when not loaded,
+ * -EBUSY while a command holds the key (encroot_keys), else
+ * keyring_unload's answer. */
+int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc);
 
 /* Same, given the dataset's name. */
 int encroot_keys_by_name(cairn_store *st, const char *name, crypt_keys_t **out);

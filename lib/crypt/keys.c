@@ -104,9 +104,14 @@ int cairn_unload_key(cairn_store *st, const char *name)
 		r = encroot_desc(st, &root, desc);
 	catalog_end_read(st->cat);
 	if (r == 0) {
-		r = keyring_unload(desc);
+		r = encroot_key_unload(st, &root, desc);
 		if (r == -ENOKEY)
 			store_err(st, r, "%s: key already unloaded", name);
+		else if (r == -EBUSY)
+			store_err(st, r,
+				  "%s: key is busy: a running command uses it (a backup, restore, "
+				  "diff, verify or plain send); unload it when that has ended",
+				  name);
 		else if (r < 0)
 			store_err(st, r, "%s: kernel keyring: %s", name, strerror(-r));
 	}
