@@ -215,7 +215,7 @@ static int root_desc(cairn_store *st, const ds_row_t *root, char desc[KEYRING_DE
 	uint64_t sid;
 	int r = store_id_get(st, &sid);
 	if (r == 0)
-		keyring_describe(sid, root->guid, desc);
+		keyring_describe(sid, (uint64_t)root->id, desc); /* not guid: keyring.h */
 	return r;
 }
 
@@ -338,7 +338,7 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
  *
  * zfs refuses unload-key while a dataset uses the key.  cairn has no
  * daemon that could tell, so each command that holds a root's key marks
- * it in use: a read lock (open file description) on keyusers/<root guid>
+ * it in use: a read lock (open file description) on keyusers/<root id>
  * for as long as it keeps the key (crypt_keys_free closes it; the kernel
  * drops it when the process dies).  unload-key takes the write lock, which
  * it cannot get while any command holds a read lock.  The read lock is
@@ -346,12 +346,13 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
  * when unload-key looks, or finds it gone. */
 #define KEYUSERS_DIR "keyusers"
 
-/* The lock file of the root of guid: an fd, or -errno (a store this user
- * may not write: nothing is marked, and nothing refused). */
-static int key_use_open(cairn_store *st, uint64_t guid, bool writing)
+/* The lock file of root id (as its keyring description: keyring.h): an
+ * fd, or -errno (a store this user may not write: nothing is marked, and
+ * nothing refused). */
+static int key_use_open(cairn_store *st, int64_t id, bool writing)
 {
 	char path[64];
-	snprintf(path, sizeof(path), KEYUSERS_DIR "/%016llx", (unsigned long long)guid);
+	snprintf(path, sizeof(path), KEYUSERS_DIR "/%016llx", (unsigned long long)id);
 	if (mkdirat(st->dirfd, KEYUSERS_DIR, 0700) < 0 && errno != EEXIST && writing)
 		return -errno;
 	int fd = openat(st->dirfd, path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -365,7 +366,7 @@ static int key_use_open(cairn_store *st, uint64_t guid, bool writing)
  * effort).  Waits only while an unload-key holds the write lock. */
 static int key_use_begin(cairn_store *st, const ds_row_t *root)
 {
-	int fd = key_use_open(st, root->guid, false);
+	int fd = key_use_open(st, root->id, false);
 	if (fd < 0)
 		return -1;
 	struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
@@ -389,7 +390,7 @@ int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc)
 {
 	if (!keyring_present(desc))
 		return -ENOKEY;
-	int r, fd = key_use_open(st, root->guid, true);
+	int r, fd = key_use_open(st, root->id, true);
 	if (fd >= 0 && lock_try(fd, F_WRLCK) == -EAGAIN)
 		r = -EBUSY;
 	else
@@ -427,8 +428,8 @@ int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
 		store_err(st, r, "%s: kernel keyring: %s", root.name, cairn_strerror(r));
 	}
 	uint8_t blob[CRYPT_KEYBLOB_LEN], kid[CRYPT_KEYID_LEN];
-	/* A key left in the keyring by an earlier root of the same guid (a
-	 * destroyed and re-received dataset) must not be used for this one. */
+	/* A key left in the keyring by an earlier root of the same row id (a
+	 * destroyed root whose id a new one got) must not be used for this one. */
 	if (r == 0 && keyblob_get(st, root.id, blob) == 0 &&
 	    crypt_keyblob_check(blob, sizeof(blob), NULL, kid) == 0 &&
 	    memcmp(kid, (*out)->keyid, CRYPT_KEYID_LEN)) {
@@ -509,7 +510,7 @@ int encroot_key_loaded(cairn_store *st, const ds_row_t *root)
 	if (keyring_find(desc, &k) < 0)
 		return 0;
 	/* A key under the root's description may be for other key material
-	 * (an earlier root of the same guid, or a wrapping replaced since it
+	 * (an earlier root of the same row id, or a wrapping replaced since it
 	 * was loaded): it cannot open the data, so it does not count.  The
 	 * key id in the keyring payload names the master keys it holds. */
 	uint8_t blob[CRYPT_KEYBLOB_LEN], kid[CRYPT_KEYID_LEN];

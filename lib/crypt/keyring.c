@@ -19,10 +19,10 @@ static key_serial_t ring(void)
 	return e && !strcmp(e, "session") ? KEY_SPEC_SESSION_KEYRING : KEY_SPEC_USER_KEYRING;
 }
 
-void keyring_describe(uint64_t store_id, uint64_t root_guid, char out[KEYRING_DESC_MAX])
+void keyring_describe(uint64_t store_id, uint64_t root_id, char out[KEYRING_DESC_MAX])
 {
 	snprintf(out, KEYRING_DESC_MAX, "cairn:%016llx:%016llx", (unsigned long long)store_id,
-		 (unsigned long long)root_guid);
+		 (unsigned long long)root_id);
 }
 
 static key_serial_t search(const char *desc);

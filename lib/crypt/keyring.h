@@ -6,8 +6,12 @@
  * environment, in the session keyring (tests run under `keyctl session -`
  * so their keys vanish with them).  Every later command finds it there;
  * unload removes it.  The description names the store and the encryption
- * root, "cairn:<store id>:<root guid>" (16 hex digits each), so keys of
- * two stores or two roots never collide.  The payload is the unwrapped
+ * root, "cairn:<store id>:<root id>" (16 hex digits each; the root's
+ * catalog row id, which a rename keeps), so keys of two stores or two
+ * roots never collide.  Not the root's guid: two roots of one store can
+ * share it (a raw -R stream keeps the sender's guids, so a copy received
+ * into the sending store, or received twice, has the original's), and
+ * their keys must load and unload one by one.  The payload is the unwrapped
  * master keys and key id (crypt_keys_export).
  */
 #ifndef CAIRN_KEYRING_H
@@ -21,7 +25,7 @@
 #define KEYRING_DESC_MAX 64
 
 /* Writes the description of a root's key into out[KEYRING_DESC_MAX]. */
-void keyring_describe(uint64_t store_id, uint64_t root_guid, char out[KEYRING_DESC_MAX]);
+void keyring_describe(uint64_t store_id, uint64_t root_id, char out[KEYRING_DESC_MAX]);
 
 /* Adds (or replaces) the key under desc; timeout_s > 0 makes the kernel
  * forget it after that many seconds.  Returns 0 or a negative errno; on
