@@ -1222,26 +1222,39 @@ static int read_blob(chunkstore_t *cs, const digest_t *d, buf_t *out, bool *cach
 	return read_file_at(p.at, p.name, out);
 }
 
+/* Judges a blob just read: decoded (out set: checks its name too), or,
+ * when only the raw blob is wanted, its header and checksum checked, if
+ * it came from the cache or the bucket.  A raw blob from the bucket goes
+ * unchecked nowhere: send would put a body damaged on its way into a
+ * stream and succeed (a local file's blob is the caller's to judge). */
+static int judge_blob(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d,
+		      const buf_t *raw, bool cached, buf_t *out)
+{
+	if (out)
+		return blob_decode_key(k, raw->data, raw->len, d, out);
+	if (cached || cs->be)
+		return blob_check(raw->data, raw->len, NULL);
+	return 0;
+}
+
 /* A cached copy that does not decode (out set) or check (out NULL: the
  * raw blob is wanted) is dropped and read again from the bucket: the cache
  * is never the only copy, so never trusted.  So is a fresh object that
- * does not decode, once. */
+ * does not, once. */
 static int read_blob_checked(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d,
 			     buf_t *raw, buf_t *out)
 {
 	bool cached;
 	int r = read_blob(cs, d, raw, &cached);
-	if (!r && out)
-		r = blob_decode_key(k, raw->data, raw->len, d, out);
-	else if (!r && cached)
-		r = blob_check(raw->data, raw->len, NULL);
+	if (!r)
+		r = judge_blob(cs, k, d, raw, cached, out);
 	/* A copy from the cache, or a body damaged on its way from the
 	 * bucket: one fresh read before calling the chunk damaged. */
 	if (r == CAIRN_ECORRUPT && (cached || cs->be)) {
 		chunkcache_drop(cs->cache, d);
 		r = read_blob(cs, d, raw, &cached);
-		if (!r && out)
-			r = blob_decode_key(k, raw->data, raw->len, d, out);
+		if (!r)
+			r = judge_blob(cs, k, d, raw, cached, out);
 	}
 	if (r == -ENOENT && cs->fallback)
 		return read_blob_checked(cs->fallback, k, d, raw, out);
