@@ -102,7 +102,11 @@ int backend_list_page(backend_t *be, char **cursor, backend_obj **objs, size_t *
 void backend_set_stop(const volatile sig_atomic_t *flag);
 
 /* Store metadata objects (name: [a-z0-9._-]+): whole-object put, get and
- * delete (a missing one is deleted already). */
+ * delete (a missing one is deleted already).  A meta object may be up to
+ * BACKEND_META_MAX bytes (the catalog copy grows with the snapshots), far
+ * over the bound of chunk objects and listings: whatever put_meta stores,
+ * get_meta reads back. */
+#define BACKEND_META_MAX ((uint64_t)4 << 30)
 int backend_put_meta(backend_t *be, const char *name, int fd, size_t len);
 /* The same, only where the object does not exist yet (S3: a conditional
  * PUT, If-None-Match: *): -EEXIST when it does.  A retried request whose

@@ -110,7 +110,8 @@ static int put_file(localbe_t *b, const char *name, const void *data, int srcfd,
 	return r;
 }
 
-static int read_file(localbe_t *b, const char *name, buf_t *out)
+/* Reads name whole into out; -EIO for anything over max bytes. */
+static int read_file(localbe_t *b, const char *name, buf_t *out, uint64_t max)
 {
 	_cleanup_close_ int fd = openat(b->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -118,7 +119,7 @@ static int read_file(localbe_t *b, const char *name, buf_t *out)
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_size > (64 << 20))
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max)
 		return -EIO;
 	out->len = 0;
 	int r = buf_reserve(out, st.st_size + 1);
@@ -178,7 +179,7 @@ static int lb_get(backend_t *be, const digest_t *d, buf_t *out)
 	char name[80];
 	backend_chunk_name(d, name);
 	count(b, &b->st.get, 1);
-	int r = read_file(b, name, out);
+	int r = read_file(b, name, out, 64 << 20);
 	return r < 0 && r != -ENOENT ? fail(b, r, "get", name) : r;
 }
 
@@ -275,7 +276,7 @@ static int lb_get_meta(backend_t *be, const char *name, buf_t *out)
 	char path[96];
 	snprintf(path, sizeof(path), "meta/%s", name);
 	count(b, &b->st.get, 1);
-	int r = read_file(b, path, out);
+	int r = read_file(b, path, out, BACKEND_META_MAX);
 	return r < 0 ? fail(b, r, "get", path) : 0;
 }
 

@@ -196,7 +196,7 @@ static int meta_run(backend_t *be, const char *name, enum meta_op op, int fd, si
 	s3_t *h = borrow(b, &slot);
 	int r = op == META_PUT	     ? s3_put_many(h, 1, &k, &body, NULL)
 		: op == META_PUT_NEW ? s3_put_new(h, k, &body)
-		: op == META_GET     ? s3_get(h, k, out)
+		: op == META_GET     ? s3_get_max(h, k, out, BACKEND_META_MAX)
 				     : s3_delete_many(h, 1, &k);
 	r = give_back(b, slot, r);
 	free(k);

@@ -520,6 +520,12 @@ int store_remote_publish(cairn_store *st, bool force)
 	struct stat sb;
 	if (!r && (fd < 0 || fstat(fd, &sb) < 0))
 		r = store_err(st, -errno, "%s: %s", tmp, strerror(errno));
+	/* A copy that import could not read back is no copy: said, not sent. */
+	if (!r && (uint64_t)sb.st_size > BACKEND_META_MAX)
+		r = store_err(st, -EFBIG,
+			      "committed here, but the catalog (%lld bytes) is over the %llu bytes "
+			      "a copy in the bucket may have: not uploaded",
+			      (long long)sb.st_size, (unsigned long long)BACKEND_META_MAX);
 	if (!r && (r = backend_put_meta(be, CATALOG_OBJECT, fd, sb.st_size)) < 0)
 		store_err(st, r,
 			  "committed here, but the catalog copy did not reach the bucket (%s); the "

@@ -60,6 +60,8 @@ struct req {
 	/* answer */
 	buf_t *out; /* where the body goes (own_out unless the caller's) */
 	buf_t own_out;
+	uint64_t max_out; /* bound of the answer (0: MAX_RESPONSE) */
+	bool too_big;     /* the answer went over it */
 	long status;
 	CURLcode cc;
 	char curlerr[CURL_ERROR_SIZE];
@@ -284,9 +286,12 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *arg)
 {
 	struct req *q = arg;
 	size_t n = size * nmemb;
-	if (q->out->len + n > MAX_RESPONSE || buf_append(q->out, ptr, n) < 0)
+	uint64_t max = q->max_out ? q->max_out : MAX_RESPONSE;
+	if (q->out->len + n > max) {
+		q->too_big = true;
 		return 0; /* curl fails the transfer: CURLE_WRITE_ERROR */
-	return n;
+	}
+	return buf_append(q->out, ptr, n) < 0 ? 0 : n;
 }
 
 static size_t on_read(char *ptr, size_t size, size_t nmemb, void *arg)
@@ -382,6 +387,7 @@ static void easy_setup(s3_t *s, CURL *e, struct req *q)
 	}
 	q->off = 0;
 	q->out->len = 0;
+	q->too_big = false;
 	q->curlerr[0] = 0;
 	q->status = 0;
 }
@@ -457,7 +463,12 @@ static void settle(s3_t *s, struct req *q)
 	char code[64], msg[256];
 	bool retry = false;
 	int r = 0;
-	if (q->cc != CURLE_OK) {
+	if (q->too_big) {
+		/* Not retried: the same answer would be as big again. */
+		r = -EIO;
+		set_err(s, "%s %s: answer over %" PRIu64 " bytes", q->method, q->url,
+			q->max_out ? q->max_out : (uint64_t)MAX_RESPONSE);
+	} else if (q->cc != CURLE_OK) {
 		retry = transient_curl(q->cc);
 		r = -EIO;
 		set_err(s, "%s %s: %s", q->method, q->url,
@@ -747,12 +758,22 @@ int s3_get_many(s3_t *s, size_t n, char *const *keys, buf_t *outs, int *errs)
 	return r;
 }
 
+int s3_get_max(s3_t *s, const char *key, buf_t *out, uint64_t max)
+{
+	struct req q = {.method = "GET", .kind = K_GET, .out = out, .max_out = max};
+	q.url = make_url(s, key, NULL);
+	if (!q.url)
+		return -ENOMEM;
+	int r = run(s, &q, 1);
+	if (!r)
+		r = q.result;
+	req_free(&q, 1);
+	return r;
+}
+
 int s3_get(s3_t *s, const char *key, buf_t *out)
 {
-	char *k = (char *)key;
-	int err = 0;
-	int r = s3_get_many(s, 1, &k, out, &err);
-	return r ? r : err;
+	return s3_get_max(s, key, out, 0);
 }
 
 int s3_have_many(s3_t *s, size_t n, char *const *keys, bool *have)

@@ -78,8 +78,11 @@ int s3_put_many(s3_t *s, size_t n, char *const *keys, const s3_body *bodies, int
  * replaces the object, so read it back to know who won. */
 int s3_put_new(s3_t *s, const char *key, const s3_body *body);
 
-/* Downloads one object into out (replaced).  -ENOENT when missing. */
+/* Downloads one object into out (replaced).  -ENOENT when missing; -EIO
+ * when the answer is over 64 MiB (no chunk or listing is bigger). */
 int s3_get(s3_t *s, const char *key, buf_t *out);
+/* The same with a bound of max bytes instead (an object known to grow). */
+int s3_get_max(s3_t *s, const char *key, buf_t *out, uint64_t max);
 
 /* Fetches n objects in parallel into outs[i]; errs[i] per object. */
 int s3_get_many(s3_t *s, size_t n, char *const *keys, buf_t *outs, int *errs);
