@@ -39,6 +39,9 @@ struct s3 {
 	int parallel, retry_seconds;
 	CURLM *multi;
 	CURL *easy[MAX_PARALLEL];
+	/* The running call's retry clock: when its requests began failing
+	 * with no success since (0: none failing). */
+	int64_t failing_since;
 	s3_stats st;
 	char err[512];
 };
@@ -68,7 +71,6 @@ struct req {
 	/* engine state */
 	int tries;
 	int64_t not_before;
-	int64_t deadline;
 	int result;
 	bool done, active;
 	struct curl_slist *hdrs;
@@ -477,6 +479,7 @@ static void settle(s3_t *s, struct req *q)
 		if (q->has_body)
 			s->st.bytes_up += q->len;
 		s->st.bytes_down += q->out->len;
+		s->failing_since = 0; /* progress: the budget is whole again */
 		q->done = true;
 		q->result = 0;
 		return;
@@ -513,16 +516,24 @@ static void settle(s3_t *s, struct req *q)
 	}
 	int64_t now = mono_ns();
 	if (retry) {
+		/* The budget is time without progress, not the call's length: a
+		 * batch over a slow link outlasts it while every request works,
+		 * and a transient failure late in it still deserves its retries.
+		 * A server that is gone fails every request, so the call still
+		 * ends one budget after the last success. */
+		if (!s->failing_since)
+			s->failing_since = now;
 		int64_t wait = backoff_ns(q->tries);
-		if (now + wait < q->deadline) {
+		if (now + wait < s->failing_since + (int64_t)s->retry_seconds * 1000000000) {
 			q->tries++;
 			s->st.retries++;
 			q->not_before = now + wait;
 			return;
 		}
 		size_t l = strlen(s->err);
-		snprintf(s->err + l, sizeof(s->err) - l, " (gave up after %d tries in %d s)",
-			 q->tries + 1, s->retry_seconds);
+		snprintf(s->err + l, sizeof(s->err) - l,
+			 " (gave up after %d tries, %d s without a success)", q->tries + 1,
+			 s->retry_seconds);
 		r = -ETIMEDOUT;
 	}
 	q->done = true;
@@ -558,9 +569,8 @@ static int detach_all(s3_t *s, int r)
  * retry budget).  Returns 0 or -ENOMEM; per-request results are in q[i]. */
 static int run(s3_t *s, struct req *q, size_t n)
 {
-	int64_t deadline = mono_ns() + (int64_t)s->retry_seconds * 1000000000;
+	s->failing_since = 0;
 	for (size_t i = 0; i < n; i++) {
-		q[i].deadline = deadline;
 		if (!q[i].out)
 			q[i].out = &q[i].own_out;
 		if (!q[i].hdrs && req_headers(&q[i]) < 0)

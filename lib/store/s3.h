@@ -4,8 +4,9 @@
  * carry their SHA-256 in x-amz-content-sha256.  Many requests run at once
  * over up to `parallel` connections (curl multi).  A request that fails
  * with a connection error, HTTP 500/502/503/504, 429 or SlowDown is retried
- * with exponential backoff until the retry budget (seconds) is spent; then
- * the call fails and s3_errmsg() says what the last answer was.
+ * with exponential backoff until the retry budget (seconds) is spent: that
+ * long without a success of any of the call's requests; then the call
+ * fails and s3_errmsg() says what the last answer was.
  *
  * Errors: 0 or a negative errno.  -ENOENT (404 / NoSuchKey), -EACCES
  * (403), -ETIMEDOUT (retry budget spent), -EIO (any other failure), -EINVAL
@@ -33,7 +34,7 @@ typedef struct s3_config {
 	bool virtual_host;      /* bucket.host/key instead of host/bucket/key */
 	bool insecure;          /* do not verify TLS certificates */
 	int parallel;           /* connections; 0: 8 */
-	int retry_seconds;      /* total retry budget per call; 0: 60 */
+	int retry_seconds;      /* retry budget: a call's time without a success; 0: 60 */
 } s3_config;
 
 /* Request counters, by kind. */

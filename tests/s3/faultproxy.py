@@ -16,15 +16,35 @@ request:
   list-500      ListObjectsV2: HTTP 500 (retried until the budget is spent)
   no-conditional  a PUT with If-None-Match: HTTP 501 NotImplemented (a
                 server without conditional writes)
+  late-503      PUT of a chunk object: forwarded 0.1 s late (a slow link);
+                the first one seen in this mode and the first one that
+                comes 3 s or more after it are answered 503 SlowDown
 Each request answered with a fault adds a line to MODEFILE.hits.
 """
 import http.client
 import os
 import sys
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PORTFILE, UPSTREAM, MODEFILE = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 garbled = set()  # paths garble-first has garbled once
+late = {"first": None, "done": False}  # late-503's clock and its late 503
+late_lock = threading.Lock()
+
+
+def late_503_due():
+    """late-503: whether this chunk PUT is the one to answer 503."""
+    with late_lock:
+        now = time.monotonic()
+        if late["first"] is None:
+            late["first"] = now
+            return True
+        if late["done"] or now - late["first"] < 3:
+            return False
+        late["done"] = True
+        return True
 
 
 def fault():
@@ -57,6 +77,14 @@ class Proxy(BaseHTTPRequestHandler):
         chunk_get = self.command == "GET" and "/chunks/" in self.path and "?" not in self.path
         listing = self.command == "GET" and "list-type=2" in self.path
         put_cond = self.command == "PUT" and self.headers.get("If-None-Match") is not None
+        chunk_put = self.command == "PUT" and "/chunks/" in self.path
+        if chunk_put and mode == "late-503":
+            time.sleep(0.1)
+            if late_503_due():
+                with open(MODEFILE + ".hits", "a") as f:
+                    f.write("%s %s %s\n" % (mode, self.command, self.path))
+                return self.answer(503, b"<Error><Code>SlowDown</Code></Error>",
+                                   [("Content-Type", "application/xml")])
         if mode == "garble-first" and chunk_get:
             if self.path in garbled:
                 mode = "pass"
