@@ -16,6 +16,8 @@ request:
   list-500      ListObjectsV2: HTTP 500 (retried until the budget is spent)
   no-conditional  a PUT with If-None-Match: HTTP 501 NotImplemented (a
                 server without conditional writes)
+  list-bomb     ListObjectsV2: a short answer whose DTD makes one key 100 MB
+                once its entities are expanded ("billion laughs")
   late-503      PUT of a chunk object: forwarded 0.1 s late (a slow link);
                 the first one seen in this mode and the first one that
                 comes 3 s or more after it are answered 503 SlowDown
@@ -32,6 +34,17 @@ PORTFILE, UPSTREAM, MODEFILE = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 garbled = set()  # paths garble-first has garbled once
 late = {"first": None, "done": False}  # late-503's clock and its late 503
 late_lock = threading.Lock()
+
+
+def list_bomb():
+    """A listing of one object whose key is &e6;: 10 ** 8 bytes."""
+    ents = ['<!ENTITY e0 "%s">' % ("a" * 100)]
+    for i in range(1, 7):
+        ents.append('<!ENTITY e%d "%s">' % (i, ("&e%d;" % (i - 1)) * 10))
+    return ('<?xml version="1.0" encoding="UTF-8"?><!DOCTYPE ListBucketResult [%s]>'
+            '<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>&e6;</Key>'
+            '<LastModified>2026-01-01T00:00:00.000Z</LastModified><Size>1</Size></Contents>'
+            '</ListBucketResult>' % "".join(ents)).encode()
 
 
 def late_503_due():
@@ -95,6 +108,8 @@ class Proxy(BaseHTTPRequestHandler):
         if put_cond and mode == "no-conditional":
             return self.answer(501, b"<Error><Code>NotImplemented</Code></Error>",
                                [("Content-Type", "application/xml")])
+        if listing and mode == "list-bomb":
+            return self.answer(200, list_bomb(), [("Content-Type", "application/xml")])
         if listing and mode == "list-500":
             return self.answer(500, b"<Error><Code>InternalError</Code></Error>")
         if chunk_get and mode == "nosuchbucket":
