@@ -410,6 +410,29 @@ static xmlDocPtr parse_answer(const buf_t *body)
 	return doc;
 }
 
+/* Whether doc is the answer asked for: its root element is named want.
+ * A 200 with anything else (an <Error> document, a proxy's page) says
+ * nothing about the bucket; read as an answer it would be an empty
+ * listing or a delete of every key. */
+static bool answer_is(s3_t *s, xmlDocPtr doc, const char *call, const char *want)
+{
+	xmlNodePtr root = xmlDocGetRootElement(doc);
+	if (root && !xmlStrcmp(root->name, BAD_CAST want))
+		return true;
+	char code[64] = "";
+	for (xmlNodePtr c = root ? root->children : NULL; c; c = c->next) {
+		if (c->type == XML_ELEMENT_NODE && !xmlStrcmp(c->name, BAD_CAST "Code")) {
+			xmlChar *t = xmlNodeGetContent(c);
+			snprintf(code, sizeof(code), "%s", t ? (char *)t : "");
+			xmlFree(t);
+			break;
+		}
+	}
+	set_err(s, "%s: the answer is <%.40s>%s%s, not <%s>", call,
+		root ? (const char *)root->name : "", code[0] ? " " : "", code, want);
+	return false;
+}
+
 /* The <Code> of an S3 error body, or "" (libxml2 parses it). */
 static void error_code(const buf_t *body, char *code, size_t codelen, char *msg, size_t msglen)
 {
@@ -866,6 +889,10 @@ static int delete_result(s3_t *s, const buf_t *body)
 		set_err(s, "DeleteObjects: answer is not XML, or has a DTD");
 		return -EIO;
 	}
+	if (!answer_is(s, doc, "DeleteObjects", "DeleteResult")) {
+		xmlFreeDoc(doc);
+		return -EIO;
+	}
 	int r = 0;
 	xmlNodePtr root = xmlDocGetRootElement(doc);
 	for (xmlNodePtr n = root ? root->children : NULL; n && !r; n = n->next) {
@@ -966,6 +993,10 @@ static int parse_list(s3_t *s, const buf_t *body, char **token, s3_object **objs
 	xmlDocPtr doc = parse_answer(body);
 	if (!doc) {
 		set_err(s, "ListObjectsV2: answer is not XML, or has a DTD");
+		return -EIO;
+	}
+	if (!answer_is(s, doc, "ListObjectsV2", "ListBucketResult")) {
+		xmlFreeDoc(doc);
 		return -EIO;
 	}
 	xmlNodePtr root = xmlDocGetRootElement(doc);

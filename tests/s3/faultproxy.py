@@ -16,6 +16,9 @@ request:
   list-500      ListObjectsV2: HTTP 500 (retried until the budget is spent)
   no-conditional  a PUT with If-None-Match: HTTP 501 NotImplemented (a
                 server without conditional writes)
+  list-error-200  ListObjectsV2: HTTP 200 with an S3 error document
+                (<Error>) for a body, not the answer asked for
+  delete-error-200  the same for DeleteObjects
   list-bomb     ListObjectsV2: a short answer whose DTD makes one key 100 MB
                 once its entities are expanded ("billion laughs")
   late-503      PUT of a chunk object: forwarded 0.1 s late (a slow link);
@@ -107,6 +110,13 @@ class Proxy(BaseHTTPRequestHandler):
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
         if put_cond and mode == "no-conditional":
             return self.answer(501, b"<Error><Code>NotImplemented</Code></Error>",
+                               [("Content-Type", "application/xml")])
+        deleting = self.command == "POST" and "delete" in self.path
+        if (listing and mode == "list-error-200") or (deleting and mode == "delete-error-200"):
+            with open(MODEFILE + ".hits", "a") as f:
+                f.write("%s %s %s\n" % (mode, self.command, self.path))
+            return self.answer(200, b"<Error><Code>InternalError</Code>"
+                               b"<Message>try again</Message></Error>",
                                [("Content-Type", "application/xml")])
         if listing and mode == "list-bomb":
             return self.answer(200, list_bomb(), [("Content-Type", "application/xml")])
