@@ -386,15 +386,41 @@ void encroot_keys_unmark(crypt_keys_t *k)
 	}
 }
 
+/* The name an earlier build gave root's key: "cairn:<store id>:<root
+ * guid>" (before keys were named by row id).  0, or -errno. */
+static int legacy_desc(cairn_store *st, const ds_row_t *root, char desc[KEYRING_DESC_MAX])
+{
+	uint64_t sid;
+	int r = store_id_get(st, &sid);
+	if (r == 0)
+		keyring_describe(sid, root->guid, desc);
+	return r;
+}
+
 int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc)
 {
-	if (!keyring_present(desc))
+	/* A key an earlier build loaded is under the root's guid, where no
+	 * verb of this build finds it: unload-key is the one way left to
+	 * take those master keys out of the keyring, so it removes that key
+	 * too (and counts it as loaded).  A guid shared by raw copies of the
+	 * root shares the same master keys, so removing it is right for
+	 * either copy. */
+	char old[KEYRING_DESC_MAX];
+	bool has_old = legacy_desc(st, root, old) == 0 && strcmp(old, desc) &&
+		       keyring_present(old);
+	bool has_new = keyring_present(desc);
+	if (!has_new && !has_old)
 		return -ENOKEY;
-	int r, fd = key_use_open(st, root->id, true);
-	if (fd >= 0 && lock_try(fd, F_WRLCK) == -EAGAIN)
+	int r = 0, fd = key_use_open(st, root->id, true);
+	if (fd >= 0 && lock_try(fd, F_WRLCK) == -EAGAIN) {
 		r = -EBUSY;
-	else
-		r = keyring_unload(desc);
+	} else {
+		if (has_new)
+			r = keyring_unload(desc);
+		int e = has_old ? keyring_unload(old) : 0;
+		if (r == 0 && e < 0 && e != -ENOKEY)
+			r = e;
+	}
 	if (fd >= 0)
 		close(fd); /* after the unload: a command waiting then finds no key */
 	return r;
