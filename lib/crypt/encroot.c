@@ -338,44 +338,54 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
  *
  * zfs refuses unload-key while a dataset uses the key.  cairn has no
  * daemon that could tell, so each command that holds a root's key marks
- * it in use: a read lock (open file description) on keyusers/<root id>
- * for as long as it keeps the key (crypt_keys_free closes it; the kernel
- * drops it when the process dies).  unload-key takes the write lock, which
- * it cannot get while any command holds a read lock.  The read lock is
- * taken before the keyring is asked, so a command either holds the key
- * when unload-key looks, or finds it gone. */
-#define KEYUSERS_DIR "keyusers"
+ * it in use: a read lock (open file description) on byte <root id> of
+ * keyusers.lock for as long as it keeps the key (crypt_keys_free closes
+ * it; the kernel drops it when the process dies).  unload-key takes the
+ * write lock on that byte, which it cannot get while any command holds a
+ * read lock.  The read lock is taken before the keyring is asked, so a
+ * command either holds the key when unload-key looks, or finds it gone.
+ * One file with a byte per root, not a file per root: a key set (verify,
+ * gc) holds every root's key at once, and marks them all through one
+ * descriptor (encroot_keyset_load); a file each cost a descriptor per
+ * root, outside every fd budget, and verify of a store of many roots ran
+ * out of them (t1381). */
+#define KEYUSERS_FILE "keyusers.lock"
 
-/* The lock file of root id (as its keyring description: keyring.h): an
- * fd, or -errno (a store this user may not write: nothing is marked, and
- * nothing refused). */
-static int key_use_open(cairn_store *st, int64_t id, bool writing)
+/* The lock file: an fd, or -errno (a store this user may not write:
+ * nothing is marked, and nothing refused). */
+static int key_use_open(cairn_store *st, bool writing)
 {
-	char path[64];
-	snprintf(path, sizeof(path), KEYUSERS_DIR "/%016llx", (unsigned long long)id);
-	if (mkdirat(st->dirfd, KEYUSERS_DIR, 0700) < 0 && errno != EEXIST && writing)
-		return -errno;
-	int fd = openat(st->dirfd, path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = openat(st->dirfd, KEYUSERS_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	/* A read lock needs only read access. */
 	if (fd < 0 && !writing)
-		fd = openat(st->dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(st->dirfd, KEYUSERS_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+/* Locks (type) root id's byte of the lock file fd: 0, -EAGAIN (held
+ * elsewhere, !wait) or -errno.  A row id is positive, so it is a byte
+ * offset of its own. */
+static int key_use_lock(int fd, int64_t id, short type, bool wait)
+{
+	struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = id, .l_len = 1};
+	for (;;) {
+		if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0)
+			return 0;
+		if (errno != EINTR || !wait)
+			return errno == EACCES || errno == EAGAIN ? -EAGAIN : -errno;
+	}
 }
 
 /* Marks root's key in use: an fd holding the read lock, or -1 (best
  * effort).  Waits only while an unload-key holds the write lock. */
 static int key_use_begin(cairn_store *st, const ds_row_t *root)
 {
-	int fd = key_use_open(st, root->id, false);
-	if (fd < 0)
-		return -1;
-	struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
-	while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
-		if (errno != EINTR) {
-			close(fd);
-			return -1;
-		}
-	return fd;
+	int fd = key_use_open(st, false);
+	if (fd >= 0 && key_use_lock(fd, root->id, F_RDLCK, true) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd < 0 ? -1 : fd;
 }
 
 void encroot_keys_unmark(crypt_keys_t *k)
@@ -411,8 +421,8 @@ int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc)
 	bool has_new = keyring_present(desc);
 	if (!has_new && !has_old)
 		return -ENOKEY;
-	int r = 0, fd = key_use_open(st, root->id, true);
-	if (fd >= 0 && lock_try(fd, F_WRLCK) == -EAGAIN) {
+	int r = 0, fd = key_use_open(st, true);
+	if (fd >= 0 && key_use_lock(fd, root->id, F_WRLCK, false) == -EAGAIN) {
 		r = -EBUSY;
 	} else {
 		if (has_new)
@@ -834,6 +844,16 @@ int encroot_keyset_load(cairn_store *st, encroot_keyset_t *ks)
 		crypt_keys_t *k = NULL;
 		r = catalog_ds_by_id(st->cat, sqlite3_column_int64(q, 0), &root);
 		int e = r == 0 ? encroot_keys(st, &root, &k) : 0;
+		/* The set's one descriptor takes over the key's mark (its
+		 * read lock first, so the key is never unmarked between). */
+		if (r == 0 && e == 0 && k->usefd >= 0) {
+			if (!ks->marking) {
+				ks->usefd = key_use_open(st, false);
+				ks->marking = ks->usefd >= 0;
+			}
+			if (ks->marking && key_use_lock(ks->usefd, root.id, F_RDLCK, false) == 0)
+				encroot_keys_unmark(k);
+		}
 		ds_row_clear(&root);
 		if (r < 0 || e < 0) {
 			/* A root without its key is checked without it. */
@@ -862,6 +882,8 @@ void encroot_keyset_free(encroot_keyset_t *ks)
 	for (size_t i = 0; i < ks->n; i++)
 		crypt_keys_free(ks->k[i]);
 	free(ks->k);
+	if (ks->marking)
+		close(ks->usefd); /* the keys are no longer in use here */
 	memset(ks, 0, sizeof(*ks));
 }
 

@@ -88,6 +88,10 @@ typedef struct encroot_keyset {
 	crypt_keys_t **k;
 	size_t n;
 	bool complete;
+	/* marking: usefd marks the set's keys in use, one fd for all (a
+	 * zeroed set, never loaded, has none: usefd 0 is not ours) */
+	bool marking;
+	int usefd;
 } encroot_keyset_t;
 int encroot_keyset_load(cairn_store *st, encroot_keyset_t *ks);
 void encroot_keyset_free(encroot_keyset_t *ks);
