@@ -397,11 +397,19 @@ void encroot_keys_unmark(crypt_keys_t *k)
 }
 
 /* The name an earlier build gave root's key: "cairn:<store id>:<root
- * guid>" (before keys were named by row id).  0, or -errno. */
+ * guid>" (before keys were named by row id).  0, or -errno; -EEXIST when
+ * that is now the name of a live root's key (a guid, which a received
+ * stream chooses, equal to a row id): that key is not this root's. */
 static int legacy_desc(cairn_store *st, const ds_row_t *root, char desc[KEYRING_DESC_MAX])
 {
 	uint64_t sid;
 	int r = store_id_get(st, &sid);
+	if (r == 0 && root->guid <= INT64_MAX) {
+		ds_row_t other = {0};
+		if (catalog_ds_by_id(st->cat, (int64_t)root->guid, &other) == 0)
+			r = -EEXIST;
+		ds_row_clear(&other);
+	}
 	if (r == 0)
 		keyring_describe(sid, root->guid, desc);
 	return r;

@@ -51,4 +51,13 @@ keyctl invalidate "$new" || fail "keyctl invalidate"
 ok cairn unload-key enc
 has_legacy && fail "unload-key enc left the earlier build's key (alone)"
 fails_with 1 "enc: key already unloaded" cairn unload-key enc
+
+# a guid (a received stream chooses it) equal to another root's row id:
+# that name is the other root's key now, and unload-key leaves it alone
+printf '%s\n' "$PASS1" | ok cairn load-key enc
+ok mkroot odd "$PASS2" -o source="$SRC"
+id=$(sqlite3 "$CAIRN_STORE/catalog.db" "SELECT id FROM dataset WHERE name='enc'")
+sqlite3 "$CAIRN_STORE/catalog.db" "UPDATE dataset SET guid=$id WHERE name='odd'" || fail "sqlite3"
+ok cairn unload-key odd
+[ "$(keystatus enc)" = available ] || fail "unload-key odd unloaded enc's key (odd's guid = enc's row id)"
 done_test
