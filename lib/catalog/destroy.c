@@ -24,7 +24,7 @@ typedef struct plan {
 	int64_t *ds; /* datasets to remove, deepest last in name order */
 	size_t nds;
 	char **dsnames;
-	char (*keys)[64]; /* keyring names of the encryption roots removed */
+	char (*keys)[64]; /* keyring names of the encryption roots removed (two each at most) */
 	size_t nkeys;
 	bool for_other; /* destroying for rollback or prune: -d means nothing there */
 } plan_t;
@@ -49,9 +49,13 @@ static int note_root_key(cairn_store *st, plan_t *p, int64_t id)
 	ds_row_t ds = {0};
 	int r = catalog_ds_by_id(st->cat, id, &ds);
 	if (r == 0 && encroot_is_root(st, &ds) == 1) {
-		if (!p->keys && !(p->keys = calloc(p->nds, sizeof(*p->keys))))
+		/* Two names a root: its key's, and the one an earlier build
+		 * gave it (by guid), which nothing could reach after this. */
+		if (!p->keys && !(p->keys = calloc(2 * p->nds, sizeof(*p->keys))))
 			r = -ENOMEM;
 		else if (encroot_desc(st, &ds, p->keys[p->nkeys]) == 0)
+			p->nkeys++;
+		if (r == 0 && encroot_legacy_desc(st, &ds, p->keys[p->nkeys]) == 0)
 			p->nkeys++;
 	}
 	ds_row_clear(&ds);

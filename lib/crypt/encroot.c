@@ -759,6 +759,11 @@ int encroot_desc(cairn_store *st, const ds_row_t *root, char desc[64])
 	return root_desc(st, root, desc);
 }
 
+int encroot_legacy_desc(cairn_store *st, const ds_row_t *root, char desc[64])
+{
+	return legacy_desc(st, root, desc);
+}
+
 int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const uint8_t *secret,
 		   size_t slen, bool earlier, crypt_keys_t **out)
 {

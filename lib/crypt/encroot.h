@@ -150,6 +150,11 @@ bool encroot_prop_is_key(const char *prop);
 
 /* Internals shared with keys.c. */
 int encroot_desc(cairn_store *st, const ds_row_t *root, char desc[64]);
+
+/* The name an earlier build gave root's key (by its guid), where no verb
+ * of this build looks: 0, or -errno / -EEXIST (no such name of its own).
+ * unload-key and destroy remove a key found there too. */
+int encroot_legacy_desc(cairn_store *st, const ds_row_t *root, char desc[64]);
 /* earlier: try the wrappings a raw receive replaced instead of the
  * current one (load-key --previous). */
 int encroot_unwrap(cairn_store *st, const ds_row_t *root, const char *loc, const uint8_t *secret,

@@ -60,4 +60,18 @@ id=$(sqlite3 "$CAIRN_STORE/catalog.db" "SELECT id FROM dataset WHERE name='enc'"
 sqlite3 "$CAIRN_STORE/catalog.db" "UPDATE dataset SET guid=$id WHERE name='odd'" || fail "sqlite3"
 ok cairn unload-key odd
 [ "$(keystatus enc)" = available ] || fail "unload-key odd unloaded enc's key (odd's guid = enc's row id)"
+
+# destroy of a root takes its earlier build's key away too: nothing could
+# reach it after the root is gone
+ok mkroot gone "$PASS2" -o source="$SRC"
+gdesc=$(keyctl rdescribe "$(keyctl search @s user "${desc%:*}:$(printf '%016x' \
+	"$(sqlite3 "$CAIRN_STORE/catalog.db" "SELECT id FROM dataset WHERE name='gone'")")")" |
+	cut -d';' -f5) || fail "gone's key"
+glegacy=${gdesc%:*}:$(printf '%016x' "$(cairn get -H -p -o value guid gone)")
+keyctl pipe "$(keyctl search @s user "$gdesc")" | keyctl padd user "$glegacy" @s >/dev/null ||
+	fail "keyctl padd (gone)"
+ok cairn destroy -r gone
+keyctl search @s user "$glegacy" >/dev/null 2>&1 &&
+	fail "destroy -r gone left the earlier build's key in the keyring"
+[ "$(keystatus enc)" = available ] || fail "destroy -r gone unloaded enc's key"
 done_test
