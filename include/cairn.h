@@ -918,7 +918,9 @@ typedef struct cairn_key_opts {
 
 /** cairn_dataset_create, with the key material of a new encryption root
  * (ko may be NULL when no root is made or keylocation is a file).  The new
- * root's key is loaded into the keyring after the commit.  With ko->noop
+ * root's key is loaded into the keyring just before the commit (a keyring
+ * that refuses it leaves no dataset behind; a failed commit unloads it
+ * again).  With ko->noop
  * nothing is created and no key read: only the checks that need no key
  * material run (a caller that prompts runs them first, so no refusal
  * follows a prompt).
