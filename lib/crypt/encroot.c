@@ -253,15 +253,17 @@ static int secret_from(cairn_store *st, const char *root, int fmt, const uint8_t
 	return r < 0 ? store_err(st, r, "%s: %s", root, why) : 0;
 }
 
-/* Unwraps one key blob with the user's key material (in its format). */
-static int unwrap_blob(cairn_store *st, const ds_row_t *root, const uint8_t *blob,
-		       const uint8_t *given, size_t glen, crypt_keys_t **out)
+/* Unwraps one key blob with the user's key material (in its format);
+ * src names where the material came from, for a material of the wrong
+ * form ("ROOT" or "ROOT: keylocation file:///...").  */
+static int unwrap_blob(cairn_store *st, const ds_row_t *root, const char *src,
+		       const uint8_t *blob, const uint8_t *given, size_t glen, crypt_keys_t **out)
 {
 	int fmt = 0;
 	crypt_keyblob_check(blob, CRYPT_KEYBLOB_LEN, &fmt, NULL);
 	uint8_t secret[CRYPT_PASSPHRASE_MAX];
 	size_t slen = 0;
-	int r = secret_from(st, root->name, fmt, given, glen, secret, &slen);
+	int r = secret_from(st, src, fmt, given, glen, secret, &slen);
 	if (r == 0) {
 		r = crypt_unwrap(blob, CRYPT_KEYBLOB_LEN, secret, slen, out);
 		if (r < 0 && r != CAIRN_EBADKEY)
@@ -274,8 +276,8 @@ static int unwrap_blob(cairn_store *st, const ds_row_t *root, const uint8_t *blo
 
 /* The wrappings a raw receive replaced, newest first; the first the key
  * material opens wins.  CAIRN_EBADKEY when none does (or none is kept). */
-static int unwrap_earlier(cairn_store *st, const ds_row_t *root, const uint8_t *given,
-			  size_t glen, crypt_keys_t **out)
+static int unwrap_earlier(cairn_store *st, const ds_row_t *root, const char *src,
+			  const uint8_t *given, size_t glen, crypt_keys_t **out)
 {
 	uint8_t(*blobs)[CRYPT_KEYBLOB_LEN] = malloc(EARLIER_KEEP * CRYPT_KEYBLOB_LEN);
 	if (!blobs)
@@ -291,7 +293,7 @@ static int unwrap_earlier(cairn_store *st, const ds_row_t *root, const uint8_t *
 	/* An earlier wrapping may be of another format (the key given is
 	 * not of its form): that one does not open either. */
 	for (size_t i = 0; i < n && (r == CAIRN_EBADKEY || r == CAIRN_EBADPROP); i++)
-		r = unwrap_blob(st, root, blobs[i], given, glen, out);
+		r = unwrap_blob(st, root, src, blobs[i], given, glen, out);
 	if (n && (r == CAIRN_EBADKEY || r == CAIRN_EBADPROP))
 		r = store_err(st, CAIRN_EBADKEY, "%s: incorrect key for all %zu earlier wrappings",
 			      root->name, n);
@@ -311,6 +313,8 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
 				 "%s: wrapped key missing or damaged in the catalog", root->name);
 	uint8_t raw[KEYFILE_MAX + 1];
 	size_t rlen = 0;
+	char src[512 + 4200]; /* a dataset name, and a file:// URL of up to PATH_MAX */
+	snprintf(src, sizeof(src), "%s", root->name);
 	if (!given) {
 		if (!loc || strncmp(loc, FILE_PREFIX, strlen(FILE_PREFIX)))
 			return store_err(st, -EINVAL, "%s: no key given and keylocation is %s",
@@ -318,11 +322,12 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
 		r = keyfile_read(st, root->name, loc, raw, &rlen);
 		given = raw;
 		glen = rlen;
+		snprintf(src, sizeof(src), "%s: keylocation %s", root->name, loc);
 	}
 	if (r == 0 && earlier)
-		r = unwrap_earlier(st, root, given, glen, out);
+		r = unwrap_earlier(st, root, src, given, glen, out);
 	else if (r == 0)
-		r = unwrap_blob(st, root, blob, given, glen, out);
+		r = unwrap_blob(st, root, src, blob, given, glen, out);
 	size_t n = 0;
 	if (!earlier && r == CAIRN_EBADKEY && earlier_get(st, root->id, NULL, &n) == 0)
 		store_err(st, r, "%s: incorrect key%s%s%s", root->name,

@@ -110,6 +110,10 @@ keyctl list @s | grep -q "cairn:" || fail "key not in the session keyring"
 # a raw key cannot be typed at a terminal, but can be piped
 ok cairn unload-key vault
 head -c 31 /dev/urandom | fails_with 1 "exactly 32 bytes" cairn load-key -L prompt vault
+# a key file of the wrong form is named
+head -c 31 /dev/urandom >"$TESTDIR/short.raw"
+fails_with 1 "^cairn: load-key: vault: keylocation file://$TESTDIR/short.raw: raw key must be exactly 32 bytes" \
+	cairn load-key -L "file://$TESTDIR/short.raw" vault
 ok cairn load-key -L prompt vault <"$TESTDIR/key.raw"
 # renames stay inside an encryption root; a root moves with its key
 fails_with 1 "from encryption root vault to none" cairn rename vault/sub plain/sub
