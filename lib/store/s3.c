@@ -988,8 +988,50 @@ static char *child_text(xmlNodePtr n, const char *name)
 	return NULL;
 }
 
-static int parse_list(s3_t *s, const buf_t *body, char **token, s3_object **objs, size_t *nobjs)
+/* A listing's cursor is the server's continuation token with the last key
+ * listed before it: "<length of key>/<key><token>".  S3 lists keys in
+ * ascending byte order, so every key of a page must come after that key;
+ * a server whose tokens cycle (A -> B -> A) or that goes back otherwise
+ * would make a caller list forever (only a token repeated on the very
+ * next page is caught by comparing tokens). */
+static int cursor_make(const char *last, const char *token, char **cursor)
 {
+	if (asprintf(cursor, "%zu/%s%s", strlen(last), last, token) < 0) {
+		*cursor = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Splits a cursor made by cursor_make: *last and *token are new strings. */
+static int cursor_split(s3_t *s, const char *cursor, char **last, char **token)
+{
+	*last = *token = NULL;
+	char *end;
+	errno = 0;
+	unsigned long long len = strtoull(cursor, &end, 10);
+	if (errno || end == cursor || *end != '/' || len > strlen(end + 1)) {
+		set_err(s, "ListObjectsV2: not a listing cursor");
+		return -EINVAL;
+	}
+	*last = strndup(end + 1, len);
+	*token = strdup(end + 1 + len);
+	if (!*last || !*token) {
+		free(*last);
+		free(*token);
+		*last = *token = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Parses a page asked for with token sent (NULL: the first) after the key
+ * last (NULL: none); *next: the next page's token, NULL after the last
+ * page. */
+static int parse_list(s3_t *s, const buf_t *body, const char *sent, const char *last,
+		      char **next, s3_object **objs, size_t *nobjs)
+{
+	*next = NULL;
 	xmlDocPtr doc = parse_answer(body);
 	if (!doc) {
 		set_err(s, "ListObjectsV2: answer is not XML, or has a DTD");
@@ -1004,9 +1046,6 @@ static int parse_list(s3_t *s, const buf_t *body, char **token, s3_object **objs
 	s3_object *v = NULL;
 	bool truncated = false;
 	int r = 0;
-	char *sent = *token ? strdup(*token) : NULL;
-	if (*token && !sent)
-		r = -ENOMEM;
 	for (xmlNodePtr c = root ? root->children : NULL; c && !r; c = c->next) {
 		if (c->type != XML_ELEMENT_NODE)
 			continue;
@@ -1015,9 +1054,9 @@ static int parse_list(s3_t *s, const buf_t *body, char **token, s3_object **objs
 			truncated = t && !strcmp(t, "true");
 			free(t);
 		} else if (!xmlStrcmp(c->name, BAD_CAST "NextContinuationToken")) {
-			free(*token);
+			free(*next);
 			xmlChar *t = xmlNodeGetContent(c);
-			*token = t ? strdup((char *)t) : NULL;
+			*next = t ? strdup((char *)t) : NULL;
 			xmlFree(t);
 		} else if (!xmlStrcmp(c->name, BAD_CAST "Contents")) {
 			if (n == cap) {
@@ -1032,8 +1071,16 @@ static int parse_list(s3_t *s, const buf_t *body, char **token, s3_object **objs
 			char *key = child_text(c, "Key"), *lm = child_text(c, "LastModified"),
 			     *sz = child_text(c, "Size");
 			v[n] = (s3_object){.key = key};
+			const char *prev = n ? v[n - 1].key : last;
 			if (!key || !lm || parse_time(lm, &v[n].mtime) < 0) {
 				set_err(s, "ListObjectsV2: entry without Key or LastModified");
+				r = -EIO;
+			} else if (prev && strcmp(key, prev) <= 0) {
+				/* Ascending, each key once: a listing that goes back
+				 * (tokens in a cycle) would never end. */
+				set_err(s, "ListObjectsV2: key %.160s is out of order (not after %.160s): "
+					   "the listing went back",
+					key, prev);
 				r = -EIO;
 			}
 			v[n].size = sz ? strtoull(sz, NULL, 10) : 0;
@@ -1044,18 +1091,19 @@ static int parse_list(s3_t *s, const buf_t *body, char **token, s3_object **objs
 	}
 	xmlFreeDoc(doc);
 	if (!truncated) {
-		free(*token);
-		*token = NULL;
-	} else if (!*token && !r) {
+		free(*next);
+		*next = NULL;
+	} else if (!*next && !r) {
 		set_err(s, "ListObjectsV2: truncated page without a continuation token");
 		r = -EIO;
-	} else if (sent && !strcmp(sent, *token) && !r) {
+	} else if (sent && !strcmp(sent, *next) && !r) {
 		/* The same page again and again: a broken server, not a listing. */
 		set_err(s, "ListObjectsV2: the continuation token did not advance");
 		r = -EIO;
 	}
-	free(sent);
 	if (r < 0) {
+		free(*next);
+		*next = NULL;
 		s3_objects_free(v, n);
 		return r;
 	}
@@ -1068,13 +1116,16 @@ int s3_list_page(s3_t *s, const char *prefix, char **token, s3_object **objs, si
 {
 	*objs = NULL;
 	*nobjs = 0;
+	char *last = NULL, *sent = NULL;
+	int r = *token ? cursor_split(s, *token, &last, &sent) : 0;
+	if (r < 0)
+		return r;
 	/* Parameters in byte order, values encoded: SigV4's canonical query. */
 	buf_t qs = {0};
-	int r = 0;
-	if (*token) {
+	if (sent) {
 		r = buf_append(&qs, "continuation-token=", 19);
 		if (!r)
-			r = append_encoded(&qs, *token, false);
+			r = append_encoded(&qs, sent, false);
 		if (!r)
 			r = buf_append(&qs, "&", 1);
 	}
@@ -1088,13 +1139,32 @@ int s3_list_page(s3_t *s, const char *prefix, char **token, s3_object **objs, si
 	if (!r)
 		q.url = make_url(s, NULL, (char *)qs.data);
 	buf_free(&qs);
-	if (!q.url)
+	if (!q.url) {
+		free(last);
+		free(sent);
 		return -ENOMEM;
+	}
 	r = run(s, &q, 1);
 	if (!r)
 		r = q.result;
+	char *next = NULL;
 	if (!r)
-		r = parse_list(s, q.out, token, objs, nobjs);
+		r = parse_list(s, q.out, sent, last, &next, objs, nobjs);
 	req_free(&q, 1);
+	if (!r) {
+		free(*token);
+		*token = NULL;
+		/* An empty page keeps the last key of the page before. */
+		if (next)
+			r = cursor_make(*nobjs ? (*objs)[*nobjs - 1].key : last ? last : "", next, token);
+		if (r < 0) {
+			s3_objects_free(*objs, *nobjs);
+			*objs = NULL;
+			*nobjs = 0;
+		}
+	}
+	free(next);
+	free(last);
+	free(sent);
 	return r;
 }

@@ -98,8 +98,11 @@ int s3_delete_many(s3_t *s, size_t n, char *const *keys);
 
 /* Lists one page (at most 1000 keys) of objects whose key starts with
  * prefix.  *token: NULL for the first page; replaced by the next page's
- * token, or NULL after the last page (free with free()).  *objs is a new
- * array of *nobjs entries; free with s3_objects_free. */
+ * cursor (the server's continuation token and the last key listed), or
+ * NULL after the last page (free with free()).  *objs is a new array of
+ * *nobjs entries; free with s3_objects_free.  Keys must come in ascending
+ * order, each after the last key of the page before: a listing that goes
+ * back (continuation tokens in a cycle) is -EIO, never endless. */
 int s3_list_page(s3_t *s, const char *prefix, char **token, s3_object **objs, size_t *nobjs);
 void s3_objects_free(s3_object *objs, size_t n);
 

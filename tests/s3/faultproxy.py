@@ -13,6 +13,9 @@ request:
   nosuchbucket  GET of a chunk object: 404 NoSuchBucket (not retried)
   html404       GET of a chunk object: a plain HTML 404 (no S3 error code)
   list-loop     ListObjectsV2: always truncated, always the same token
+  list-cycle    ListObjectsV2: the real listing cut in two pages whose
+                continuation tokens cycle: first page -> A (second page)
+                -> B (the first page again) -> A ...
   list-500      ListObjectsV2: HTTP 500 (retried until the budget is spent)
   no-conditional  a PUT with If-None-Match: HTTP 501 NotImplemented (a
                 server without conditional writes)
@@ -28,6 +31,7 @@ Each request answered with a fault adds a line to MODEFILE.hits.
 """
 import http.client
 import os
+import re
 import sys
 import threading
 import time
@@ -37,6 +41,7 @@ PORTFILE, UPSTREAM, MODEFILE = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 garbled = set()  # paths garble-first has garbled once
 late = {"first": None, "done": False}  # late-503's clock and its late 503
 late_lock = threading.Lock()
+cycle = {}  # list-cycle: the real listing's answer, fetched once
 
 
 def list_bomb():
@@ -118,6 +123,8 @@ class Proxy(BaseHTTPRequestHandler):
             return self.answer(200, b"<Error><Code>InternalError</Code>"
                                b"<Message>try again</Message></Error>",
                                [("Content-Type", "application/xml")])
+        if listing and mode == "list-cycle":
+            return self.list_cycle(body)
         if listing and mode == "list-bomb":
             return self.answer(200, list_bomb(), [("Content-Type", "application/xml")])
         if listing and mode == "list-500":
@@ -151,6 +158,32 @@ class Proxy(BaseHTTPRequestHandler):
             self.end_headers()
             return
         self.answer(r.status, data, headers)
+
+    def list_cycle(self, body):
+        """list-cycle: pages first -> A -> B -> A ... (B repeats the first)."""
+        if "continuation-token=" not in self.path or "data" not in cycle:
+            up = http.client.HTTPConnection("127.0.0.1", UPSTREAM, timeout=60)
+            up.request(self.command, self.path,
+                       body=body, headers=dict(self.headers.items()))
+            r = up.getresponse()
+            data = r.read()
+            if r.status != 200:
+                return self.answer(r.status, data)
+            cycle["data"] = data
+        data = cycle["data"]
+        entries = re.findall(rb"<Contents>.*?</Contents>", data, re.S)
+        head = re.sub(rb"<Contents>.*?</Contents>", b"", data, flags=re.S)
+        head = re.sub(rb"<IsTruncated>.*?</IsTruncated>", b"", head)
+        head = re.sub(rb"<NextContinuationToken>.*?</NextContinuationToken>", b"", head)
+        half = len(entries) // 2
+        if "continuation-token=A" in self.path:
+            page, token = entries[half:], b"B"
+        else:
+            page, token = entries[:half], b"A"
+        close = head.rindex(b"</ListBucketResult>")
+        out = (head[:close] + b"<IsTruncated>true</IsTruncated><NextContinuationToken>" + token +
+               b"</NextContinuationToken>" + b"".join(page) + head[close:])
+        return self.answer(200, out, [("Content-Type", "application/xml")])
 
     do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = forward
 
