@@ -26,6 +26,10 @@
 /* No answer we parse or object we store is bigger; a hostile or broken
  * server cannot make us allocate more. */
 #define MAX_RESPONSE (64u << 20)
+/* The bound of an error answer's body, whatever the request's bound: S3's
+ * error documents are a few hundred bytes, and a meta object's 4 GiB bound
+ * is for the object, not for what a broken server sends with a 500. */
+#define MAX_ERROR_BODY (1u << 20)
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 
@@ -63,8 +67,9 @@ struct req {
 	/* answer */
 	buf_t *out; /* where the body goes (own_out unless the caller's) */
 	buf_t own_out;
-	uint64_t max_out; /* bound of the answer (0: MAX_RESPONSE) */
-	bool too_big;     /* the answer went over it */
+	uint64_t max_out; /* bound of a 2xx answer (0: MAX_RESPONSE) */
+	bool too_big;     /* the answer went over its bound */
+	CURL *easy;       /* the handle running it (its status, mid-answer) */
 	long status;
 	CURLcode cc;
 	char curlerr[CURL_ERROR_SIZE];
@@ -288,7 +293,11 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *arg)
 {
 	struct req *q = arg;
 	size_t n = size * nmemb;
-	uint64_t max = q->max_out ? q->max_out : MAX_RESPONSE;
+	long status = 0;
+	curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &status);
+	uint64_t max = status < 200 || status > 299 ? MAX_ERROR_BODY
+		       : q->max_out		    ? q->max_out
+						    : MAX_RESPONSE;
 	if (q->out->len + n > max) {
 		q->too_big = true;
 		return 0; /* curl fails the transfer: CURLE_WRITE_ERROR */
@@ -353,6 +362,7 @@ static void easy_setup(s3_t *s, CURL *e, struct req *q)
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, q->hdrs);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, q);
+	q->easy = e;
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, q->curlerr);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, q);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -503,17 +513,18 @@ static void settle(s3_t *s, struct req *q)
 	char code[64], msg[256];
 	bool retry = false;
 	int r = 0;
-	if (q->too_big) {
+	bool ok_status = q->status >= 200 && q->status < 300;
+	if (q->too_big && ok_status) {
 		/* Not retried: the same answer would be as big again. */
 		r = -EIO;
 		set_err(s, "%s %s: answer over %" PRIu64 " bytes", q->method, q->url,
 			q->max_out ? q->max_out : (uint64_t)MAX_RESPONSE);
-	} else if (q->cc != CURLE_OK) {
+	} else if (q->cc != CURLE_OK && !q->too_big) {
 		retry = transient_curl(q->cc);
 		r = -EIO;
 		set_err(s, "%s %s: %s", q->method, q->url,
 			q->curlerr[0] ? q->curlerr : curl_easy_strerror(q->cc));
-	} else if (q->status >= 200 && q->status < 300) {
+	} else if (ok_status) {
 		if (q->has_body)
 			s->st.bytes_up += q->len;
 		s->st.bytes_down += q->out->len;
@@ -522,7 +533,13 @@ static void settle(s3_t *s, struct req *q)
 		q->result = 0;
 		return;
 	} else {
-		error_code(q->out, code, sizeof(code), msg, sizeof(msg));
+		/* (An error body over its bound was cut: the status decides.) */
+		if (q->too_big) {
+			code[0] = 0;
+			snprintf(msg, sizeof(msg), "a body over %u bytes, not read", MAX_ERROR_BODY);
+		} else {
+			error_code(q->out, code, sizeof(code), msg, sizeof(msg));
+		}
 		/* (ConditionalRequestConflict: a conditional write that raced
 		 * another on the same key; the retry gets the verdict.) */
 		retry = q->status == 500 || q->status == 502 || q->status == 503 ||

@@ -16,6 +16,8 @@ request:
   list-cycle    ListObjectsV2: the real listing cut in two pages whose
                 continuation tokens cycle: first page -> A (second page)
                 -> B (the first page again) -> A ...
+  meta-500-big  GET of meta/catalog.db: HTTP 500 with a 100 MB body, the
+                first 3 times in this mode, then forwarded
   list-500      ListObjectsV2: HTTP 500 (retried until the budget is spent)
   no-conditional  a PUT with If-None-Match: HTTP 501 NotImplemented (a
                 server without conditional writes)
@@ -41,6 +43,7 @@ PORTFILE, UPSTREAM, MODEFILE = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 garbled = set()  # paths garble-first has garbled once
 late = {"first": None, "done": False}  # late-503's clock and its late 503
 late_lock = threading.Lock()
+meta_500 = [1, 1, 1]  # meta-500-big: the 500s still to answer
 cycle = {}  # list-cycle: the real listing's answer, fetched once
 
 
@@ -123,6 +126,13 @@ class Proxy(BaseHTTPRequestHandler):
             return self.answer(200, b"<Error><Code>InternalError</Code>"
                                b"<Message>try again</Message></Error>",
                                [("Content-Type", "application/xml")])
+        meta_get = self.command == "GET" and self.path.endswith("/meta/catalog.db")
+        if mode == "meta-500-big" and meta_get and meta_500:
+            meta_500.pop()
+            with open(MODEFILE + ".hits", "a") as f:
+                f.write("%s %s %s\n" % (mode, self.command, self.path))
+            return self.answer(500, b"<Error><Code>InternalError</Code>" + b" " * (100 << 20) +
+                               b"</Error>", [("Content-Type", "application/xml")])
         if listing and mode == "list-cycle":
             return self.list_cycle(body)
         if listing and mode == "list-bomb":

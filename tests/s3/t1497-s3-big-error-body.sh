@@ -1,0 +1,42 @@
+#!/bin/bash
+# Meta objects (the catalog copy) may be up to 4 GiB, but that bound is for
+# the object, not for an error answer: with it, a server answering the
+# catalog's GET with HTTP 500 and a 100 MB body (tests/s3/faultproxy.py
+# meta-500-big: the first 3 GETs) made 'init --import' hold each 100 MB
+# body in memory, try after try, to read the error code out of it.  An
+# error answer's body is now read up to 1 MiB (S3's are a few hundred
+# bytes) and the status decides as before (500: retried): import retries,
+# completes, and stays small.
+. "$CAIRN_SRC/tests/cli/lib.sh"
+. "$CAIRN_SRC/tests/s3/lib-s3.sh"
+upstream=${CAIRN_S3_ENDPOINT##*:}
+MODE=$TESTDIR/mode
+echo pass >"$MODE"
+python3 "$CAIRN_SRC/tests/s3/faultproxy.py" "$TESTDIR/port" "$upstream" "$MODE" 2>"$TESTDIR/proxy.err" &
+proxy=$!
+trap 'kill $proxy 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
+for _ in $(seq 100); do [ -s "$TESTDIR/port" ] && break; sleep 0.1; done
+[ -s "$TESTDIR/port" ] || fail "the fault proxy did not start"
+EP="http://127.0.0.1:$(cat "$TESTDIR/port")"
+rm -rf "$CAIRN_STORE"
+ok cairn init --chunks "s3://$BUCKET/$PFX" --endpoint "$EP" >/dev/null
+SRC=$TESTDIR/src
+mkdir -p "$SRC"
+head -c 1000000 /dev/urandom >"$SRC/a"
+ok cairn create -o source="$SRC" -o chunksize=64K tank
+ok cairn snapshot tank@1 >/dev/null
+n=$(objects)
+
+# the catalog's GET answered 500 with a 100 MB body, three times
+I=$TESTDIR/imported
+echo meta-500-big >"$MODE"
+/usr/bin/time -f "%M" -o "$TESTDIR/rss" \
+	"$CAIRN" -s "$I" init --import "s3://$BUCKET/$PFX" --endpoint "$EP" >/dev/null 2>"$TESTDIR/imp.err" ||
+	fail "import over three 500s failed: $(head -c 600 "$TESTDIR/imp.err")"
+echo pass >"$MODE"
+[ "$(grep -c "^meta-500-big GET .*catalog.db" "$MODE.hits")" = 3 ] || fail "not three GETs were answered 500"
+rss=$(tail -n 1 "$TESTDIR/rss")
+[ "$rss" -lt 51200 ] || fail "import grew to $rss KiB reading error answers"
+[ "$(markers "$I")" = "$n" ] || fail "the import has $(markers "$I") markers for $n objects"
+ok cairn -s "$I" verify >/dev/null
+done_test
