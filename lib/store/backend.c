@@ -198,6 +198,11 @@ int backend_get_meta(backend_t *be, const char *name, buf_t *out)
 	return meta_name_ok(name) ? be->ops->get_meta(be, name, out) : -EINVAL;
 }
 
+int backend_get_meta_fd(backend_t *be, const char *name, int fd)
+{
+	return meta_name_ok(name) ? be->ops->get_meta_fd(be, name, fd) : -EINVAL;
+}
+
 int backend_delete_meta(backend_t *be, const char *name)
 {
 	return meta_name_ok(name) ? be->ops->delete_meta(be, name) : -EINVAL;

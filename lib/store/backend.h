@@ -114,6 +114,9 @@ int backend_put_meta(backend_t *be, const char *name, int fd, size_t len);
  * -EOPNOTSUPP: the backend cannot write conditionally. */
 int backend_put_meta_new(backend_t *be, const char *name, int fd, size_t len);
 int backend_get_meta(backend_t *be, const char *name, buf_t *out);
+/* The same into fd (truncated first), never whole in memory: the way to
+ * read an object that may be up to BACKEND_META_MAX bytes. */
+int backend_get_meta_fd(backend_t *be, const char *name, int fd);
 int backend_delete_meta(backend_t *be, const char *name);
 
 /* Internal: the operations table each kind provides. */
@@ -126,6 +129,7 @@ typedef struct backend_ops {
 	int (*list_page)(backend_t *, char **, backend_obj **, size_t *);
 	int (*put_meta)(backend_t *, const char *, int, size_t, bool only_new);
 	int (*get_meta)(backend_t *, const char *, buf_t *);
+	int (*get_meta_fd)(backend_t *, const char *, int);
 	int (*delete_meta)(backend_t *, const char *);
 	void (*stats)(backend_t *, backend_stats *);
 	const char *(*errmsg)(backend_t *);

@@ -181,7 +181,7 @@ static int s3be_list_page(backend_t *be, char **cursor, backend_obj **objs, size
 	return 0;
 }
 
-enum meta_op { META_PUT, META_PUT_NEW, META_GET, META_DELETE };
+enum meta_op { META_PUT, META_PUT_NEW, META_GET, META_GET_FD, META_DELETE };
 
 /* One request on PREFIX/meta/<name>. */
 static int meta_run(backend_t *be, const char *name, enum meta_op op, int fd, size_t len,
@@ -197,6 +197,7 @@ static int meta_run(backend_t *be, const char *name, enum meta_op op, int fd, si
 	int r = op == META_PUT	     ? s3_put_many(h, 1, &k, &body, NULL)
 		: op == META_PUT_NEW ? s3_put_new(h, k, &body)
 		: op == META_GET     ? s3_get_max(h, k, out, BACKEND_META_MAX)
+		: op == META_GET_FD  ? s3_get_fd(h, k, fd, BACKEND_META_MAX)
 				     : s3_delete_many(h, 1, &k);
 	r = give_back(b, slot, r);
 	free(k);
@@ -211,6 +212,11 @@ static int s3be_put_meta(backend_t *be, const char *name, int fd, size_t len, bo
 static int s3be_get_meta(backend_t *be, const char *name, buf_t *out)
 {
 	return meta_run(be, name, META_GET, -1, 0, out);
+}
+
+static int s3be_get_meta_fd(backend_t *be, const char *name, int fd)
+{
+	return meta_run(be, name, META_GET_FD, fd, 0, NULL);
 }
 
 static int s3be_delete_meta(backend_t *be, const char *name)
@@ -264,6 +270,7 @@ static const backend_ops s3_ops = {
 	.list_page = s3be_list_page,
 	.put_meta = s3be_put_meta,
 	.get_meta = s3be_get_meta,
+	.get_meta_fd = s3be_get_meta_fd,
 	.delete_meta = s3be_delete_meta,
 	.stats = s3be_stats,
 	.errmsg = s3be_errmsg,

@@ -336,13 +336,19 @@ int store_remote_init(int dfd, const cairn_init_opts *o)
 	if (r == 0) {
 		/* The bucket must not hold another store's catalog: two stores
 		 * sharing a prefix would delete each other's chunks. */
-		buf_t b = {0};
-		int g = backend_get_meta(be, CATALOG_OBJECT, &b);
-		buf_free(&b);
+		/* (read into a file that is never named: a catalog may be up to
+		 * BACKEND_META_MAX bytes, never whole in memory) */
+		int tfd = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		int g = tfd < 0 ? -errno : backend_get_meta_fd(be, CATALOG_OBJECT, tfd);
+		if (tfd >= 0)
+			close(tfd);
 		char other[24] = "";
-		if (g == -ENOENT)
+		if (tfd >= 0 && g == -ENOENT)
 			g = claim_get(be, other);
-		if (g == 0 && *other) {
+		if (tfd < 0) {
+			snprintf(init_err, sizeof(init_err), "a temporary file: %s", strerror(-g));
+			r = g;
+		} else if (g == 0 && *other) {
 			snprintf(init_err, sizeof(init_err),
 				 "%.400s already holds a store (claimed by store-id %s, no catalog "
 				 "yet: a store made there that never ran a command; if none uses "
@@ -563,10 +569,20 @@ int store_import(const char *path, const cairn_init_opts *o)
 	bconf_t c;
 	fill_conf(&c, o);
 	backend_t *be = NULL;
-	buf_t cat = {0};
+	/* The catalog goes straight to a file (under a temporary name): it
+	 * may be up to BACKEND_META_MAX bytes, never whole in memory. */
 	int r = open_backend(&c, false, 0, 0, &be, init_err, sizeof(init_err));
+	int fd = -1;
 	if (!r) {
-		r = backend_get_meta(be, CATALOG_OBJECT, &cat);
+		fd = openat(dfd, "catalog.db.import", O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			r = -errno;
+			snprintf(init_err, sizeof(init_err), "%s/catalog.db.import: %s", path,
+				 strerror(errno));
+		}
+	}
+	if (!r) {
+		r = backend_get_meta_fd(be, CATALOG_OBJECT, fd);
 		if (r == -ENOENT)
 			snprintf(init_err, sizeof(init_err), "%.400s holds no store (no meta/catalog.db)",
 				 c.chunks);
@@ -578,19 +594,15 @@ int store_import(const char *path, const cairn_init_opts *o)
 	if (!r && claim_get(be, c.store_id) < 0)
 		c.store_id[0] = 0;
 	backend_close(be);
-	/* The catalog first (under a temporary name), then the settings. */
-	if (!r) {
-		int fd = openat(dfd, "catalog.db.import", O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC,
-				0600);
-		r = fd < 0 ? -errno : write_full(fd, cat.data, cat.len);
-		if (!r && fsync(fd) < 0)
-			r = -errno;
-		if (fd >= 0)
-			close(fd);
-		if (!r && renameat(dfd, "catalog.db.import", dfd, "catalog.db") < 0)
-			r = -errno;
-	}
-	buf_free(&cat);
+	/* The catalog first, then the settings. */
+	if (!r && fsync(fd) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (!r && renameat(dfd, "catalog.db.import", dfd, "catalog.db") < 0)
+		r = -errno;
+	if (r < 0 && fd >= 0)
+		unlinkat(dfd, "catalog.db.import", 0);
 	if (!r)
 		r = write_conf(dfd, &c);
 	char sub[4096];

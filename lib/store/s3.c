@@ -70,6 +70,10 @@ struct req {
 	uint64_t max_out; /* bound of a 2xx answer (0: MAX_RESPONSE) */
 	bool too_big;     /* the answer went over its bound */
 	CURL *easy;       /* the handle running it (its status, mid-answer) */
+	bool to_fd;       /* a 2xx answer's body goes to out_fd, not out */
+	int out_fd;
+	uint64_t fd_len;  /* bytes written to out_fd */
+	int fd_err;       /* writing out_fd failed: -errno */
 	long status;
 	CURLcode cc;
 	char curlerr[CURL_ERROR_SIZE];
@@ -289,6 +293,20 @@ static const char EMPTY_SHA[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934
 
 /* ---- curl callbacks ---- */
 
+static int fd_write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 static size_t on_write(char *ptr, size_t size, size_t nmemb, void *arg)
 {
 	struct req *q = arg;
@@ -298,9 +316,19 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *arg)
 	uint64_t max = status < 200 || status > 299 ? MAX_ERROR_BODY
 		       : q->max_out		    ? q->max_out
 						    : MAX_RESPONSE;
-	if (q->out->len + n > max) {
+	bool fd = q->to_fd && status >= 200 && status <= 299;
+	if ((fd ? q->fd_len : q->out->len) + n > max) {
 		q->too_big = true;
 		return 0; /* curl fails the transfer: CURLE_WRITE_ERROR */
+	}
+	if (fd) {
+		int r = fd_write_all(q->out_fd, ptr, n);
+		if (r < 0) {
+			q->fd_err = r;
+			return 0;
+		}
+		q->fd_len += n;
+		return n;
 	}
 	return buf_append(q->out, ptr, n) < 0 ? 0 : n;
 }
@@ -400,6 +428,11 @@ static void easy_setup(s3_t *s, CURL *e, struct req *q)
 	q->off = 0;
 	q->out->len = 0;
 	q->too_big = false;
+	if (q->to_fd) {
+		/* a retry starts the file again */
+		q->fd_len = 0;
+		q->fd_err = ftruncate(q->out_fd, 0) < 0 || lseek(q->out_fd, 0, SEEK_SET) < 0 ? -errno : 0;
+	}
 	q->curlerr[0] = 0;
 	q->status = 0;
 }
@@ -514,7 +547,12 @@ static void settle(s3_t *s, struct req *q)
 	bool retry = false;
 	int r = 0;
 	bool ok_status = q->status >= 200 && q->status < 300;
-	if (q->too_big && ok_status) {
+	if (q->fd_err) {
+		/* Not retried: the local file, not the server, failed. */
+		r = q->fd_err;
+		set_err(s, "%s %s: writing the answer to a file: %s", q->method, q->url,
+			strerror(-q->fd_err));
+	} else if (q->too_big && ok_status) {
 		/* Not retried: the same answer would be as big again. */
 		r = -EIO;
 		set_err(s, "%s %s: answer over %" PRIu64 " bytes", q->method, q->url,
@@ -527,7 +565,7 @@ static void settle(s3_t *s, struct req *q)
 	} else if (ok_status) {
 		if (q->has_body)
 			s->st.bytes_up += q->len;
-		s->st.bytes_down += q->out->len;
+		s->st.bytes_down += q->out->len + q->fd_len;
 		s->failing_since = 0; /* progress: the budget is whole again */
 		q->done = true;
 		q->result = 0;
@@ -826,6 +864,19 @@ int s3_get_many(s3_t *s, size_t n, char *const *keys, buf_t *outs, int *errs)
 int s3_get_max(s3_t *s, const char *key, buf_t *out, uint64_t max)
 {
 	struct req q = {.method = "GET", .kind = K_GET, .out = out, .max_out = max};
+	q.url = make_url(s, key, NULL);
+	if (!q.url)
+		return -ENOMEM;
+	int r = run(s, &q, 1);
+	if (!r)
+		r = q.result;
+	req_free(&q, 1);
+	return r;
+}
+
+int s3_get_fd(s3_t *s, const char *key, int fd, uint64_t max)
+{
+	struct req q = {.method = "GET", .kind = K_GET, .max_out = max, .to_fd = true, .out_fd = fd};
 	q.url = make_url(s, key, NULL);
 	if (!q.url)
 		return -ENOMEM;

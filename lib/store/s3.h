@@ -84,6 +84,9 @@ int s3_put_new(s3_t *s, const char *key, const s3_body *body);
 int s3_get(s3_t *s, const char *key, buf_t *out);
 /* The same with a bound of max bytes instead (an object known to grow). */
 int s3_get_max(s3_t *s, const char *key, buf_t *out, uint64_t max);
+/* The same into fd (truncated, written from offset 0; a retry starts it
+ * again), never whole in memory: an object up to max bytes. */
+int s3_get_fd(s3_t *s, const char *key, int fd, uint64_t max);
 
 /* Fetches n objects in parallel into outs[i]; errs[i] per object. */
 int s3_get_many(s3_t *s, size_t n, char *const *keys, buf_t *outs, int *errs);

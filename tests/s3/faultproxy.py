@@ -18,6 +18,8 @@ request:
                 -> B (the first page again) -> A ...
   meta-500-big  GET of meta/catalog.db: HTTP 500 with a 100 MB body, the
                 first 3 times in this mode, then forwarded
+  meta-cut-first  GET of meta/catalog.db: the first in this mode answered
+                200 with half its body, then the connection closed
   list-500      ListObjectsV2: HTTP 500 (retried until the budget is spent)
   no-conditional  a PUT with If-None-Match: HTTP 501 NotImplemented (a
                 server without conditional writes)
@@ -43,6 +45,7 @@ PORTFILE, UPSTREAM, MODEFILE = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 garbled = set()  # paths garble-first has garbled once
 late = {"first": None, "done": False}  # late-503's clock and its late 503
 late_lock = threading.Lock()
+meta_cut = [1]  # meta-cut-first: the cut still to make
 meta_500 = [1, 1, 1]  # meta-500-big: the 500s still to answer
 cycle = {}  # list-cycle: the real listing's answer, fetched once
 
@@ -133,6 +136,22 @@ class Proxy(BaseHTTPRequestHandler):
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
             return self.answer(500, b"<Error><Code>InternalError</Code>" + b" " * (100 << 20) +
                                b"</Error>", [("Content-Type", "application/xml")])
+        if mode == "meta-cut-first" and meta_get and meta_cut:
+            meta_cut.pop()
+            up = http.client.HTTPConnection("127.0.0.1", UPSTREAM, timeout=60)
+            up.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
+            r = up.getresponse()
+            data = r.read()
+            with open(MODEFILE + ".hits", "a") as f:
+                f.write("%s %s %s %d\n" % (mode, self.command, self.path, len(data)))
+            self.send_response(r.status)
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
         if listing and mode == "list-cycle":
             return self.list_cycle(body)
         if listing and mode == "list-bomb":
