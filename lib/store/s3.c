@@ -1112,9 +1112,11 @@ static int parse_list(s3_t *s, const buf_t *body, const char *sent, const char *
 	xmlNodePtr root = xmlDocGetRootElement(doc);
 	size_t cap = 0, n = 0;
 	s3_object *v = NULL;
-	bool truncated = false;
+	bool truncated = false, back = false;
 	int r = 0;
-	for (xmlNodePtr c = root ? root->children : NULL; c && !r; c = c->next) {
+	/* (Past a key that went back, the rest of the page is read for its
+	 * token, not its keys.) */
+	for (xmlNodePtr c = root ? root->children : NULL; c && (!r || back); c = c->next) {
 		if (c->type != XML_ELEMENT_NODE)
 			continue;
 		if (!xmlStrcmp(c->name, BAD_CAST "IsTruncated")) {
@@ -1126,7 +1128,7 @@ static int parse_list(s3_t *s, const buf_t *body, const char *sent, const char *
 			xmlChar *t = xmlNodeGetContent(c);
 			*next = t ? strdup((char *)t) : NULL;
 			xmlFree(t);
-		} else if (!xmlStrcmp(c->name, BAD_CAST "Contents")) {
+		} else if (!xmlStrcmp(c->name, BAD_CAST "Contents") && !back) {
 			if (n == cap) {
 				cap = cap ? cap * 2 : 256;
 				s3_object *nv = realloc(v, cap * sizeof(*v));
@@ -1150,6 +1152,7 @@ static int parse_list(s3_t *s, const buf_t *body, const char *sent, const char *
 					   "the listing went back",
 					key, prev);
 				r = -EIO;
+				back = true;
 			}
 			v[n].size = sz ? strtoull(sz, NULL, 10) : 0;
 			free(lm);
@@ -1164,8 +1167,9 @@ static int parse_list(s3_t *s, const buf_t *body, const char *sent, const char *
 	} else if (!*next && !r) {
 		set_err(s, "ListObjectsV2: truncated page without a continuation token");
 		r = -EIO;
-	} else if (sent && !strcmp(sent, *next) && !r) {
-		/* The same page again and again: a broken server, not a listing. */
+	} else if (sent && !strcmp(sent, *next) && (!r || back)) {
+		/* The same page again and again: a broken server, not a listing
+		 * (said as such rather than as the key that went back). */
 		set_err(s, "ListObjectsV2: the continuation token did not advance");
 		r = -EIO;
 	}
