@@ -861,30 +861,29 @@ int s3_get_many(s3_t *s, size_t n, char *const *keys, buf_t *outs, int *errs)
 	return r;
 }
 
+/* Runs the GET q of key alone: 0 or its error. */
+static int get_one(s3_t *s, struct req *q, const char *key)
+{
+	q->url = make_url(s, key, NULL);
+	if (!q->url)
+		return -ENOMEM;
+	int r = run(s, q, 1);
+	if (!r)
+		r = q->result;
+	req_free(q, 1);
+	return r;
+}
+
 int s3_get_max(s3_t *s, const char *key, buf_t *out, uint64_t max)
 {
 	struct req q = {.method = "GET", .kind = K_GET, .out = out, .max_out = max};
-	q.url = make_url(s, key, NULL);
-	if (!q.url)
-		return -ENOMEM;
-	int r = run(s, &q, 1);
-	if (!r)
-		r = q.result;
-	req_free(&q, 1);
-	return r;
+	return get_one(s, &q, key);
 }
 
 int s3_get_fd(s3_t *s, const char *key, int fd, uint64_t max)
 {
 	struct req q = {.method = "GET", .kind = K_GET, .max_out = max, .to_fd = true, .out_fd = fd};
-	q.url = make_url(s, key, NULL);
-	if (!q.url)
-		return -ENOMEM;
-	int r = run(s, &q, 1);
-	if (!r)
-		r = q.result;
-	req_free(&q, 1);
-	return r;
+	return get_one(s, &q, key);
 }
 
 int s3_get(s3_t *s, const char *key, buf_t *out)

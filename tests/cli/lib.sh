@@ -80,6 +80,13 @@ use_xattr_dir() {
 }
 trap '[ -n "${KEEP:-}" ] || rm -rf "$TESTDIR" ${XATTR_DIRS:-}' EXIT
 
+# one_file_src: $SRC ($TESTDIR/src), a source of one small file.
+one_file_src() {
+	SRC=$TESTDIR/src
+	mkdir -p "$SRC"
+	echo content >"$SRC/f"
+}
+
 # rich_tree DIR: every kind of object same_tree checks (devices and owners
 # when root), with marker strings in names and content for the plaintext
 # greps of the encryption tests.

@@ -9,9 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
 new_store
-SRC=$TESTDIR/src
-mkdir -p "$SRC"
-echo content >"$SRC/f"
+one_file_src
 ok mkroot enc "$PASS1" -o source="$SRC"
 ok cairn snapshot enc@a
 cairn send -w -R enc@a >"$TESTDIR/raw" || fail "send -w -R"

@@ -8,9 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
 new_store
-SRC=$TESTDIR/src
-mkdir -p "$SRC"
-echo content >"$SRC/f"
+one_file_src
 ok mkroot enc "$PASS1" -o source="$SRC"
 
 # the key this build loaded, and the name an earlier build gave it

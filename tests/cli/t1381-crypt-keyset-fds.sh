@@ -10,9 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
 new_store
-SRC=$TESTDIR/src
-mkdir -p "$SRC"
-echo content >"$SRC/f"
+one_file_src
 for i in $(seq 1 40); do
 	ok mkroot r$i "$PASS1" -o source="$SRC"
 	ok cairn snapshot r$i@a

@@ -57,3 +57,18 @@ s3_corpus_snapshot() {
 	ok cairn create -o source="$SRC" -o chunksize=64K tank
 	ok cairn snapshot tank@1 >/dev/null
 }
+
+# fault_proxy: tests/s3/faultproxy.py between cairn and the radosgw, its
+# fault read from $MODE (a file; "pass" to begin with), its endpoint $EP;
+# stopped on exit.  Its messages go to $TESTDIR/proxy.err.
+fault_proxy() {
+	local upstream=${CAIRN_S3_ENDPOINT##*:}
+	MODE=$TESTDIR/mode
+	echo pass >"$MODE"
+	python3 "$CAIRN_SRC/tests/s3/faultproxy.py" "$TESTDIR/port" "$upstream" "$MODE" 2>"$TESTDIR/proxy.err" &
+	proxy=$!
+	trap 'kill $proxy 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
+	for _ in $(seq 100); do [ -s "$TESTDIR/port" ] && break; sleep 0.1; done
+	[ -s "$TESTDIR/port" ] || fail "the fault proxy did not start"
+	EP="http://127.0.0.1:$(cat "$TESTDIR/port")"
+}

@@ -9,15 +9,7 @@
 # completes, and stays small.
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
-upstream=${CAIRN_S3_ENDPOINT##*:}
-MODE=$TESTDIR/mode
-echo pass >"$MODE"
-python3 "$CAIRN_SRC/tests/s3/faultproxy.py" "$TESTDIR/port" "$upstream" "$MODE" 2>"$TESTDIR/proxy.err" &
-proxy=$!
-trap 'kill $proxy 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
-for _ in $(seq 100); do [ -s "$TESTDIR/port" ] && break; sleep 0.1; done
-[ -s "$TESTDIR/port" ] || fail "the fault proxy did not start"
-EP="http://127.0.0.1:$(cat "$TESTDIR/port")"
+fault_proxy
 rm -rf "$CAIRN_STORE"
 ok cairn init --chunks "s3://$BUCKET/$PFX" --endpoint "$EP" >/dev/null
 SRC=$TESTDIR/src
