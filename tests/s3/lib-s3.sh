@@ -72,3 +72,47 @@ fault_proxy() {
 	[ -s "$TESTDIR/port" ] || fail "the fault proxy did not start"
 	EP="http://127.0.0.1:$(cat "$TESTDIR/port")"
 }
+
+# proxied_store: an empty store whose requests go through the fault proxy
+# ($EP, from fault_proxy), with a 2 s retry budget so that faults end fast.
+proxied_store() {
+	rm -rf "$CAIRN_STORE"
+	"$CAIRN" init --chunks "s3://$BUCKET/$PFX" --endpoint "$EP" >/dev/null || fail "init through the proxy"
+	"$CAIRN" config s3_retry_seconds=2 || fail "config s3_retry_seconds=2"
+}
+
+# pad_catalog CATALOG: 70 MiB more in a table of its own (a catalog over
+# the 64 MiB bound of chunk objects).
+pad_catalog() {
+	python3 - "$1" <<'PY' || fail "padding the catalog $1"
+import os, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("CREATE TABLE test_padding(b BLOB)")
+for _ in range(70):
+    db.execute("INSERT INTO test_padding VALUES (?)", (os.urandom(1 << 20),))
+db.commit()
+db.close()
+PY
+}
+
+# peak_rss KIB CMD...: runs CMD (both outputs in $TESTDIR/out), fails the
+# test if its peak resident size reached KIB, and returns CMD's status.
+peak_rss() {
+	local max=$1 rc rss
+	shift
+	/usr/bin/time -f "%M" -o "$TESTDIR/rss" "$@" >"$TESTDIR/out" 2>&1
+	rc=$?
+	rss=$(tail -n 1 "$TESTDIR/rss")
+	[ "$rss" -lt "$max" ] || fail "$* grew to $rss KiB"
+	return $rc
+}
+
+# random_tank BYTES: tank@1 in the current store, a snapshot of $SRC
+# holding one random file of BYTES ($SRC/a), in 64 KiB chunks.
+random_tank() {
+	SRC=$TESTDIR/src
+	mkdir -p "$SRC"
+	head -c "$1" /dev/urandom >"$SRC/a"
+	ok cairn create -o source="$SRC" -o chunksize=64K tank
+	ok cairn snapshot tank@1 >/dev/null
+}

@@ -13,9 +13,7 @@
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
 fault_proxy
-rm -rf "$CAIRN_STORE"
-ok cairn init --chunks "s3://$BUCKET/$PFX" --endpoint "http://127.0.0.1:$(cat "$TESTDIR/port")" >/dev/null
-ok cairn config s3_retry_seconds=2
+proxied_store
 ok cairn config s3_cache_mb=0
 SRC=$TESTDIR/src
 corpus "$SRC"

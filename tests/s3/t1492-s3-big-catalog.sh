@@ -12,19 +12,7 @@
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
 s3_corpus_snapshot
 ok cairn config s3_cache_mb=0
-# pad CATALOG: 70 MiB more in a table of its own
-pad() {
-	python3 - "$1" <<'PY' || fail "padding the catalog $1"
-import os, sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-db.execute("CREATE TABLE test_padding(b BLOB)")
-for _ in range(70):
-    db.execute("INSERT INTO test_padding VALUES (?)", (os.urandom(1 << 20),))
-db.commit()
-db.close()
-PY
-}
-pad "$CAIRN_STORE/catalog.db"
+pad_catalog "$CAIRN_STORE/catalog.db"
 # any write publishes the whole catalog
 ok cairn set user:last=1 tank
 size=$(stat -c %s "$CAIRN_STORE/catalog.db")
@@ -45,7 +33,7 @@ F=$TESTDIR/fstore
 ok "$CAIRN" -s "$F" init --chunks "file://$TESTDIR/fchunks" >/dev/null
 ok "$CAIRN" -s "$F" create -o source="$SRC" -o chunksize=64K ftank
 ok "$CAIRN" -s "$F" snapshot ftank@1 >/dev/null
-pad "$F/catalog.db"
+pad_catalog "$F/catalog.db"
 ok "$CAIRN" -s "$F" set user:last=1 ftank
 rm -rf "$F"
 out=$("$CAIRN" -s "$F" init --import "file://$TESTDIR/fchunks" 2>&1) || fail "file:// import of a big catalog: $out"

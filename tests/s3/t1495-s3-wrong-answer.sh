@@ -12,9 +12,7 @@
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
 fault_proxy
-rm -rf "$CAIRN_STORE"
-ok cairn init --chunks "s3://$BUCKET/$PFX" --endpoint "$EP" >/dev/null
-ok cairn config s3_retry_seconds=2
+proxied_store
 ok cairn config gc_atime_cutoff=0
 SRC=$TESTDIR/src
 mkdir -p "$SRC"

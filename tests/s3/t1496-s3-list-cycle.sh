@@ -11,15 +11,9 @@
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
 fault_proxy
-rm -rf "$CAIRN_STORE"
-ok cairn init --chunks "s3://$BUCKET/$PFX" --endpoint "$EP" >/dev/null
-ok cairn config s3_retry_seconds=2
+proxied_store
 ok cairn config gc_atime_cutoff=0
-SRC=$TESTDIR/src
-mkdir -p "$SRC"
-head -c 2000000 /dev/urandom >"$SRC/a"
-ok cairn create -o source="$SRC" -o chunksize=64K tank
-ok cairn snapshot tank@1 >/dev/null
+random_tank 2000000
 n=$(objects)
 [ "$n" -ge 4 ] || fail "only $n objects"
 

@@ -12,38 +12,12 @@
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
 fault_proxy
-pad() {
-	python3 - "$1" <<'PY' || fail "padding the catalog $1"
-import os, sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-db.execute("CREATE TABLE test_padding(b BLOB)")
-for _ in range(70):
-    db.execute("INSERT INTO test_padding VALUES (?)", (os.urandom(1 << 20),))
-db.commit()
-db.close()
-PY
-}
-# rss_under KIB CMD...: runs CMD (its output in $TESTDIR/out), fails
-# unless it succeeds with a peak resident size under KIB.
-rss_under() {
-	local max=$1
-	shift
-	/usr/bin/time -f "%M" -o "$TESTDIR/rss" "$@" >"$TESTDIR/out" 2>&1 || {
-		fail "failed: $* : $(head -c 600 "$TESTDIR/out")"
-		return
-	}
-	local rss
-	rss=$(tail -n 1 "$TESTDIR/rss")
-	[ "$rss" -lt "$max" ] || fail "$* grew to $rss KiB"
-}
+# rss_under KIB CMD...: CMD must succeed with a peak resident size under KIB.
+rss_under() { peak_rss "$@" || fail "failed: ${*:2} : $(head -c 600 "$TESTDIR/out")"; }
 rm -rf "$CAIRN_STORE"
 ok cairn init --chunks "s3://$BUCKET/$PFX" --endpoint "$EP" >/dev/null
-SRC=$TESTDIR/src
-mkdir -p "$SRC"
-head -c 1000000 /dev/urandom >"$SRC/a"
-ok cairn create -o source="$SRC" -o chunksize=64K tank
-ok cairn snapshot tank@1 >/dev/null
-pad "$CAIRN_STORE/catalog.db"
+random_tank 1000000
+pad_catalog "$CAIRN_STORE/catalog.db"
 ok cairn set user:last=1 tank
 [ -e "$CAIRN_STORE/catalog.remote-stale" ] && fail "the big catalog did not go up to the bucket"
 
@@ -63,17 +37,16 @@ ok "$CAIRN" -s "$I" verify >/dev/null
 
 # 2. init on the prefix of a store with a big catalog: refused, small
 rm -rf "$TESTDIR/other"
-/usr/bin/time -f "%M" -o "$TESTDIR/rss" "$CAIRN" -s "$TESTDIR/other" init --chunks "s3://$BUCKET/$PFX" \
-	--endpoint "$EP" >"$TESTDIR/out" 2>&1 && fail "init on a prefix holding a store succeeded"
+peak_rss 40960 "$CAIRN" -s "$TESTDIR/other" init --chunks "s3://$BUCKET/$PFX" --endpoint "$EP" &&
+	fail "init on a prefix holding a store succeeded"
 grep -q "already holds a store" "$TESTDIR/out" || fail "init did not say why: $(cat "$TESTDIR/out")"
-[ "$(tail -n 1 "$TESTDIR/rss")" -lt 40960 ] || fail "init grew to $(tail -n 1 "$TESTDIR/rss") KiB to find a catalog"
 
 # 3. file://
 F=$TESTDIR/fstore
 ok "$CAIRN" -s "$F" init --chunks "file://$TESTDIR/fchunks" >/dev/null
 ok "$CAIRN" -s "$F" create -o source="$SRC" -o chunksize=64K ftank
 ok "$CAIRN" -s "$F" snapshot ftank@1 >/dev/null
-pad "$F/catalog.db"
+pad_catalog "$F/catalog.db"
 ok "$CAIRN" -s "$F" set user:last=1 ftank
 rm -rf "$F"
 rss_under 40960 "$CAIRN" -s "$F" init --import "file://$TESTDIR/fchunks"
