@@ -31,6 +31,8 @@ static const cairn_config_info config_table[] = {
 	 1 << 20, "entries"},
 	{"sync_batch_chunks", "new chunks written between two syncs", 1, 1 << 20, 4096,
 	 "chunks"},
+	{"direct_io", "write new chunks of 64 KiB or more with O_DIRECT (0 = off)", 0, 1, 1,
+	 "on/off"},
 	{"s3_parallel", "parallel S3 connections per batch", 1, 64, 8, "connections"},
 	{"s3_retry_seconds", "how long S3 requests are retried before failing", 1, 3600, 60,
 	 "seconds"},
@@ -595,6 +597,7 @@ int cairn_store_open(const char *path, cairn_store **out)
 		return r;
 	}
 	chunkstore_set_batch(st->cs, store_setting(st, "sync_batch_chunks"), 256ull << 20);
+	chunkstore_set_direct(st->cs, store_setting(st, "direct_io"));
 	/* Best effort: a store we cannot write to still opens for reading. */
 	hold_reap(st);
 	*out = st;
