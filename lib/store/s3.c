@@ -476,16 +476,18 @@ static bool answer_is(s3_t *s, xmlDocPtr doc, const char *call, const char *want
 	return false;
 }
 
-/* The <Code> of an S3 error body, or "" (libxml2 parses it). */
-static void error_code(const buf_t *body, char *code, size_t codelen, char *msg, size_t msglen)
+/* The <Code> and <Message> of an S3 error body, or "" (libxml2 parses
+ * it).  Returns whether the body is an <Error> document. */
+static bool error_code(const buf_t *body, char *code, size_t codelen, char *msg, size_t msglen)
 {
 	code[0] = msg[0] = 0;
 	if (!body->len)
-		return;
+		return false;
 	xmlDocPtr doc = parse_answer(body);
 	if (!doc)
-		return;
+		return false;
 	xmlNodePtr root = xmlDocGetRootElement(doc);
+	bool is_error = root && !xmlStrcmp(root->name, BAD_CAST "Error");
 	for (xmlNodePtr n = root ? root->children : NULL; n; n = n->next) {
 		if (n->type != XML_ELEMENT_NODE)
 			continue;
@@ -497,6 +499,35 @@ static void error_code(const buf_t *body, char *code, size_t codelen, char *msg,
 		xmlFree(t);
 	}
 	xmlFreeDoc(doc);
+	return is_error;
+}
+
+/* S3 error codes that say "the server failed this time, try again": the
+ * codes of its 500 and 503 answers and of a request it timed out. */
+static bool transient_code(const char *code)
+{
+	return !strcmp(code, "SlowDown") || !strcmp(code, "InternalError") ||
+	       !strcmp(code, "ServiceUnavailable") || !strcmp(code, "RequestTimeout");
+}
+
+/* Whether a 2xx answer is an S3 <Error> document with a transient code
+ * (code and msg filled).  S3 may send 200 before a listing or a
+ * DeleteObjects has failed, and then the error in the body: that failure
+ * is as transient as the same code with a 500 or 503.  Only those calls
+ * answer in XML; an object's body is whatever was stored, never read as
+ * an error. */
+static bool transient_error_document(const struct req *q, char *code, size_t codelen, char *msg,
+				     size_t msglen)
+{
+	if (q->kind != K_LIST && q->kind != K_DELETE)
+		return false;
+	return error_code(q->out, code, codelen, msg, msglen) && transient_code(code);
+}
+
+/* The S3 name of a request's call, for messages. */
+static const char *call_name(const struct req *q)
+{
+	return q->kind == K_LIST ? "ListObjectsV2" : q->kind == K_DELETE ? "DeleteObjects" : q->method;
 }
 
 static bool transient_curl(CURLcode cc)
@@ -562,6 +593,11 @@ static void settle(s3_t *s, struct req *q)
 		r = -EIO;
 		set_err(s, "%s %s: %s", q->method, q->url,
 			q->curlerr[0] ? q->curlerr : curl_easy_strerror(q->cc));
+	} else if (ok_status && transient_error_document(q, code, sizeof(code), msg, sizeof(msg))) {
+		retry = true;
+		r = -EIO;
+		set_err(s, "%s %s: HTTP %ld with an <Error> document: %s%s%s", call_name(q), q->url,
+			q->status, code, msg[0] ? ": " : "", msg);
 	} else if (ok_status) {
 		if (q->has_body)
 			s->st.bytes_up += q->len;
@@ -581,8 +617,7 @@ static void settle(s3_t *s, struct req *q)
 		/* (ConditionalRequestConflict: a conditional write that raced
 		 * another on the same key; the retry gets the verdict.) */
 		retry = q->status == 500 || q->status == 502 || q->status == 503 ||
-			q->status == 504 || q->status == 429 || !strcmp(code, "SlowDown") ||
-			!strcmp(code, "RequestTimeout") ||
+			q->status == 504 || q->status == 429 || transient_code(code) ||
 			!strcmp(code, "ConditionalRequestConflict");
 		/* Only a missing key is a missing object.  Any other 404 (no
 		 * such bucket: a wrong name, prefix or endpoint) is the store

@@ -3,8 +3,10 @@
  * Every request is signed by libcurl itself (CURLOPT_AWS_SIGV4); bodies
  * carry their SHA-256 in x-amz-content-sha256.  Many requests run at once
  * over up to `parallel` connections (curl multi).  A request that fails
- * with a connection error, HTTP 500/502/503/504, 429 or SlowDown is retried
- * with exponential backoff until the retry budget (seconds) is spent: that
+ * with a connection error, HTTP 500/502/503/504, 429 or SlowDown (or a
+ * listing or DeleteObjects answered 200 with an <Error> document whose code
+ * is SlowDown, InternalError, ServiceUnavailable or RequestTimeout) is
+ * retried with exponential backoff until the retry budget (seconds) is spent: that
  * long without a success of any of the call's requests; then the call
  * fails and s3_errmsg() says what the last answer was.
  *

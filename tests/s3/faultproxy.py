@@ -25,7 +25,14 @@ request:
                 server without conditional writes)
   list-error-200  ListObjectsV2: HTTP 200 with an S3 error document
                 (<Error>) for a body, not the answer asked for
-  delete-error-200  the same for DeleteObjects
+  delete-error-200  the same for DeleteObjects (both with the code
+                AccessDenied: not a transient failure, so not retried)
+  error-200-first  the first ListObjectsV2 in this mode answered 200 with
+                an <Error> InternalError, the first DeleteObjects 200 with
+                an <Error> SlowDown (transient: a retry gets the answer);
+                each adds an "error-200-sent" line to MODEFILE.hits
+  list-error-200-always  every ListObjectsV2: 200 with an <Error>
+                ServiceUnavailable
   list-bomb     ListObjectsV2: a short answer whose DTD makes one key 100 MB
                 once its entities are expanded ("billion laughs")
   late-503      PUT of a chunk object: forwarded 0.1 s late (a slow link);
@@ -48,6 +55,7 @@ late_lock = threading.Lock()
 meta_cut = [1]  # meta-cut-first: the cut still to make
 meta_500 = [1, 1, 1]  # meta-500-big: the 500s still to answer
 cycle = {}  # list-cycle: the real listing's answer, fetched once
+error_200_done = set()  # error-200-first: the kinds of request answered so
 
 
 def list_bomb():
@@ -126,7 +134,21 @@ class Proxy(BaseHTTPRequestHandler):
         if (listing and mode == "list-error-200") or (deleting and mode == "delete-error-200"):
             with open(MODEFILE + ".hits", "a") as f:
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
-            return self.answer(200, b"<Error><Code>InternalError</Code>"
+            return self.answer(200, b"<Error><Code>AccessDenied</Code>"
+                               b"<Message>not the answer asked for</Message></Error>",
+                               [("Content-Type", "application/xml")])
+        if mode == "error-200-first" and (listing or deleting):
+            kind = "list" if listing else "delete"
+            if kind not in error_200_done:
+                error_200_done.add(kind)
+                with open(MODEFILE + ".hits", "a") as f:
+                    f.write("error-200-sent %s %s\n" % (self.command, self.path))
+                code = b"InternalError" if listing else b"SlowDown"
+                return self.answer(200, b"<Error><Code>" + code + b"</Code>"
+                                   b"<Message>try again</Message></Error>",
+                                   [("Content-Type", "application/xml")])
+        if mode == "list-error-200-always" and listing:
+            return self.answer(200, b"<Error><Code>ServiceUnavailable</Code>"
                                b"<Message>try again</Message></Error>",
                                [("Content-Type", "application/xml")])
         meta_get = self.command == "GET" and self.path.endswith("/meta/catalog.db")
