@@ -1790,22 +1790,27 @@ static void *sweep_worker(void *arg)
 
 /* The bucket half of the sweep (chunkstore_sweep_remote): objects whose
  * markers the local sweep removed go, with the same threshold, except
- * those of referenced chunks whose markers are gone. */
+ * those of referenced chunks whose markers are gone.  (The bucket's claim
+ * was checked before the local sweep: remote_sweep_allowed.) */
 static void sweep_remote(cairn_store *st, sweep_t *sw, digest_t *keep, size_t nkeep)
 {
 	chunkstore_rsweep rs;
 	qsort(keep, nkeep, sizeof(*keep), digest_cmp_void);
-	int r = store_remote_check_owner(st);
-	if (r < 0) {
-		sw->err = r;
-		snprintf(sw->errobj, sizeof(sw->errobj), "%s", st->errdetail);
-		return;
-	}
-	r = chunkstore_sweep_remote(st->cs, sw->threshold, keep, nkeep, &gc_stop, &rs);
+	int r = chunkstore_sweep_remote(st->cs, sw->threshold, keep, nkeep, &gc_stop, &rs);
 	if (r < 0 && r != -EINTR) {
 		sw->err = r;
 		snprintf(sw->errobj, sizeof(sw->errobj), "bucket");
 	}
+}
+
+/* A remote store's sweep may begin: the bucket answers reads and is this
+ * store's (its claim, meta/store-id).  Asked before the first marker goes:
+ * a bucket that refuses reads (a wrong credential) or holds another
+ * store's chunks must fail the gc with nothing changed, not after the
+ * local sweep removed markers whose objects then stay. */
+static int remote_sweep_allowed(cairn_store *st)
+{
+	return chunkstore_backend(st->cs) ? store_remote_check_owner(st) : 0;
 }
 
 /* Sweeps directories [sw->lo, sw->hi) with `threads` threads (the caller's
@@ -2371,6 +2376,8 @@ int cairn_gc(cairn_store *st, cairn_gc_opts *opts, cairn_gc_status *out)
 				      "the system clock went backwards during mark; nothing removed");
 		if (r == 0)
 			r = writer_oldest(st, &w2);
+		if (r == 0 && !c.unsafe && !GC_STOPPED())
+			r = remote_sweep_allowed(st);
 		if (r == 0 && !c.unsafe && !GC_STOPPED()) {
 			int64_t wmin = MIN(w1, w2);
 			int64_t thr = t0;

@@ -13,7 +13,10 @@
  *    the next backup or receive of the same data finds the chunk missing
  *    and writes it anew (chunkstore_put only skips names that exist).  On
  *    a remote store an I/O error sets nothing aside (it is the bucket's or
- *    the network's), and an object the bucket lacks loses its marker.
+ *    the network's), and an object the bucket lacks loses its marker.  A
+ *    read the bucket refuses (HTTP 403: a wrong or read-less credential)
+ *    says nothing about any chunk: the verify stops there and fails with
+ *    that refusal, reporting no chunk bad and changing nothing.
  * 4. Only for the bad chunks: which target snapshots use them (a second
  *    pass over their indexes) and which files (their tree streams).
  * 5. lastverified = the verify's start time on every target snapshot all
@@ -81,6 +84,11 @@ typedef struct vctx {
 	gc_source_t *src;
 	bool first, sorted;
 	int fatal;
+	/* The bucket refused a read (-EACCES): every chunk would be refused
+	 * alike, so no chunk is judged; refused_d is the one it refused. */
+	int refused;
+	digest_t refused_d;
+	atomic_bool stop;
 	/* reading */
 	vitem_t *items;
 	size_t nitems;
@@ -251,6 +259,37 @@ static int collect_roots(vctx_t *c, const buf_t *roots)
 	return 0;
 }
 
+/* Whether err is the bucket refusing access rather than anything about
+ * the chunk: on a remote store, -EACCES (HTTP 403). */
+static bool access_refused(const vctx_t *c, int err)
+{
+	return err == -EACCES && chunkstore_backend(c->st->cs) != NULL;
+}
+
+/* Notes the first refused read, and stops the readers. */
+static void note_refused(vctx_t *c, const digest_t *d, int err)
+{
+	pthread_mutex_lock(&c->lock);
+	if (!c->refused) {
+		c->refused = err;
+		c->refused_d = *d;
+	}
+	pthread_mutex_unlock(&c->lock);
+	atomic_store(&c->stop, true);
+}
+
+/* The error of a verify that a refused read ended (the request and its
+ * status follow from the backend, as " (bucket: ...)"). */
+static int refused_err(vctx_t *c)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(&c->refused_d, hex);
+	return store_err(c->st, c->refused,
+			 "the bucket refused to read chunk %s: is the credential wrong, or "
+			 "without read access?  No chunk was judged, nothing was changed",
+			 hex);
+}
+
 static void warn_snapshot(vctx_t *c, const char *what, int err)
 {
 	if (!c->o->warn)
@@ -279,11 +318,19 @@ static int collect_source(vctx_t *c, gc_idxwalk_t *w)
 		return c->fatal;
 	if (r == 0)
 		return 0;
+	if (access_refused(c, r)) {
+		note_refused(c, &failed.digest, r);
+		return refused_err(c);
+	}
 	/* The index cannot be read (its bad chunk is reported as such): the
 	 * tree still lists the content. */
 	r = gc_tree_refs(c->st->cs, &src->tree, collect_refs, c, &failed);
 	if (c->fatal)
 		return c->fatal;
+	if (access_refused(c, r)) {
+		note_refused(c, &failed.digest, r);
+		return refused_err(c);
+	}
 	if (r < 0 && c->first) {
 		warn_snapshot(c, "neither its index nor its tree stream can be read; its content "
 				 "chunks cannot be listed",
@@ -363,13 +410,15 @@ static void *reader(void *arg)
 	buf_t out = {0};
 	for (;;) {
 		size_t i = atomic_fetch_add(&c->next, BLOCK);
-		if (i >= c->nitems)
+		if (i >= c->nitems || atomic_load(&c->stop))
 			break;
 		size_t end = MIN(c->nitems, i + BLOCK);
-		for (; i < end; i++) {
+		for (; i < end && !atomic_load(&c->stop); i++) {
 			const vitem_t *it = &c->items[i];
 			int r = read_one(c, it, &out);
-			if (r < 0)
+			if (access_refused(c, r))
+				note_refused(c, &it->d, r);
+			else if (r < 0)
 				record_bad(c, &it->d, r);
 			atomic_fetch_add(&c->chunks, 1);
 			atomic_fetch_add(&c->bytes, it->stored_len);
@@ -448,6 +497,8 @@ static int read_range(vctx_t *c, int threads)
 	free(items);
 	c->items = NULL;
 	c->nitems = 0;
+	if (c->refused)
+		return refused_err(c);
 	if (c->lost)
 		return store_err(c->st, c->lost,
 				 "verify: out of memory recording a bad chunk; not every bad "

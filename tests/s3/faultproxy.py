@@ -33,6 +33,8 @@ request:
                 each adds an "error-200-sent" line to MODEFILE.hits
   list-error-200-always  every ListObjectsV2: 200 with an <Error>
                 ServiceUnavailable
+  forbid-get-head  every GET that is not a listing, and every HEAD: HTTP
+                403 AccessDenied (a credential without read rights)
   list-bomb     ListObjectsV2: a short answer whose DTD makes one key 100 MB
                 once its entities are expanded ("billion laughs")
   late-503      PUT of a chunk object: forwarded 0.1 s late (a slow link);
@@ -147,6 +149,12 @@ class Proxy(BaseHTTPRequestHandler):
                 return self.answer(200, b"<Error><Code>" + code + b"</Code>"
                                    b"<Message>try again</Message></Error>",
                                    [("Content-Type", "application/xml")])
+        if mode == "forbid-get-head" and ((self.command == "GET" and not listing) or
+                                          self.command == "HEAD"):
+            with open(MODEFILE + ".hits", "a") as f:
+                f.write("%s %s %s\n" % (mode, self.command, self.path))
+            return self.answer(403, b"<Error><Code>AccessDenied</Code></Error>",
+                               [("Content-Type", "application/xml")])
         if mode == "list-error-200-always" and listing:
             return self.answer(200, b"<Error><Code>ServiceUnavailable</Code>"
                                b"<Message>try again</Message></Error>",
