@@ -1090,41 +1090,106 @@ static char *child_text(xmlNodePtr n, const char *name)
 	return NULL;
 }
 
-/* A listing's cursor is the server's continuation token with the last key
- * listed before it: "<length of key>/<key><token>".  S3 lists keys in
- * ascending byte order, so every key of a page must come after that key;
- * a server whose tokens cycle (A -> B -> A) or that goes back otherwise
- * would make a caller list forever (only a token repeated on the very
- * next page is caught by comparing tokens). */
-static int cursor_make(const char *last, const char *token, char **cursor)
+/* A listing's cursor (s3_list_page's *token) is the server's continuation
+ * token with what catches a listing that never ends:
+ * - the last key listed: S3 lists keys in ascending byte order, so every
+ *   key of a page must come after it.  A server whose tokens cycle (A ->
+ *   B -> A) or that goes back otherwise would make a caller list forever
+ *   (only a token repeated on the very next page is caught by comparing
+ *   tokens).
+ * - for a run of empty truncated pages, which add no key to compare: how
+ *   many since the last key, and the token of the one whose place in the
+ *   run is a power of two.  Tokens in a cycle come back to that token once
+ *   the run is twice as long as the cycle (Brent's cycle detection), in
+ *   constant space; a sane server never repeats a token.
+ * Written "<len>/<last key><empty pages>/<len>/<kept token><token>". */
+struct cursor {
+	char *last;     /* "" before the first key */
+	uint64_t empty; /* empty truncated pages since the last key */
+	char *kept;     /* "" when none */
+	char *token;
+};
+
+static void cursor_free(struct cursor *c)
 {
-	if (asprintf(cursor, "%zu/%s%s", strlen(last), last, token) < 0) {
-		*cursor = NULL;
+	free(c->last);
+	free(c->kept);
+	free(c->token);
+	*c = (struct cursor){0};
+}
+
+static int cursor_make(const struct cursor *c, char **out)
+{
+	if (asprintf(out, "%zu/%s%" PRIu64 "/%zu/%s%s", strlen(c->last), c->last, c->empty,
+		     strlen(c->kept), c->kept, c->token) < 0) {
+		*out = NULL;
 		return -ENOMEM;
 	}
 	return 0;
 }
 
-/* Splits a cursor made by cursor_make: *last and *token are new strings. */
-static int cursor_split(s3_t *s, const char *cursor, char **last, char **token)
+/* Reads "<len>/<len bytes>" at *p into a new string; NULL when malformed
+ * (*p moved past it otherwise). */
+static char *cursor_field(const char **p)
 {
-	*last = *token = NULL;
 	char *end;
 	errno = 0;
-	unsigned long long len = strtoull(cursor, &end, 10);
-	if (errno || end == cursor || *end != '/' || len > strlen(end + 1)) {
+	unsigned long long len = strtoull(*p, &end, 10);
+	if (errno || end == *p || *end != '/' || len > strlen(end + 1))
+		return NULL;
+	*p = end + 1 + len;
+	return strndup(end + 1, len);
+}
+
+/* Splits a cursor made by cursor_make into c (new strings). */
+static int cursor_split(s3_t *s, const char *cursor, struct cursor *c)
+{
+	*c = (struct cursor){0};
+	const char *p = cursor;
+	char *end = NULL;
+	c->last = cursor_field(&p);
+	if (c->last) {
+		errno = 0;
+		c->empty = strtoull(p, &end, 10);
+	}
+	if (c->last && !errno && end != p && *end == '/') {
+		p = end + 1;
+		c->kept = cursor_field(&p);
+		c->token = c->kept ? strdup(p) : NULL;
+	}
+	if (!c->token) {
+		cursor_free(c);
 		set_err(s, "ListObjectsV2: not a listing cursor");
 		return -EINVAL;
 	}
-	*last = strndup(end + 1, len);
-	*token = strdup(end + 1 + len);
-	if (!*last || !*token) {
-		free(*last);
-		free(*token);
-		*last = *token = NULL;
-		return -ENOMEM;
-	}
 	return 0;
+}
+
+/* The cursor after a page of nobjs keys (last: its last key) whose next
+ * token is next: c, the cursor the page was asked with, updated.  An empty
+ * page whose token is the kept one is a cycle: -EIO. */
+static int cursor_advance(s3_t *s, struct cursor *c, const char *last, size_t nobjs,
+			  const char *next)
+{
+	if (nobjs) {
+		c->empty = 0;
+		free(c->kept);
+		c->kept = strdup("");
+		free(c->last);
+		c->last = strdup(last);
+	} else if (c->empty++ && !strcmp(next, c->kept)) {
+		set_err(s, "ListObjectsV2: empty truncated pages whose continuation tokens go "
+			   "round in a cycle (token %.160s again after %" PRIu64 " empty pages)",
+			next, c->empty);
+		return -EIO;
+	}
+	if (c->empty && !(c->empty & (c->empty - 1))) { /* a power of two */
+		free(c->kept);
+		c->kept = strdup(next);
+	}
+	free(c->token);
+	c->token = strdup(next);
+	return c->last && c->kept && c->token ? 0 : -ENOMEM;
 }
 
 /* Parses a page asked for with token sent (NULL: the first) after the key
@@ -1222,10 +1287,11 @@ int s3_list_page(s3_t *s, const char *prefix, char **token, s3_object **objs, si
 {
 	*objs = NULL;
 	*nobjs = 0;
-	char *last = NULL, *sent = NULL;
-	int r = *token ? cursor_split(s, *token, &last, &sent) : 0;
+	struct cursor c = {0};
+	int r = *token ? cursor_split(s, *token, &c) : 0;
 	if (r < 0)
 		return r;
+	const char *sent = c.token, *last = c.last;
 	/* Parameters in byte order, values encoded: SigV4's canonical query. */
 	buf_t qs = {0};
 	if (sent) {
@@ -1246,8 +1312,7 @@ int s3_list_page(s3_t *s, const char *prefix, char **token, s3_object **objs, si
 		q.url = make_url(s, NULL, (char *)qs.data);
 	buf_free(&qs);
 	if (!q.url) {
-		free(last);
-		free(sent);
+		cursor_free(&c);
 		return -ENOMEM;
 	}
 	r = run(s, &q, 1);
@@ -1255,14 +1320,17 @@ int s3_list_page(s3_t *s, const char *prefix, char **token, s3_object **objs, si
 		r = q.result;
 	char *next = NULL;
 	if (!r)
-		r = parse_list(s, q.out, sent, last, &next, objs, nobjs);
+		r = parse_list(s, q.out, sent, last && *last ? last : NULL, &next, objs, nobjs);
 	req_free(&q, 1);
 	if (!r) {
 		free(*token);
 		*token = NULL;
-		/* An empty page keeps the last key of the page before. */
+		if (!c.last)
+			c = (struct cursor){.last = strdup(""), .kept = strdup("")};
 		if (next)
-			r = cursor_make(*nobjs ? (*objs)[*nobjs - 1].key : last ? last : "", next, token);
+			r = cursor_advance(s, &c, *nobjs ? (*objs)[*nobjs - 1].key : "", *nobjs, next);
+		if (!r && next)
+			r = cursor_make(&c, token);
 		if (r < 0) {
 			s3_objects_free(*objs, *nobjs);
 			*objs = NULL;
@@ -1270,7 +1338,6 @@ int s3_list_page(s3_t *s, const char *prefix, char **token, s3_object **objs, si
 		}
 	}
 	free(next);
-	free(last);
-	free(sent);
+	cursor_free(&c);
 	return r;
 }

@@ -107,7 +107,8 @@ int s3_delete_many(s3_t *s, size_t n, char *const *keys);
  * NULL after the last page (free with free()).  *objs is a new array of
  * *nobjs entries; free with s3_objects_free.  Keys must come in ascending
  * order, each after the last key of the page before: a listing that goes
- * back (continuation tokens in a cycle) is -EIO, never endless. */
+ * back (continuation tokens in a cycle) is -EIO, never endless; so are
+ * empty truncated pages whose tokens cycle. */
 int s3_list_page(s3_t *s, const char *prefix, char **token, s3_object **objs, size_t *nobjs);
 void s3_objects_free(s3_object *objs, size_t n);
 

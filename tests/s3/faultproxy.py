@@ -33,6 +33,11 @@ request:
                 each adds an "error-200-sent" line to MODEFILE.hits
   list-error-200-always  every ListObjectsV2: 200 with an <Error>
                 ServiceUnavailable
+  list-empty-cycle  ListObjectsV2: empty pages (no key), always truncated,
+                whose continuation tokens cycle: first page -> A -> B -> A ...
+  list-empty-first  ListObjectsV2: 5 empty truncated pages (tokens E1 ..
+                E5, each new) before the real listing (a sane server may
+                send empty pages)
   forbid-get-head  every GET that is not a listing, and every HEAD: HTTP
                 403 AccessDenied (a credential without read rights)
   list-bomb     ListObjectsV2: a short answer whose DTD makes one key 100 MB
@@ -182,6 +187,8 @@ class Proxy(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        if listing and mode in ("list-empty-cycle", "list-empty-first"):
+            return self.list_empty(mode, body)
         if listing and mode == "list-cycle":
             return self.list_cycle(body)
         if listing and mode == "list-bomb":
@@ -242,6 +249,30 @@ class Proxy(BaseHTTPRequestHandler):
         close = head.rindex(b"</ListBucketResult>")
         out = (head[:close] + b"<IsTruncated>true</IsTruncated><NextContinuationToken>" + token +
                b"</NextContinuationToken>" + b"".join(page) + head[close:])
+        return self.answer(200, out, [("Content-Type", "application/xml")])
+
+    def list_empty(self, mode, body):
+        """list-empty-cycle and list-empty-first: see the usage."""
+        m = re.search(r"continuation-token=([^&]*)", self.path)
+        token = m.group(1) if m else ""
+        if mode == "list-empty-first" and token == "E5":
+            return self.answer(200, cycle["real"], [("Content-Type", "application/xml")])
+        if mode == "list-empty-first" and not token:
+            up = http.client.HTTPConnection("127.0.0.1", UPSTREAM, timeout=60)
+            up.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
+            r = up.getresponse()
+            data = r.read()
+            if r.status != 200:
+                return self.answer(r.status, data)
+            cycle["real"] = data
+        if mode == "list-empty-cycle":
+            nxt = "B" if token == "A" else "A"
+        else:
+            nxt = "E%d" % (int(token[1:]) + 1 if token else 1)
+        out = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>'
+               "<Name>b</Name><Prefix></Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys>"
+               "<IsTruncated>true</IsTruncated><NextContinuationToken>%s"
+               "</NextContinuationToken></ListBucketResult>" % nxt).encode()
         return self.answer(200, out, [("Content-Type", "application/xml")])
 
     do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = forward
