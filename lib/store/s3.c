@@ -1077,6 +1077,21 @@ static int parse_time(const char *t, time_t *out)
 	return 0;
 }
 
+/* A listing's <Size>: decimal digits only, within 64 bits.  (strtoull
+ * alone takes "-5" for 2^64 - 5, " 7" and "+7", and saturates on
+ * overflow.) */
+static int parse_size(const char *t, uint64_t *out)
+{
+	if (!t || !*t || strspn(t, "0123456789") != strlen(t))
+		return -EIO;
+	errno = 0;
+	unsigned long long v = strtoull(t, NULL, 10);
+	if (errno)
+		return -EIO;
+	*out = v;
+	return 0;
+}
+
 static char *child_text(xmlNodePtr n, const char *name)
 {
 	for (xmlNodePtr c = n->children; c; c = c->next) {
@@ -1244,6 +1259,10 @@ static int parse_list(s3_t *s, const buf_t *body, const char *sent, const char *
 			if (!key || !lm || parse_time(lm, &v[n].mtime) < 0) {
 				set_err(s, "ListObjectsV2: entry without Key or LastModified");
 				r = -EIO;
+			} else if (parse_size(sz, &v[n].size) < 0) {
+				set_err(s, "ListObjectsV2: key %.160s: <Size> %.40s%s is not a byte count",
+					key, sz ? sz : "(none)", sz && strlen(sz) > 40 ? "..." : "");
+				r = -EIO;
 			} else if (prev && strcmp(key, prev) <= 0) {
 				/* Ascending, each key once: a listing that goes back
 				 * (tokens in a cycle) would never end. */
@@ -1253,7 +1272,6 @@ static int parse_list(s3_t *s, const buf_t *body, const char *sent, const char *
 				r = -EIO;
 				back = true;
 			}
-			v[n].size = sz ? strtoull(sz, NULL, 10) : 0;
 			free(lm);
 			free(sz);
 			n++;

@@ -38,6 +38,8 @@ request:
   list-empty-first  ListObjectsV2: 5 empty truncated pages (tokens E1 ..
                 E5, each new) before the real listing (a sane server may
                 send empty pages)
+  list-size:VALUE  ListObjectsV2: the real listing with the first entry's
+                <Size> replaced by VALUE (negative, not a number, too big)
   forbid-get-head  every GET that is not a listing, and every HEAD: HTTP
                 403 AccessDenied (a credential without read rights)
   list-bomb     ListObjectsV2: a short answer whose DTD makes one key 100 MB
@@ -213,6 +215,9 @@ class Proxy(BaseHTTPRequestHandler):
             data = data.replace(b"<IsTruncated>false</IsTruncated>",
                                 b"<IsTruncated>true</IsTruncated>"
                                 b"<NextContinuationToken>again</NextContinuationToken>")
+        if listing and r.status == 200 and mode.startswith("list-size:"):
+            data = re.sub(rb"<Size>[^<]*</Size>", b"<Size>" + mode[10:].encode() + b"</Size>",
+                          data, count=1)
         skip = ("content-length", "transfer-encoding", "connection")
         headers = [(k, v) for k, v in r.getheaders() if k.lower() not in skip]
         if self.command == "HEAD":
