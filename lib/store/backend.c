@@ -193,9 +193,10 @@ int backend_put_meta_new(backend_t *be, const char *name, int fd, size_t len)
 	return meta_name_ok(name) ? be->ops->put_meta(be, name, fd, len, true) : -EINVAL;
 }
 
-int backend_get_meta(backend_t *be, const char *name, buf_t *out)
+int backend_get_meta(backend_t *be, const char *name, buf_t *out, uint64_t max)
 {
-	return meta_name_ok(name) ? be->ops->get_meta(be, name, out) : -EINVAL;
+	return meta_name_ok(name) ? be->ops->get_meta(be, name, out, MIN(max, BACKEND_META_MAX))
+				  : -EINVAL;
 }
 
 int backend_get_meta_fd(backend_t *be, const char *name, int fd)

@@ -113,7 +113,10 @@ int backend_put_meta(backend_t *be, const char *name, int fd, size_t len);
  * first try landed also sees -EEXIST: read the object back to tell.
  * -EOPNOTSUPP: the backend cannot write conditionally. */
 int backend_put_meta_new(backend_t *be, const char *name, int fd, size_t len);
-int backend_get_meta(backend_t *be, const char *name, buf_t *out);
+/* Reads meta/name whole into out: an object over max bytes (at most
+ * BACKEND_META_MAX) is an error (-EIO on S3, -EFBIG locally) that
+ * backend_errmsg names it in, read no further than max. */
+int backend_get_meta(backend_t *be, const char *name, buf_t *out, uint64_t max);
 /* The same into fd (truncated first), never whole in memory: the way to
  * read an object that may be up to BACKEND_META_MAX bytes. */
 int backend_get_meta_fd(backend_t *be, const char *name, int fd);
@@ -128,7 +131,7 @@ typedef struct backend_ops {
 	int (*delete_many)(backend_t *, size_t, const digest_t *);
 	int (*list_page)(backend_t *, char **, backend_obj **, size_t *);
 	int (*put_meta)(backend_t *, const char *, int, size_t, bool only_new);
-	int (*get_meta)(backend_t *, const char *, buf_t *);
+	int (*get_meta)(backend_t *, const char *, buf_t *, uint64_t max);
 	int (*get_meta_fd)(backend_t *, const char *, int);
 	int (*delete_meta)(backend_t *, const char *);
 	void (*stats)(backend_t *, backend_stats *);

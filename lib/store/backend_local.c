@@ -119,8 +119,10 @@ static int read_file(localbe_t *b, const char *name, buf_t *out, uint64_t max)
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max)
+	if (!S_ISREG(st.st_mode))
 		return -EIO;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
 	out->len = 0;
 	int r = buf_reserve(out, st.st_size + 1);
 	if (r < 0)
@@ -270,13 +272,13 @@ static int lb_put_meta(backend_t *be, const char *name, int fd, size_t len, bool
 	return r < 0 ? fail(b, r, "put", path) : 0;
 }
 
-static int lb_get_meta(backend_t *be, const char *name, buf_t *out)
+static int lb_get_meta(backend_t *be, const char *name, buf_t *out, uint64_t max)
 {
 	localbe_t *b = (localbe_t *)be;
 	char path[96];
 	snprintf(path, sizeof(path), "meta/%s", name);
 	count(b, &b->st.get, 1);
-	int r = read_file(b, path, out, BACKEND_META_MAX);
+	int r = read_file(b, path, out, max);
 	return r < 0 ? fail(b, r, "get", path) : 0;
 }
 

@@ -183,9 +183,9 @@ static int s3be_list_page(backend_t *be, char **cursor, backend_obj **objs, size
 
 enum meta_op { META_PUT, META_PUT_NEW, META_GET, META_GET_FD, META_DELETE };
 
-/* One request on PREFIX/meta/<name>. */
+/* One request on PREFIX/meta/<name>; a GET reads up to max bytes. */
 static int meta_run(backend_t *be, const char *name, enum meta_op op, int fd, size_t len,
-		    buf_t *out)
+		    buf_t *out, uint64_t max)
 {
 	s3be_t *b = (s3be_t *)be;
 	char *k;
@@ -196,8 +196,8 @@ static int meta_run(backend_t *be, const char *name, enum meta_op op, int fd, si
 	s3_t *h = borrow(b, &slot);
 	int r = op == META_PUT	     ? s3_put_many(h, 1, &k, &body, NULL)
 		: op == META_PUT_NEW ? s3_put_new(h, k, &body)
-		: op == META_GET     ? s3_get_max(h, k, out, BACKEND_META_MAX)
-		: op == META_GET_FD  ? s3_get_fd(h, k, fd, BACKEND_META_MAX)
+		: op == META_GET     ? s3_get_max(h, k, out, max)
+		: op == META_GET_FD  ? s3_get_fd(h, k, fd, max)
 				     : s3_delete_many(h, 1, &k);
 	r = give_back(b, slot, r);
 	free(k);
@@ -206,22 +206,22 @@ static int meta_run(backend_t *be, const char *name, enum meta_op op, int fd, si
 
 static int s3be_put_meta(backend_t *be, const char *name, int fd, size_t len, bool only_new)
 {
-	return meta_run(be, name, only_new ? META_PUT_NEW : META_PUT, fd, len, NULL);
+	return meta_run(be, name, only_new ? META_PUT_NEW : META_PUT, fd, len, NULL, 0);
 }
 
-static int s3be_get_meta(backend_t *be, const char *name, buf_t *out)
+static int s3be_get_meta(backend_t *be, const char *name, buf_t *out, uint64_t max)
 {
-	return meta_run(be, name, META_GET, -1, 0, out);
+	return meta_run(be, name, META_GET, -1, 0, out, max);
 }
 
 static int s3be_get_meta_fd(backend_t *be, const char *name, int fd)
 {
-	return meta_run(be, name, META_GET_FD, fd, 0, NULL);
+	return meta_run(be, name, META_GET_FD, fd, 0, NULL, BACKEND_META_MAX);
 }
 
 static int s3be_delete_meta(backend_t *be, const char *name)
 {
-	return meta_run(be, name, META_DELETE, -1, 0, NULL);
+	return meta_run(be, name, META_DELETE, -1, 0, NULL, 0);
 }
 
 static void s3be_stats(backend_t *be, backend_stats *out)

@@ -271,11 +271,17 @@ static void fill_conf(bconf_t *c, const cairn_init_opts *o)
  * garbage.  init claims the prefix: a random id in meta/store-id, kept in
  * backend.conf; the bucket sweep deletes nothing unless the two agree. */
 
-/* The prefix's claim: 0 (id set), -ENOENT (none), or a backend error. */
+/* The most a claim may hold: what id[24] takes (ids are 16 hex digits).
+ * Anything longer is no claim of ours, and the read stops there: a broken
+ * or hostile server cannot make us hold a meta object's 4 GiB for it. */
+#define CLAIM_MAX 23
+
+/* The prefix's claim: 0 (id set), -ENOENT (none), or a backend error (one
+ * over CLAIM_MAX bytes too, named in backend_errmsg). */
 static int claim_get(backend_t *be, char id[24])
 {
 	buf_t b = {0};
-	int r = backend_get_meta(be, CLAIM_OBJECT, &b);
+	int r = backend_get_meta(be, CLAIM_OBJECT, &b, CLAIM_MAX);
 	if (r == 0)
 		snprintf(id, 24, "%.*s", (int)MIN(b.len, (size_t)23), (const char *)b.data);
 	buf_free(&b);
