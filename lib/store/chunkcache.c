@@ -175,6 +175,16 @@ static void evict(chunkcache_t *c)
 	c->sized = true;
 }
 
+/* The size of the blob file name already holds (0: none), which an
+ * insert under that name replaces rather than adds to. */
+static uint64_t held_size(chunkcache_t *c, const char *name)
+{
+	struct stat st;
+	if (fstatat(c->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	return (uint64_t)st.st_size;
+}
+
 void chunkcache_put(chunkcache_t *c, const digest_t *d, const void *blob, size_t len)
 {
 	if (!c || !len || len > MAX_CACHED_BLOB || len > c->max_bytes)
@@ -189,6 +199,9 @@ void chunkcache_put(chunkcache_t *c, const digest_t *d, const void *blob, size_t
 	/* No fsync: after a crash a torn copy fails to decode and is dropped. */
 	int r = write_full(fd, blob, len);
 	close(fd);
+	/* (Two inserts of one blob at once may both miss the other's: the
+	 * next eviction's rescan corrects the estimate.) */
+	uint64_t replaced = held_size(c, hex);
 	if (r < 0 || renameat(c->dirfd, tmp, c->dirfd, hex) < 0) {
 		unlinkat(c->dirfd, tmp, 0);
 		return;
@@ -203,7 +216,9 @@ void chunkcache_put(chunkcache_t *c, const digest_t *d, const void *blob, size_t
 		c->bytes = total < 0 ? 0 : (uint64_t)total;
 		c->sized = true;
 	} else {
-		c->bytes += len;
+		/* The same blob again replaces its copy: counted once, or the
+		 * estimate outgrows the directory and evicts early. */
+		c->bytes = c->bytes - MIN(c->bytes, replaced) + len;
 	}
 	if (c->bytes > c->max_bytes)
 		evict(c);
