@@ -1265,7 +1265,9 @@ static int read_remote(chunkstore_t *cs, const struct cpath *p, buf_t *out, bool
 	int r = backend_get(cs->be, &p->d, out);
 	if (r < 0 && r != -ENOENT)
 		remote_failed(cs);
-	if (r == 0)
+	/* Bypassing, nothing is kept either: a verify reads every chunk once,
+	 * and kept, they would evict the working set of restores and gc. */
+	if (r == 0 && !cs->cache_bypass)
 		chunkcache_put(cs->cache, &p->d, out->data, out->len);
 	return r;
 }

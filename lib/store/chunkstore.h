@@ -172,7 +172,8 @@ struct backend *chunkstore_backend(const chunkstore_t *cs);
  * closes it).  NULL: no cache. */
 struct chunkcache;
 void chunkstore_set_cache(chunkstore_t *cs, struct chunkcache *cache);
-/* While set, reads skip the cache (verify checks what the bucket holds). */
+/* While set, reads skip the cache (verify checks what the bucket holds)
+ * and keep nothing in it (a verify would evict the working set). */
 void chunkstore_cache_bypass(chunkstore_t *cs, bool bypass);
 
 typedef struct chunkstore_rsweep {
