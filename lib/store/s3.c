@@ -641,6 +641,12 @@ static void settle(s3_t *s, struct req *q)
 		if (!no_key)
 			set_err(s, "%s %s: HTTP %ld%s%s%s%s", q->method, q->url, q->status,
 				code[0] ? " " : "", code, msg[0] ? ": " : "", msg);
+		/* An answer that is the request's result (absent, taken, no
+		 * conditional writes) is progress as much as a 2xx: a batch of
+		 * HEADs for new chunks is all 404s, and a transient failure late
+		 * in it still deserves its whole budget. */
+		if (no_key || taken || no_cond)
+			s->failing_since = 0;
 	}
 	int64_t now = mono_ns();
 	if (retry) {

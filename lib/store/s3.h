@@ -7,8 +7,9 @@
  * listing or DeleteObjects answered 200 with an <Error> document whose code
  * is SlowDown, InternalError, ServiceUnavailable or RequestTimeout) is
  * retried with exponential backoff until the retry budget (seconds) is spent: that
- * long without a success of any of the call's requests; then the call
- * fails and s3_errmsg() says what the last answer was.
+ * long without a success of any of the call's requests (an answer that is
+ * the request's result counts: 404 for a missing key, 412 for a taken
+ * one); then the call fails and s3_errmsg() says what the last answer was.
  *
  * Errors: 0 or a negative errno.  -ENOENT (404 / NoSuchKey), -EACCES
  * (403), -ETIMEDOUT (retry budget spent), -EIO (any other failure), -EINVAL

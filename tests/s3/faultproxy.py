@@ -40,6 +40,9 @@ request:
                 send empty pages)
   list-size:VALUE  ListObjectsV2: the real listing with the first entry's
                 <Size> replaced by VALUE (negative, not a number, too big)
+  late-503-head  every HEAD forwarded 0.1 s late; the first one seen in
+                this mode and the first one that comes 3 s or more after it
+                answered 503 (late-503's clock, for HEADs)
   forbid-get-head  every GET that is not a listing, and every HEAD: HTTP
                 403 AccessDenied (a credential without read rights)
   list-bomb     ListObjectsV2: a short answer whose DTD makes one key 100 MB
@@ -129,6 +132,12 @@ class Proxy(BaseHTTPRequestHandler):
                     f.write("%s %s %s\n" % (mode, self.command, self.path))
                 return self.answer(503, b"<Error><Code>SlowDown</Code></Error>",
                                    [("Content-Type", "application/xml")])
+        if self.command == "HEAD" and mode == "late-503-head":
+            time.sleep(0.1)
+            if late_503_due():
+                with open(MODEFILE + ".hits", "a") as f:
+                    f.write("%s %s %s\n" % (mode, self.command, self.path))
+                return self.answer(503, b"")
         if mode == "garble-first" and chunk_get:
             if self.path in garbled:
                 mode = "pass"

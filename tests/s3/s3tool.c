@@ -4,8 +4,10 @@
  *   s3tool put BUCKET KEY FILE        upload FILE as KEY
  *   s3tool get BUCKET KEY             object to stdout
  *   s3tool rm BUCKET KEY...           delete
+ *   s3tool have BUCKET KEY...         how many exist (one batch of HEADs)
  * Endpoint and keys from CAIRN_S3_ENDPOINT / AWS_ACCESS_KEY_ID /
- * AWS_SECRET_ACCESS_KEY. */
+ * AWS_SECRET_ACCESS_KEY; S3TOOL_RETRY_SECONDS and S3TOOL_PARALLEL set the
+ * retry budget (default 30) and the connections (default 8). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,14 +26,16 @@ static int die(s3_t *s, const char *what, int r)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: s3tool count|ls|put|get|rm BUCKET ARG...\n");
+		fprintf(stderr, "usage: s3tool count|ls|put|get|rm|have BUCKET ARG...\n");
 		return 2;
 	}
 	s3_config c = {.endpoint = getenv("CAIRN_S3_ENDPOINT"),
 		       .bucket = argv[2],
 		       .access_key = getenv("AWS_ACCESS_KEY_ID"),
 		       .secret_key = getenv("AWS_SECRET_ACCESS_KEY"),
-		       .retry_seconds = 30};
+		       .retry_seconds = getenv("S3TOOL_RETRY_SECONDS")
+					    ? atoi(getenv("S3TOOL_RETRY_SECONDS")) : 30,
+		       .parallel = getenv("S3TOOL_PARALLEL") ? atoi(getenv("S3TOOL_PARALLEL")) : 0};
 	s3_t *s;
 	if (s3_open(&c, &s) < 0) {
 		fprintf(stderr, "s3tool: bad settings\n");
@@ -67,6 +71,17 @@ int main(int argc, char **argv)
 		if ((r = s3_get(s, argv[3], &b)) < 0)
 			return die(s, "get", r);
 		fwrite(b.data, 1, b.len, stdout);
+	} else if (!strcmp(cmd, "have")) {
+		size_t n = argc - 3, present = 0;
+		bool *have = calloc(n, sizeof(*have));
+		if (!have)
+			return 1;
+		if ((r = s3_have_many(s, n, argv + 3, have)) < 0)
+			return die(s, "have", r);
+		for (size_t i = 0; i < n; i++)
+			present += have[i];
+		printf("%zu\n", present);
+		free(have);
 	} else if (!strcmp(cmd, "rm")) {
 		if ((r = s3_delete_many(s, argc - 3, argv + 3)) < 0)
 			return die(s, "rm", r);
