@@ -230,7 +230,8 @@ typedef struct cairn_snapshot_opts {
 	uint64_t files, bytes_read, bytes_reused, chunks_new, stored_new, skipped;
 	uint64_t excluded;         /**< entries left out by exclude rules (a directory counts once) */
 	/** Worker threads that hash, compress and store chunks and bundles
-	 * (0 = the number of cores).  Only speed depends on it: the trees and
+	 * (0 = the number of cores plus one, for the time a worker waits for
+	 * its write).  Only speed depends on it: the trees and
 	 * chunks of a snapshot are the same byte for byte for any count. */
 	int threads;
 } cairn_snapshot_opts;

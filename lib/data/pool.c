@@ -61,8 +61,10 @@ static void *worker(void *arg)
 
 pool_t *pool_new(chunkstore_t *cs, int nthreads)
 {
+	/* Workers that store chunks get one more than the CPUs: a worker
+	 * waiting for its chunk's O_DIRECT write leaves its CPU to it. */
 	if (nthreads <= 0)
-		nthreads = sysconf(_SC_NPROCESSORS_ONLN);
+		nthreads = sysconf(_SC_NPROCESSORS_ONLN) + (cs ? 1 : 0);
 	if (nthreads < 1)
 		nthreads = 1;
 	if (nthreads > 64)

@@ -30,7 +30,8 @@ typedef struct chunkjob {
 	struct chunkjob *next;
 } chunkjob_t;
 
-/* nthreads 0 = the number of online CPUs.  NULL on failure. */
+/* nthreads 0 = the number of online CPUs, one more when the workers store
+ * chunks in cs (their writes wait for the disk).  NULL on failure. */
 pool_t *pool_new(chunkstore_t *cs, int nthreads);
 /* Makes the workers store chunks under an encryption root's keys (keyed
  * ids, encrypted blobs); k stays owned by the caller and must outlive the

@@ -45,9 +45,9 @@
  * huge chunk does not pin its buffer in every thread for ever. */
 #define TLS_KEEP_MAX (8u << 20)
 
-/* A new chunk of at least DIRECT_MIN bytes is written with O_DIRECT, all
- * but its last partial block.  Nothing reads a chunk soon after a backup or
- * a receive writes it, and through the page cache each byte is first
+/* A new chunk of at least DIRECT_MIN bytes that a backup stores is written
+ * with O_DIRECT, all but its last partial block.  Nothing reads a chunk soon
+ * after a backup writes it, and through the page cache each byte is first
  * copied into a newly allocated page: where free memory is cold (a VM
  * whose free pages go back to its host) that copy costs about nine times
  * a warm one and was the backup's largest cost after zstd and SHA-256.
@@ -1072,7 +1072,11 @@ static int write_blob(chunkstore_t *cs, int fd, bool direct, const buf_t *blob)
 	return pwrite_full(fd, blob->data + head, blob->len - head, head);
 }
 
-static int write_tmp(chunkstore_t *cs, const struct cpath *p, const buf_t *blob, uint64_t *tmpno)
+/* may_direct: the caller has other writers to use the CPU while this one
+ * waits for an O_DIRECT write (a backup's workers).  A receive writes in
+ * stream order on one thread, where that wait would hold up the stream. */
+static int write_tmp(chunkstore_t *cs, const struct cpath *p, const buf_t *blob, bool may_direct,
+		     uint64_t *tmpno)
 {
 	char tmp[TMP_NAME_MAX];
 	int fd;
@@ -1081,7 +1085,8 @@ static int write_tmp(chunkstore_t *cs, const struct cpath *p, const buf_t *blob,
 	bool made = false;
 	/* A bucket store reads its temporary files back at once to upload
 	 * them: there the page cache is what it needs. */
-	bool direct = !cs->be && blob->len >= DIRECT_MIN && !atomic_load(&cs->no_direct);
+	bool direct = may_direct && !cs->be && blob->len >= DIRECT_MIN &&
+		      !atomic_load(&cs->no_direct);
 	for (int tries = 0;; tries++) {
 		*tmpno = atomic_fetch_add(&tmp_counter, 1);
 		tmp_name(p, cs->pid, *tmpno, tmp);
@@ -1177,7 +1182,7 @@ int chunkstore_put_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *
 	uint64_t tmpno = 0;
 	r = k ? blob_encode_sealed(k, data, len, level, b) : blob_encode(data, len, level, b);
 	if (!r)
-		r = write_tmp(cs, &p, b, &tmpno);
+		r = write_tmp(cs, &p, b, true, &tmpno);
 	uint32_t blen = b->len;
 	tls_trim(b);
 	r = finish(cs, d, r, tmpno, blen);
@@ -1204,7 +1209,7 @@ int chunkstore_put_blob(chunkstore_t *cs, const digest_t *d, const void *blob, s
 	/* The caller verified the blob; write its bytes as they are. */
 	buf_t b = {.data = (uint8_t *)blob, .len = len, .cap = len};
 	uint64_t tmpno = 0;
-	r = write_tmp(cs, &p, &b, &tmpno);
+	r = write_tmp(cs, &p, &b, false, &tmpno);
 	r = finish(cs, d, r, tmpno, len);
 	if (!r) {
 		*stored_len = len;

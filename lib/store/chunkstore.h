@@ -147,7 +147,8 @@ void chunkstore_wait_flushes(chunkstore_t *cs);
  * flush is reported by the next chunkstore_flush(). */
 void chunkstore_set_batch(chunkstore_t *cs, uint32_t max_chunks, uint64_t max_bytes);
 
-/* Whether new chunks of 64 KiB or more are written with O_DIRECT (default
+/* Whether new chunks of 64 KiB or more that chunkstore_put() and
+ * chunkstore_put_key() store are written with O_DIRECT (default
  * on; the store setting direct_io).  Off, or on a file system that refuses
  * O_DIRECT, every chunk goes through the page cache. */
 void chunkstore_set_direct(chunkstore_t *cs, bool on);
