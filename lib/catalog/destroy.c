@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "catalog/dataset.h"
 #include "catalog/snapshot.h"
@@ -18,16 +19,40 @@ typedef struct victim {
 	char *name; /* full "ds@snap" */
 } victim_t;
 
+/* What destroying encryption roots leaves for after the commit: their
+ * keys, and the claims that keep commands from taking them meanwhile. */
+typedef struct keydrop {
+	char (*keys)[64]; /* keyring names of the roots removed (two each at most) */
+	size_t nkeys;
+	int *claims; /* encroot_key_claim locks: no command takes the keys meanwhile */
+	size_t nclaims;
+} keydrop_t;
+
 typedef struct plan {
 	victim_t *v;
 	size_t n, cap;
 	int64_t *ds; /* datasets to remove, deepest last in name order */
 	size_t nds;
 	char **dsnames;
-	char (*keys)[64]; /* keyring names of the encryption roots removed (two each at most) */
-	size_t nkeys;
+	keydrop_t *drop;
 	bool for_other; /* destroying for rollback or prune: -d means nothing there */
 } plan_t;
+
+/* The end of a destroy: unloads the roots' keys once it committed (nothing
+ * else could reach them once the datasets are gone), then lets go of the
+ * claims. */
+static void keydrop_end(void *arg, bool committed)
+{
+	keydrop_t *d = arg;
+	for (size_t i = 0; committed && i < d->nkeys; i++)
+		keyring_unload(d->keys[i]);
+	/* after the unload: a command that waited then finds no key */
+	for (size_t i = 0; i < d->nclaims; i++)
+		close(d->claims[i]);
+	free(d->keys);
+	free(d->claims);
+	free(d);
+}
 
 static void plan_free(plan_t *p)
 {
@@ -38,34 +63,71 @@ static void plan_free(plan_t *p)
 	free(p->v);
 	free(p->ds);
 	free(p->dsnames);
-	free(p->keys);
+	if (p->drop)
+		keydrop_end(p->drop, false);
+}
+
+static int keydrop_get(plan_t *p)
+{
+	if (!p->drop && !(p->drop = calloc(1, sizeof(*p->drop))))
+		return -ENOMEM;
+	return 0;
+}
+
+/* zfs refuses to destroy a dataset in use ("dataset is busy"): an
+ * encryption root is, while a running command holds its key (a backup, a
+ * restore, a plain send...).  All roots are checked before anything changes;
+ * the claims keep new users of their keys out until keydrop_end. */
+static int claim_root_keys(cairn_store *st, plan_t *p)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < p->nds; i++) {
+		ds_row_t ds = {0};
+		r = catalog_ds_by_id(st->cat, p->ds[i], &ds);
+		int root = r == 0 ? encroot_is_root(st, &ds) : 0;
+		int fd = root == 1 ? encroot_key_claim(st, &ds) : -1;
+		int *v = NULL;
+		if (r == 0 && root < 0)
+			r = root;
+		else if (fd == -EBUSY)
+			r = store_err(st, -EBUSY,
+				      "%s: dataset is busy: a running command uses its key (a "
+				      "backup, restore, diff, verify or plain send); destroy it "
+				      "when that has ended",
+				      ds.name);
+		else if (fd >= 0 && ((r = keydrop_get(p)) < 0 ||
+				     !(v = realloc(p->drop->claims,
+						   (p->drop->nclaims + 1) * sizeof(*v))))) {
+			close(fd);
+			r = -ENOMEM;
+		} else if (fd >= 0) {
+			p->drop->claims = v;
+			v[p->drop->nclaims++] = fd;
+		}
+		ds_row_clear(&ds);
+	}
+	return r;
 }
 
 /* Notes the keyring name of dataset id if it is an encryption root: its
- * loaded key goes after the commit, as in zfs (nothing else could reach
- * it once the dataset is gone). */
+ * loaded key goes after the commit, as in zfs (keydrop_end). */
 static int note_root_key(cairn_store *st, plan_t *p, int64_t id)
 {
 	ds_row_t ds = {0};
 	int r = catalog_ds_by_id(st->cat, id, &ds);
-	if (r == 0 && encroot_is_root(st, &ds) == 1) {
+	if (r == 0 && encroot_is_root(st, &ds) == 1 && (r = keydrop_get(p)) == 0) {
+		keydrop_t *d = p->drop;
 		/* Two names a root: its key's, and the one an earlier build
 		 * gave it (by guid), which nothing could reach after this. */
-		if (!p->keys && !(p->keys = calloc(2 * p->nds, sizeof(*p->keys))))
+		if (!d->keys && !(d->keys = calloc(2 * p->nds, sizeof(*d->keys))))
 			r = -ENOMEM;
-		else if (encroot_desc(st, &ds, p->keys[p->nkeys]) == 0)
-			p->nkeys++;
-		if (r == 0 && encroot_legacy_desc(st, &ds, p->keys[p->nkeys]) == 0)
-			p->nkeys++;
+		else if (encroot_desc(st, &ds, d->keys[d->nkeys]) == 0)
+			d->nkeys++;
+		if (r == 0 && encroot_legacy_desc(st, &ds, d->keys[d->nkeys]) == 0)
+			d->nkeys++;
 	}
 	ds_row_clear(&ds);
 	return r < 0 ? r : 0;
-}
-
-static void unload_root_keys(const plan_t *p)
-{
-	for (size_t i = 0; i < p->nkeys; i++)
-		keyring_unload(p->keys[i]);
 }
 
 static int victim_add(plan_t *p, const snap_row_t *s, const char *dsname)
@@ -587,7 +649,7 @@ static int apply(cairn_store *st, plan_t *p, cairn_destroy_opts *o)
 				 : p->for_other ? "; release it first"
 						: "; release it or use destroy -d");
 	}
-	int r = 0;
+	int r = claim_root_keys(st, p);
 	/* Account per dataset before rows go: the indexes are still listed.
 	 * Victims are sorted by dataset, so each dataset is visited once. */
 	if (p->n)
@@ -669,8 +731,9 @@ int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *o)
 		catalog_rollback(st->cat); /* a dry run leaves the catalog as it was */
 	else
 		r = store_txn_end(st, r);
-	if (r == 0)
-		unload_root_keys(&p);
+	if (p.drop)
+		keydrop_end(p.drop, r == 0 && !o->dry_run);
+	p.drop = NULL;
 	plan_free(&p);
 	return r;
 }

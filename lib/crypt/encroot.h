@@ -38,7 +38,14 @@ void encroot_keys_unmark(crypt_keys_t *k);
  * keyring_unload's answer. */
 int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc);
 
-/* Same, given the dataset's name. */
+/* destroy of root: the key must not be in use (zfs: "dataset is busy").
+ * An fd holding the lock that keeps every command from taking root's key
+ * until it is closed (after the key left the keyring), -EBUSY while a
+ * command holds the key, or another -errno when the store's lock file
+ * cannot be opened for writing (then nothing is claimed). */
+int encroot_key_claim(cairn_store *st, const ds_row_t *root);
+
+/* Same as encroot_keys, given the dataset's name. */
 int encroot_keys_by_name(cairn_store *st, const char *name, crypt_keys_t **out);
 
 /* Inside the write transaction of cairn_dataset_create: checks the

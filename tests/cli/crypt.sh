@@ -30,3 +30,26 @@ keystatus() {
 	"$CAIRN" get -H -o value keystatus "$1"
 }
 
+
+# key_marked: some command holds a key of this store (a read lock on
+# keyusers.lock, as /proc/locks lists it).
+key_marked() {
+	local ino
+	ino=$(stat -c %i "$CAIRN_STORE/keyusers.lock" 2>/dev/null) || return 1
+	grep -Eq "OFDLCK +ADVISORY +READ +-?[0-9]+ [0-9a-f]+:[0-9a-f]+:$ino " /proc/locks
+}
+
+# start_stopped_restore SNAP DIR: starts a restore of SNAP (best a big one)
+# into DIR and stops it (SIGSTOP) once it holds the key: $RESTORE is its
+# pid, for kill -CONT and wait.  A restore that ended before it could be
+# stopped fails the test.
+start_stopped_restore() {
+	"$CAIRN" restore "$1" "$2" &
+	RESTORE=$!
+	for _ in $(seq 1 2000); do
+		key_marked && break
+		kill -0 "$RESTORE" 2>/dev/null || break
+	done
+	kill -STOP "$RESTORE" 2>/dev/null && key_marked ||
+		fail "the restore of $1 ended before it was stopped holding its key"
+}
