@@ -20,6 +20,9 @@ struct catalog {
 	 * they belong to. */
 	int depth;
 	uint64_t txg;
+	/* catalog_on_end: what waits for the outermost transaction's end */
+	struct end_hook *hooks;
+	size_t nhooks;
 	char *path;
 	/* The first error of the current operation, kept across the ROLLBACK
 	 * that follows it: SQLite's own message is overwritten by the
@@ -450,10 +453,58 @@ static void checkpoint_if_wrote(catalog_t *c)
 	sqlite3_wal_checkpoint_v2(c->db, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
 }
 
+/* A catalog_on_end registration; level is the savepoint depth it
+ * belongs to now (0: the outermost transaction). */
+struct end_hook {
+	void (*fn)(void *arg, bool committed);
+	void *arg;
+	int level;
+};
+
+int catalog_on_end(catalog_t *c, void (*fn)(void *arg, bool committed), void *arg)
+{
+	if (!c->in_write)
+		return -EINVAL;
+	struct end_hook *h = realloc(c->hooks, (c->nhooks + 1) * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	c->hooks = h;
+	c->hooks[c->nhooks++] = (struct end_hook){fn, arg, c->depth};
+	return 0;
+}
+
+/* Ends the hooks of level and deeper: a rollback of that savepoint (or,
+ * at level 0, the outermost transaction's end) decides them. */
+static void hooks_end(catalog_t *c, int level, bool committed)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < c->nhooks; i++) {
+		struct end_hook h = c->hooks[i];
+		if (h.level >= level)
+			h.fn(h.arg, committed);
+		else
+			c->hooks[kept++] = h;
+	}
+	c->nhooks = kept;
+	if (!kept) {
+		free(c->hooks);
+		c->hooks = NULL;
+	}
+}
+
+/* A released savepoint's hooks now wait for the one around it. */
+static void hooks_release(catalog_t *c, int level)
+{
+	for (size_t i = 0; i < c->nhooks; i++)
+		if (c->hooks[i].level >= level)
+			c->hooks[i].level = level - 1;
+}
+
 void catalog_close(catalog_t *c)
 {
 	if (!c)
 		return;
+	hooks_end(c, 0, false); /* a transaction still open never commits */
 	checkpoint_if_wrote(c);
 	sqlite3_close_v2(c->db);
 	free(c->path);
@@ -538,8 +589,11 @@ int catalog_begin_write(catalog_t *c, uint64_t *txg)
 int catalog_commit(catalog_t *c)
 {
 	if (c->depth > 0) {
+		int r = exec(c, "RELEASE nested");
+		if (r == 0)
+			hooks_release(c, c->depth);
 		c->depth--;
-		return exec(c, "RELEASE nested");
+		return r;
 	}
 	int rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
 	int r = 0;
@@ -551,12 +605,14 @@ int catalog_commit(catalog_t *c)
 			exec(c, "ROLLBACK");
 	}
 	c->in_write = false;
+	hooks_end(c, 0, r == 0);
 	return r;
 }
 
 void catalog_rollback(catalog_t *c)
 {
 	if (c->depth > 0) {
+		hooks_end(c, c->depth, false);
 		c->depth--;
 		exec(c, "ROLLBACK TO nested");
 		exec(c, "RELEASE nested");
@@ -569,6 +625,7 @@ void catalog_rollback(catalog_t *c)
 		exec(c, "ROLLBACK");
 	}
 	c->in_write = false;
+	hooks_end(c, 0, false);
 }
 
 int catalog_begin_read(catalog_t *c)

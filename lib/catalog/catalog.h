@@ -62,6 +62,13 @@ int catalog_begin_write(catalog_t *c, uint64_t *txg);
 void catalog_stop_waits_on(const volatile int *flag);
 int catalog_commit(catalog_t *c);
 void catalog_rollback(catalog_t *c);
+/* Inside a write transaction: calls fn(arg, committed) once the outermost
+ * one ends, committed true when it committed.  A savepoint rolled back
+ * takes the calls registered inside it along (committed false, at once).
+ * For what must follow only the final commit, outside the catalog (a
+ * destroyed root's key leaves the keyring).  0, -EINVAL outside a write
+ * transaction, -ENOMEM. */
+int catalog_on_end(catalog_t *c, void (*fn)(void *arg, bool committed), void *arg);
 /* Read transaction: a consistent view until end_read. */
 int catalog_begin_read(catalog_t *c);
 void catalog_end_read(catalog_t *c);

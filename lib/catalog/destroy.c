@@ -19,8 +19,11 @@ typedef struct victim {
 	char *name; /* full "ds@snap" */
 } victim_t;
 
-/* What destroying encryption roots leaves for after the commit: their
- * keys, and the claims that keep commands from taking them meanwhile. */
+/* What destroying encryption roots leaves for the end of the outermost
+ * transaction: their keys, and the claims that keep commands from taking
+ * them meanwhile.  The keys leave the keyring only after the final commit:
+ * a receive's -F destroy is part of the receive, which may still roll back
+ * and bring the root back, and then with its key loaded, as it was. */
 typedef struct keydrop {
 	char (*keys)[64]; /* keyring names of the roots removed (two each at most) */
 	size_t nkeys;
@@ -34,13 +37,13 @@ typedef struct plan {
 	int64_t *ds; /* datasets to remove, deepest last in name order */
 	size_t nds;
 	char **dsnames;
-	keydrop_t *drop;
+	keydrop_t *drop; /* until catalog_on_end takes it */
 	bool for_other; /* destroying for rollback or prune: -d means nothing there */
 } plan_t;
 
-/* The end of a destroy: unloads the roots' keys once it committed (nothing
- * else could reach them once the datasets are gone), then lets go of the
- * claims. */
+/* catalog_on_end of a destroy: unloads the roots' keys once it committed
+ * (nothing else could reach them once the datasets are gone), then lets
+ * go of the claims. */
 static void keydrop_end(void *arg, bool committed)
 {
 	keydrop_t *d = arg;
@@ -727,13 +730,16 @@ int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *o)
 	}
 	if (r < 0 && !st->errdetail[0])
 		store_err(st, r, "%s: %s", target, cairn_strerror(r));
+	/* Inside a receive (a -F destroy), the keys wait for its final commit. */
+	if (r == 0 && !o->dry_run && p.drop) {
+		r = catalog_on_end(st->cat, keydrop_end, p.drop);
+		if (r == 0)
+			p.drop = NULL;
+	}
 	if (o->dry_run && r == 0)
 		catalog_rollback(st->cat); /* a dry run leaves the catalog as it was */
 	else
 		r = store_txn_end(st, r);
-	if (p.drop)
-		keydrop_end(p.drop, r == 0 && !o->dry_run);
-	p.drop = NULL;
 	plan_free(&p);
 	return r;
 }
