@@ -343,13 +343,19 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
  *
  * zfs refuses unload-key while a dataset uses the key.  cairn has no
  * daemon that could tell, so each command that holds a root's key marks
- * it in use: a read lock (open file description) on byte <root id> of
+ * it in use: a read lock (open file description) on a byte of
  * keyusers.lock for as long as it keeps the key (crypt_keys_free closes
  * it; the kernel drops it when the process dies).  unload-key takes the
  * write lock on that byte, which it cannot get while any command holds a
  * read lock.  The read lock is taken before the keyring is asked, so a
  * command either holds the key when unload-key looks, or finds it gone.
- * One file with a byte per root, not a file per root: a key set (verify,
+ * The byte is the root's and the keyring's: a key is loaded per user (or
+ * session, keyring.h), and unload-key removes the caller's own, so only
+ * the commands that use that very key may make it busy, not another
+ * user's, which have a key of their own.  Each root has a range of 2^31
+ * bytes, one per keyring serial (a positive 32-bit number); destroy,
+ * which takes the root from every user, locks the whole range.
+ * One file with a range per root, not a file per root: a key set (verify,
  * gc) holds every root's key at once, and marks them all through one
  * descriptor (encroot_keyset_load); a file each cost a descriptor per
  * root, outside every fd budget, and verify of a store of many roots ran
@@ -367,12 +373,21 @@ static int key_use_open(cairn_store *st, bool writing)
 	return fd < 0 ? -errno : fd;
 }
 
-/* Locks (type) root id's byte of the lock file fd: 0, -EAGAIN (held
- * elsewhere, !wait) or -errno.  A row id is positive, so it is a byte
- * offset of its own. */
-static int key_use_lock(int fd, int64_t id, short type, bool wait)
+#define KEY_USE_RANGE_BITS 31
+
+/* Locks (type) root id's byte for the caller's keyring, or with
+ * every_keyring its whole range, in the lock file fd: 0, -EAGAIN (held
+ * elsewhere, !wait) or -errno; -EOVERFLOW for a row id too large for a
+ * range of its own (past 2^32: nothing is locked, as for a store this user
+ * cannot open the file of). */
+static int key_use_lock(int fd, int64_t id, bool every_keyring, short type, bool wait)
 {
-	struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = id, .l_len = 1};
+	if (id <= 0 || (uint64_t)id >= (UINT64_C(1) << (63 - KEY_USE_RANGE_BITS)))
+		return -EOVERFLOW;
+	off_t start = (off_t)id << KEY_USE_RANGE_BITS;
+	struct flock fl = {.l_type = type, .l_whence = SEEK_SET,
+			   .l_start = every_keyring ? start : start + keyring_serial(),
+			   .l_len = every_keyring ? (off_t)1 << KEY_USE_RANGE_BITS : 1};
 	for (;;) {
 		if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0)
 			return 0;
@@ -386,7 +401,7 @@ static int key_use_lock(int fd, int64_t id, short type, bool wait)
 static int key_use_begin(cairn_store *st, const ds_row_t *root)
 {
 	int fd = key_use_open(st, false);
-	if (fd >= 0 && key_use_lock(fd, root->id, F_RDLCK, true) < 0) {
+	if (fd >= 0 && key_use_lock(fd, root->id, false, F_RDLCK, true) < 0) {
 		close(fd);
 		fd = -1;
 	}
@@ -435,7 +450,7 @@ int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc)
 	if (!has_new && !has_old)
 		return -ENOKEY;
 	int r = 0, fd = key_use_open(st, true);
-	if (fd >= 0 && key_use_lock(fd, root->id, F_WRLCK, false) == -EAGAIN) {
+	if (fd >= 0 && key_use_lock(fd, root->id, false, F_WRLCK, false) == -EAGAIN) {
 		r = -EBUSY;
 	} else {
 		if (has_new)
@@ -454,7 +469,7 @@ int encroot_key_claim(cairn_store *st, const ds_row_t *root)
 	int fd = key_use_open(st, true);
 	if (fd < 0)
 		return fd; /* nothing this user could lock: best effort, as marking is */
-	int r = key_use_lock(fd, root->id, F_WRLCK, false);
+	int r = key_use_lock(fd, root->id, true, F_WRLCK, false);
 	if (r < 0) {
 		close(fd);
 		return r == -EAGAIN ? -EBUSY : r;
@@ -882,7 +897,7 @@ int encroot_keyset_load(cairn_store *st, encroot_keyset_t *ks)
 				ks->usefd = key_use_open(st, false);
 				ks->marking = ks->usefd >= 0;
 			}
-			if (ks->marking && key_use_lock(ks->usefd, root.id, F_RDLCK, false) == 0)
+			if (ks->marking && key_use_lock(ks->usefd, root.id, false, F_RDLCK, false) == 0)
 				encroot_keys_unmark(k);
 		}
 		ds_row_clear(&root);

@@ -19,6 +19,12 @@ static key_serial_t ring(void)
 	return e && !strcmp(e, "session") ? KEY_SPEC_SESSION_KEYRING : KEY_SPEC_USER_KEYRING;
 }
 
+int32_t keyring_serial(void)
+{
+	long id = keyctl_get_keyring_ID(ring(), 0);
+	return id > 0 && id <= INT32_MAX ? (int32_t)id : 0;
+}
+
 void keyring_describe(uint64_t store_id, uint64_t root_id, char out[KEYRING_DESC_MAX])
 {
 	snprintf(out, KEYRING_DESC_MAX, "cairn:%016llx:%016llx", (unsigned long long)store_id,

@@ -24,6 +24,11 @@
 
 #define KEYRING_DESC_MAX 64
 
+/* The serial of the keyring keys are loaded into and found in (the
+ * caller's user keyring, or session keyring): a positive number, or 0
+ * when there is none.  Two processes share their keys when it is equal. */
+int32_t keyring_serial(void);
+
 /* Writes the description of a root's key into out[KEYRING_DESC_MAX]. */
 void keyring_describe(uint64_t store_id, uint64_t root_id, char out[KEYRING_DESC_MAX]);
 

@@ -39,17 +39,20 @@ key_marked() {
 	grep -Eq "OFDLCK +ADVISORY +READ +-?[0-9]+ [0-9a-f]+:[0-9a-f]+:$ino " /proc/locks
 }
 
-# start_stopped_restore SNAP DIR: starts a restore of SNAP (best a big one)
-# into DIR and stops it (SIGSTOP) once it holds the key: $RESTORE is its
-# pid, for kill -CONT and wait.  A restore that ended before it could be
-# stopped fails the test.
+# start_stopped_restore SNAP DIR [PREFIX...]: starts a restore of SNAP
+# (best a big one) into DIR and stops it (SIGSTOP) once it holds the key:
+# $RESTORE is its pid, for kill -CONT and wait.  PREFIX runs it (a command
+# that execs the rest, as setpriv does).  A restore that ended before it
+# could be stopped fails the test.
 start_stopped_restore() {
-	"$CAIRN" restore "$1" "$2" &
+	local snap=$1 dir=$2
+	shift 2
+	"$@" "$CAIRN" restore "$snap" "$dir" &
 	RESTORE=$!
 	for _ in $(seq 1 2000); do
 		key_marked && break
 		kill -0 "$RESTORE" 2>/dev/null || break
 	done
 	kill -STOP "$RESTORE" 2>/dev/null && key_marked ||
-		fail "the restore of $1 ended before it was stopped holding its key"
+		fail "the restore of $snap ended before it was stopped holding its key"
 }

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Keys are loaded per user (the user keyring): unload-key removes the
+# caller's own key, so only the caller's own running commands make it
+# "busy".  It used to refuse as soon as any user's command held a key of
+# that root: another user's restore (decrypting with that user's own key)
+# kept root from unloading root's key.  The other user's own unload-key,
+# and a destroy (which takes the root from every user), still refuse.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/crypt.sh"
+[ "$(id -u)" = 0 ] || { echo "needs root (to run as a second user)"; exit 77; }
+command -v setpriv >/dev/null || { echo "setpriv missing"; exit 77; }
+OTHER=60123 # a uid of no one: its user keyring is its own
+# as_other CMD...: runs CMD (exec'd, same pid) as OTHER, with the keys in
+# OTHER's user keyring (not this test's session keyring), from a session
+# keyring of its own that links it, as a login's does (so the process
+# possesses the keys, which it needs to set their timeout).
+as_other() {
+	setpriv --reuid=$OTHER --regid=$OTHER --clear-groups keyctl session - \
+		sh -c 'keyctl link @u @s >/dev/null && exec env -u CAIRN_KEYRING "$@"' sh "$@"
+}
+
+new_store
+SRC=$TESTDIR/src
+mkdir -p "$SRC"
+head -c 64000000 /dev/urandom >"$SRC/big"
+ok mkroot enc "$PASS1" -o compression=off -o source="$SRC"
+ok cairn snapshot enc@1
+rm -rf "$SRC"
+# the store is OTHER's (root may do anything in it)
+chmod 755 "$TESTDIR"
+chown -R $OTHER:$OTHER "$CAIRN_STORE"
+# OTHER loads the key into its own keyring (for 10 minutes at most, should
+# the test end early)
+printf '%s\n' "$PASS1" | as_other "$CAIRN" load-key -t 600 enc || fail "load-key as uid $OTHER"
+trap 'as_other "$CAIRN" unload-key enc >/dev/null 2>&1; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
+mkdir "$TESTDIR/out"
+chown $OTHER "$TESTDIR/out"
+start_stopped_restore enc@1 "$TESTDIR/out" as_other
+
+# root's key is not the one the restore uses: it unloads
+[ "$(keystatus enc)" = available ] || fail "root's key not loaded"
+ok cairn unload-key enc
+[ "$(keystatus enc)" = unavailable ] || fail "root's unload-key left the key"
+[ "$(as_other "$CAIRN" get -H -o value keystatus enc)" = available ] ||
+	fail "root's unload-key took OTHER's key"
+# OTHER's own key is busy, and the root itself is, for a destroy
+fails_with 1 "enc: key is busy" as_other "$CAIRN" unload-key enc
+fails_with 1 "enc: dataset is busy" cairn destroy -r enc
+
+kill -CONT "$RESTORE"
+wait "$RESTORE" || fail "the restore as uid $OTHER failed"
+ok as_other "$CAIRN" unload-key enc
+[ "$(as_other "$CAIRN" get -H -o value keystatus enc)" = unavailable ] ||
+	fail "OTHER's unload-key after the restore"
+done_test
