@@ -717,12 +717,36 @@ int catalog_ds_by_id(catalog_t *c, int64_t id, ds_row_t *out)
 	return ds_fetch(c, "SELECT " DS_COLS " FROM dataset WHERE id=?", NULL, id, out);
 }
 
+/* A new dataset's row id is one no dataset ever had: SQLite would give
+ * max(id) + 1, a destroyed dataset's id when that one was the largest.
+ * An encryption root's key in the kernel keyring is named by its row id,
+ * and a destroy cannot reach the keys other users loaded: a new root
+ * with a reused id would find such a stale key under its own name (and,
+ * for the same key material, a raw copy received again, take it as
+ * loaded).  meta 'dataset_id_max' keeps the largest id ever given (from
+ * the first insert on: ids destroyed before that are not known). */
+#define DS_NEW_ID_SQL                                                              \
+	"max(coalesce((SELECT max(id) FROM dataset), 0),"                          \
+	" coalesce((SELECT value FROM meta WHERE key='dataset_id_max'), 0)) + 1"
+
+static int ds_id_max_note(catalog_t *c, int64_t id)
+{
+	sqlite3_stmt *s;
+	int e = prep(c, "INSERT OR REPLACE INTO meta VALUES('dataset_id_max', ?)", &s);
+	if (e < 0)
+		return e;
+	sqlite3_bind_int64(s, 1, id);
+	e = sql_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return e;
+}
+
 int catalog_ds_insert(catalog_t *c, ds_row_t *r)
 {
 	sqlite3_stmt *s;
 	int e = prep(c,
-		     "INSERT INTO dataset(name, parent, type, guid, createtxg, creation)"
-		     " VALUES(?, ?, ?, ?, ?, ?)",
+		     "INSERT INTO dataset(id, name, parent, type, guid, createtxg, creation)"
+		     " VALUES(" DS_NEW_ID_SQL ", ?, ?, ?, ?, ?, ?)",
 		     &s);
 	if (e < 0)
 		return e;
@@ -736,6 +760,8 @@ int catalog_ds_insert(catalog_t *c, ds_row_t *r)
 	sqlite3_finalize(s);
 	if (e == 0)
 		r->id = sqlite3_last_insert_rowid(c->db);
+	if (e == 0)
+		e = ds_id_max_note(c, r->id);
 	/* A new dataset has no partial receive.  A row under its name can
 	 * only be one that a destroy by an older version left behind. */
 	if (e == 0 && (e = prep(c, "DELETE FROM recvstate WHERE dataset=?", &s)) == 0) {

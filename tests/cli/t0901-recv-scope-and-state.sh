@@ -135,13 +135,17 @@ ok cb recv -s -d backup <"$TESTDIR/poolR"
 
 # a -d receive cut by an older version kept its state on the target
 # (backup); the new version takes it over and the old token resumes.
-# Made here by moving a fresh state row where the older version put it.
+# Made here by moving a fresh state row where the older version put it
+# (and dropping meta.dataset_id_max, which an older version did not
+# keep: the resume's backup/home takes the id of the row deleted here
+# again, and with it the snapshots left under that id).
 second_store
 ok cb create backup
 head -c 10000000 "$TESTDIR/homeR" | cb recv -s -d backup 2>/dev/null && fail "cut -d receive succeeded"
 tok=$(prop receive_resume_token backup/home)
 sqlite3 "$B/catalog.db" "UPDATE recvstate SET dataset='backup' WHERE dataset='backup/home';
-	DELETE FROM dataset WHERE name='backup/home'" || fail "making an old-style state"
+	DELETE FROM dataset WHERE name='backup/home'; DELETE FROM meta WHERE key='dataset_id_max'" ||
+	fail "making an old-style state"
 [ "$(prop inconsistent backup)" = on ] || fail "the old-style state is not on backup"
 ca send -t "$tok" | cb recv -s -d backup || fail "an older version's -d token does not resume"
 cb list -H -o name backup/home@2 >/dev/null || fail "backup/home@2 missing after the legacy resume"
