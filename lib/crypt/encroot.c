@@ -362,11 +362,13 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
  * out of them (t1381). */
 #define KEYUSERS_FILE "keyusers.lock"
 
-/* The lock file: an fd, or -errno (a store this user may not write:
- * nothing is marked, and nothing refused). */
+/* The lock file: an fd, or -errno (no file this user may open: nothing is
+ * marked, and nothing refused).  Readable by all whom the store's
+ * directory lets in (it is empty): a user who may only read the store
+ * marks the keys of its commands and checks them at unload-key too. */
 static int key_use_open(cairn_store *st, bool writing)
 {
-	int fd = openat(st->dirfd, KEYUSERS_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = openat(st->dirfd, KEYUSERS_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	/* A read lock needs only read access. */
 	if (fd < 0 && !writing)
 		fd = openat(st->dirfd, KEYUSERS_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -375,25 +377,54 @@ static int key_use_open(cairn_store *st, bool writing)
 
 #define KEY_USE_RANGE_BITS 31
 
-/* Locks (type) root id's byte for the caller's keyring, or with
- * every_keyring its whole range, in the lock file fd: 0, -EAGAIN (held
- * elsewhere, !wait) or -errno; -EOVERFLOW for a row id too large for a
- * range of its own (past 2^32: nothing is locked, as for a store this user
- * cannot open the file of). */
-static int key_use_lock(int fd, int64_t id, bool every_keyring, short type, bool wait)
+/* Fills fl (type) with root id's byte for the caller's keyring, or with
+ * every_keyring its whole range: 0, or -EOVERFLOW for a row id too large
+ * for a range of its own (past 2^32: nothing is locked, as for a store
+ * this user cannot open the file of). */
+static int key_use_range(int64_t id, bool every_keyring, short type, struct flock *fl)
 {
 	if (id <= 0 || (uint64_t)id >= (UINT64_C(1) << (63 - KEY_USE_RANGE_BITS)))
 		return -EOVERFLOW;
 	off_t start = (off_t)id << KEY_USE_RANGE_BITS;
-	struct flock fl = {.l_type = type, .l_whence = SEEK_SET,
-			   .l_start = every_keyring ? start : start + keyring_serial(),
-			   .l_len = every_keyring ? (off_t)1 << KEY_USE_RANGE_BITS : 1};
+	*fl = (struct flock){.l_type = type, .l_whence = SEEK_SET,
+			     .l_start = every_keyring ? start : start + keyring_serial(),
+			     .l_len = every_keyring ? (off_t)1 << KEY_USE_RANGE_BITS : 1};
+	return 0;
+}
+
+/* Locks (type) that range (key_use_range) in the lock file fd: 0, -EAGAIN
+ * (held elsewhere, !wait) or -errno. */
+static int key_use_lock(int fd, int64_t id, bool every_keyring, short type, bool wait)
+{
+	struct flock fl;
+	int r = key_use_range(id, every_keyring, type, &fl);
+	if (r < 0)
+		return r;
 	for (;;) {
 		if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0)
 			return 0;
 		if (errno != EINTR || !wait)
 			return errno == EACCES || errno == EAGAIN ? -EAGAIN : -errno;
 	}
+}
+
+/* unload-key's look at the caller's own byte of root id: 0, or -EAGAIN
+ * while a command holds the key.  Through a read-only fd (a user who
+ * may not write the store) it cannot take the write lock, so it asks
+ * whether one could be taken (F_OFD_GETLK): without the lock, a command
+ * that starts between that look and the unload may still get the key. */
+static int key_use_check(int fd, int64_t id)
+{
+	int acc = fcntl(fd, F_GETFL);
+	if (acc >= 0 && (acc & O_ACCMODE) == O_RDWR)
+		return key_use_lock(fd, id, false, F_WRLCK, false);
+	struct flock fl;
+	int r = key_use_range(id, false, F_WRLCK, &fl);
+	if (r < 0)
+		return r;
+	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
+		return -errno;
+	return fl.l_type == F_UNLCK ? 0 : -EAGAIN;
 }
 
 /* Marks root's key in use: an fd holding the read lock, or -1 (best
@@ -449,8 +480,10 @@ int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc)
 	bool has_new = keyring_present(desc);
 	if (!has_new && !has_old)
 		return -ENOKEY;
-	int r = 0, fd = key_use_open(st, true);
-	if (fd >= 0 && key_use_lock(fd, root->id, false, F_WRLCK, false) == -EAGAIN) {
+	/* Read-only too: a user who may not write the store still unloads
+	 * only keys no command of theirs holds. */
+	int r = 0, fd = key_use_open(st, false);
+	if (fd >= 0 && key_use_check(fd, root->id) == -EAGAIN) {
 		r = -EBUSY;
 	} else {
 		if (has_new)

@@ -1,0 +1,45 @@
+#!/bin/bash
+# A user who may read the store but not write it could not open
+# keyusers.lock for the write lock unload-key takes, and then unloaded
+# without looking: their own running restore went on decrypting with the
+# key "unload-key" had just reported gone.  They cannot take the write
+# lock, but they can see whether it could be taken: their unload-key
+# refuses while their restore holds the key, and works once it ended.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/crypt.sh"
+[ "$(id -u)" = 0 ] || { echo "needs root (to run as a second user)"; exit 77; }
+command -v setpriv >/dev/null || { echo "setpriv missing"; exit 77; }
+OTHER=60123 # a uid of no one: its user keyring is its own
+# as_other CMD...: CMD as OTHER, its keys in its user keyring (see t1374)
+as_other() {
+	setpriv --reuid=$OTHER --regid=$OTHER --clear-groups keyctl session - \
+		sh -c 'keyctl link @u @s >/dev/null && exec env -u CAIRN_KEYRING "$@"' sh "$@"
+}
+
+new_store
+SRC=$TESTDIR/src
+mkdir -p "$SRC"
+head -c 64000000 /dev/urandom >"$SRC/big"
+ok mkroot enc "$PASS1" -o compression=off -o source="$SRC"
+ok cairn snapshot enc@1
+rm -rf "$SRC"
+# the store is root's; OTHER may read it, not write it
+chmod 755 "$TESTDIR"
+chmod -R go+rX "$CAIRN_STORE"
+as_other touch "$CAIRN_STORE/x" 2>/dev/null && fail "OTHER can write the store"
+printf '%s\n' "$PASS1" | as_other "$CAIRN" load-key -t 600 enc || fail "load-key as uid $OTHER"
+trap 'as_other "$CAIRN" unload-key enc >/dev/null 2>&1; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
+mkdir "$TESTDIR/out"
+chown $OTHER "$TESTDIR/out"
+start_stopped_restore enc@1 "$TESTDIR/out" as_other
+
+fails_with 1 "enc: key is busy" as_other "$CAIRN" unload-key enc
+[ "$(as_other "$CAIRN" get -H -o value keystatus enc)" = available ] ||
+	fail "the refused unload-key took OTHER's key"
+
+kill -CONT "$RESTORE"
+wait "$RESTORE" || fail "the restore as uid $OTHER failed"
+ok as_other "$CAIRN" unload-key enc
+[ "$(as_other "$CAIRN" get -H -o value keystatus enc)" = unavailable ] ||
+	fail "OTHER's unload-key after the restore"
+done_test
