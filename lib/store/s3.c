@@ -644,8 +644,11 @@ static void settle(s3_t *s, struct req *q)
 		/* An answer that is the request's result (absent, taken, no
 		 * conditional writes) is progress as much as a 2xx: a batch of
 		 * HEADs for new chunks is all 404s, and a transient failure late
-		 * in it still deserves its whole budget. */
-		if (no_key || taken || no_cond)
+		 * in it still deserves its whole budget.  Not one that is retried
+		 * (a 412 ConditionalRequestConflict, a 501 with a transient code):
+		 * it is no result, and resetting the clock on every try would
+		 * retry it for ever once the backoff stops growing. */
+		if ((no_key || taken || no_cond) && !retry)
 			s->failing_since = 0;
 	}
 	int64_t now = mono_ns();

@@ -23,6 +23,9 @@ request:
   list-500      ListObjectsV2: HTTP 500 (retried until the budget is spent)
   no-conditional  a PUT with If-None-Match: HTTP 501 NotImplemented (a
                 server without conditional writes)
+  cond-412-conflict  a PUT with If-None-Match: HTTP 412 whose code is
+                ConditionalRequestConflict (retried, and yet "taken": a
+                broken server's answer that is never a result)
   list-error-200  ListObjectsV2: HTTP 200 with an S3 error document
                 (<Error>) for a body, not the answer asked for
   delete-error-200  the same for DeleteObjects (both with the code
@@ -147,6 +150,9 @@ class Proxy(BaseHTTPRequestHandler):
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
         if put_cond and mode == "no-conditional":
             return self.answer(501, b"<Error><Code>NotImplemented</Code></Error>",
+                               [("Content-Type", "application/xml")])
+        if put_cond and mode == "cond-412-conflict":
+            return self.answer(412, b"<Error><Code>ConditionalRequestConflict</Code></Error>",
                                [("Content-Type", "application/xml")])
         deleting = self.command == "POST" and "delete" in self.path
         if (listing and mode == "list-error-200") or (deleting and mode == "delete-error-200"):
