@@ -856,6 +856,12 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 	gc_idxwalk_free(w);
 	opts->chunks = atomic_load(&c.chunks);
 	opts->bytes = atomic_load(&c.bytes);
+	/* A refused read ends the verify judging nothing: chunks found bad
+	 * before it (a credential that stopped working part way) are neither
+	 * set aside nor reported, as its error says; the next verify with a
+	 * working credential finds them again. */
+	if (c.refused)
+		c.nbad = 0;
 	size_t nbad = c.nbad; /* less those that no longer matter (report) */
 	/* Named even when a later phase failed: they were found damaged, and
 	 * the error (kept as it was) says nothing about which. */

@@ -48,6 +48,9 @@ request:
                 answered 503 (late-503's clock, for HEADs)
   forbid-get-head  every GET that is not a listing, and every HEAD: HTTP
                 403 AccessDenied (a credential without read rights)
+  forbid-after-404  GET of a chunk object: forwarded until one is answered
+                404, then every one HTTP 403 AccessDenied (a credential
+                that stops working part way)
   list-bomb     ListObjectsV2: a short answer whose DTD makes one key 100 MB
                 once its entities are expanded ("billion laughs")
   late-503      PUT of a chunk object: forwarded 0.1 s late (a slow link);
@@ -71,6 +74,7 @@ meta_cut = [1]  # meta-cut-first: the cut still to make
 meta_500 = [1, 1, 1]  # meta-500-big: the 500s still to answer
 cycle = {}  # list-cycle: the real listing's answer, fetched once
 error_200_done = set()  # error-200-first: the kinds of request answered so
+seen_404 = []  # forbid-after-404: a chunk GET was answered 404
 
 
 def list_bomb():
@@ -177,6 +181,9 @@ class Proxy(BaseHTTPRequestHandler):
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
             return self.answer(403, b"<Error><Code>AccessDenied</Code></Error>",
                                [("Content-Type", "application/xml")])
+        if chunk_get and mode == "forbid-after-404" and seen_404:
+            return self.answer(403, b"<Error><Code>AccessDenied</Code></Error>",
+                               [("Content-Type", "application/xml")])
         if mode == "list-error-200-always" and listing:
             return self.answer(200, b"<Error><Code>ServiceUnavailable</Code>"
                                b"<Message>try again</Message></Error>",
@@ -222,6 +229,8 @@ class Proxy(BaseHTTPRequestHandler):
         up.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
         r = up.getresponse()
         data = r.read()
+        if chunk_get and r.status == 404 and mode == "forbid-after-404":
+            seen_404.append(self.path)
         if chunk_get and r.status == 200 and mode in ("garble-get", "garble-first") and data:
             data = bytearray(data)
             data[len(data) // 2] ^= 0xFF
