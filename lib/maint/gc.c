@@ -1810,7 +1810,14 @@ static void sweep_remote(cairn_store *st, sweep_t *sw, digest_t *keep, size_t nk
  * local sweep removed markers whose objects then stay. */
 static int remote_sweep_allowed(cairn_store *st)
 {
-	return chunkstore_backend(st->cs) ? store_remote_check_owner(st) : 0;
+	if (!chunkstore_backend(st->cs))
+		return 0;
+	/* Its retries heed a stop like the bucket sweep's (a claim answered
+	 * 503 is retried for the whole budget). */
+	backend_set_stop(&gc_stop);
+	int r = store_remote_check_owner(st);
+	backend_set_stop(NULL);
+	return r;
 }
 
 /* Sweeps directories [sw->lo, sw->hi) with `threads` threads (the caller's

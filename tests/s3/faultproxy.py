@@ -48,6 +48,8 @@ request:
                 answered 503 (late-503's clock, for HEADs)
   forbid-get-head  every GET that is not a listing, and every HEAD: HTTP
                 403 AccessDenied (a credential without read rights)
+  claim-503     GET of meta/store-id (the prefix's claim): HTTP 503
+                SlowDown, every time
   forbid-after-404  GET of a chunk object: forwarded until one is answered
                 404, then every one HTTP 403 AccessDenied (a credential
                 that stops working part way)
@@ -180,6 +182,11 @@ class Proxy(BaseHTTPRequestHandler):
             with open(MODEFILE + ".hits", "a") as f:
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
             return self.answer(403, b"<Error><Code>AccessDenied</Code></Error>",
+                               [("Content-Type", "application/xml")])
+        if mode == "claim-503" and self.command == "GET" and self.path.endswith("/meta/store-id"):
+            with open(MODEFILE + ".hits", "a") as f:
+                f.write("%s %s %s\n" % (mode, self.command, self.path))
+            return self.answer(503, b"<Error><Code>SlowDown</Code></Error>",
                                [("Content-Type", "application/xml")])
         if chunk_get and mode == "forbid-after-404" and seen_404:
             return self.answer(403, b"<Error><Code>AccessDenied</Code></Error>",
