@@ -40,19 +40,56 @@ key_marked() {
 }
 
 # start_stopped_restore SNAP DIR [PREFIX...]: starts a restore of SNAP
-# (best a big one) into DIR and stops it (SIGSTOP) once it holds the key:
-# $RESTORE is its pid, for kill -CONT and wait.  PREFIX runs it (a command
-# that execs the rest, as setpriv does).  A restore that ended before it
-# could be stopped fails the test.
+# (best a big one) into DIR and stops it (SIGSTOP) once it holds the key;
+# resume_restore lets it go on and returns its exit status.  PREFIX runs
+# it: a command that execs the rest (as setpriv does), or a shell function,
+# which bash runs in a subshell of its own that waits for the restore.
+# So $RESTORE is the job (for wait) and $RESTORE_PID the cairn process
+# found among it and its descendants: the one stopped (stopping a
+# function's subshell left the restore running, and the test's "busy"
+# checks raced its end).  A restore that ended before it was stopped, or
+# that no longer holds the key once stopped, fails the test.
 start_stopped_restore() {
-	local snap=$1 dir=$2
+	local snap=$1 dir=$2 st
 	shift 2
 	"$@" "$CAIRN" restore "$snap" "$dir" &
 	RESTORE=$!
+	RESTORE_PID=
 	for _ in $(seq 1 2000); do
 		key_marked && break
 		kill -0 "$RESTORE" 2>/dev/null || break
 	done
-	kill -STOP "$RESTORE" 2>/dev/null && key_marked ||
+	RESTORE_PID=$(cairn_in_tree "$RESTORE")
+	if [ -z "$RESTORE_PID" ] || ! kill -STOP "$RESTORE_PID" 2>/dev/null; then
 		fail "the restore of $snap ended before it was stopped holding its key"
+		return
+	fi
+	# stopped for certain (kill only sends the signal), and then holding the key
+	for _ in $(seq 1 2000); do
+		st=$(sed 's/.*) //' "/proc/$RESTORE_PID/stat" 2>/dev/null | cut -d' ' -f1)
+		[ "$st" = T ] && break
+		[ -n "$st" ] || break
+	done
+	[ "$st" = T ] && key_marked ||
+		fail "the restore of $snap was not stopped holding its key (state '$st')"
+}
+
+# resume_restore: the stopped restore goes on; its exit status.
+resume_restore() {
+	[ -n "$RESTORE_PID" ] && kill -CONT "$RESTORE_PID"
+	wait "$RESTORE"
+}
+
+# cairn_in_tree PID: the first $CAIRN process among PID and its descendants.
+cairn_in_tree() {
+	local pids=$1 next p
+	while [ -n "${pids//[[:space:]]/}" ]; do
+		next=
+		for p in $pids; do
+			[ /proc/"$p"/exe -ef "$CAIRN" ] && { echo "$p"; return 0; }
+			next="$next $(pgrep -P "$p")"
+		done
+		pids=$next
+	done
+	return 1
 }

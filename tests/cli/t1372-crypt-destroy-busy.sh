@@ -33,8 +33,7 @@ fails_with 1 "top/enc: dataset is busy" cairn destroy -rn top
 [ "$(nkeys)" = 1 ] || fail "refused destroy took the key out of the keyring"
 
 # the restore finishes with the key, and then the same destroy works
-kill -CONT "$RESTORE"
-wait "$RESTORE" || fail "the restore failed"
+resume_restore || fail "the restore failed"
 ok cairn destroy -r top/enc
 cairn list top/enc >/dev/null 2>&1 && fail "top/enc still there after destroy"
 [ "$(nkeys)" = 0 ] || fail "destroy left the root's key in the keyring"

@@ -47,8 +47,7 @@ ok cairn unload-key enc
 fails_with 1 "enc: key is busy" as_other "$CAIRN" unload-key enc
 fails_with 1 "enc: dataset is busy" cairn destroy -r enc
 
-kill -CONT "$RESTORE"
-wait "$RESTORE" || fail "the restore as uid $OTHER failed"
+resume_restore || fail "the restore as uid $OTHER failed"
 ok as_other "$CAIRN" unload-key enc
 [ "$(as_other "$CAIRN" get -H -o value keystatus enc)" = unavailable ] ||
 	fail "OTHER's unload-key after the restore"
