@@ -27,8 +27,9 @@ typedef struct victim {
 typedef struct keydrop {
 	char (*keys)[64]; /* keyring names of the roots removed (two each at most) */
 	size_t nkeys;
-	int *claims; /* encroot_key_claim locks: no command takes the keys meanwhile */
-	size_t nclaims;
+	/* encroot_key_claim's locks, all roots' through one descriptor (-1:
+	 * none): no command takes the keys meanwhile */
+	int claimfd;
 } keydrop_t;
 
 typedef struct plan {
@@ -50,10 +51,9 @@ static void keydrop_end(void *arg, bool committed)
 	for (size_t i = 0; committed && i < d->nkeys; i++)
 		keyring_unload(d->keys[i]);
 	/* after the unload: a command that waited then finds no key */
-	for (size_t i = 0; i < d->nclaims; i++)
-		close(d->claims[i]);
+	if (d->claimfd >= 0)
+		close(d->claimfd);
 	free(d->keys);
-	free(d->claims);
 	free(d);
 }
 
@@ -72,8 +72,11 @@ static void plan_free(plan_t *p)
 
 static int keydrop_get(plan_t *p)
 {
-	if (!p->drop && !(p->drop = calloc(1, sizeof(*p->drop))))
+	if (p->drop)
+		return 0;
+	if (!(p->drop = calloc(1, sizeof(*p->drop))))
 		return -ENOMEM;
+	p->drop->claimfd = -1;
 	return 0;
 }
 
@@ -88,25 +91,15 @@ static int claim_root_keys(cairn_store *st, plan_t *p)
 		ds_row_t ds = {0};
 		r = catalog_ds_by_id(st->cat, p->ds[i], &ds);
 		int root = r == 0 ? encroot_is_root(st, &ds) : 0;
-		int fd = root == 1 ? encroot_key_claim(st, &ds) : -1;
-		int *v = NULL;
 		if (r == 0 && root < 0)
 			r = root;
-		else if (fd == -EBUSY)
+		else if (root == 1 && (r = keydrop_get(p)) == 0 &&
+			 encroot_key_claim(st, &ds, &p->drop->claimfd) == -EBUSY)
 			r = store_err(st, -EBUSY,
 				      "%s: dataset is busy: a running command uses its key (a "
 				      "backup, restore, diff, verify or plain send); destroy it "
 				      "when that has ended",
 				      ds.name);
-		else if (fd >= 0 && ((r = keydrop_get(p)) < 0 ||
-				     !(v = realloc(p->drop->claims,
-						   (p->drop->nclaims + 1) * sizeof(*v))))) {
-			close(fd);
-			r = -ENOMEM;
-		} else if (fd >= 0) {
-			p->drop->claims = v;
-			v[p->drop->nclaims++] = fd;
-		}
 		ds_row_clear(&ds);
 	}
 	return r;

@@ -497,17 +497,16 @@ int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc)
 	return r;
 }
 
-int encroot_key_claim(cairn_store *st, const ds_row_t *root)
+int encroot_key_claim(cairn_store *st, const ds_row_t *root, int *fd)
 {
-	int fd = key_use_open(st, true);
-	if (fd < 0)
-		return fd; /* nothing this user could lock: best effort, as marking is */
-	int r = key_use_lock(fd, root->id, true, F_WRLCK, false);
-	if (r < 0) {
-		close(fd);
-		return r == -EAGAIN ? -EBUSY : r;
+	if (*fd < 0) {
+		int f = key_use_open(st, true);
+		if (f < 0)
+			return f; /* nothing this user could lock: best effort, as marking is */
+		*fd = f;
 	}
-	return fd;
+	int r = key_use_lock(*fd, root->id, true, F_WRLCK, false);
+	return r == -EAGAIN ? -EBUSY : r;
 }
 
 int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)

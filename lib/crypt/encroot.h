@@ -39,11 +39,14 @@ void encroot_keys_unmark(crypt_keys_t *k);
 int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc);
 
 /* destroy of root: the key must not be in use (zfs: "dataset is busy").
- * An fd holding the lock that keeps every command from taking root's key
- * until it is closed (after the key left the keyring), -EBUSY while a
- * command holds the key, or another -errno when the store's lock file
- * cannot be opened for writing (then nothing is claimed). */
-int encroot_key_claim(cairn_store *st, const ds_row_t *root);
+ * Locks root's whole range of the store's lock file through *fd, opened
+ * by the first call (*fd < 0): that lock keeps every command from taking
+ * root's key until the caller closes *fd (after the key left the
+ * keyring).  One descriptor holds the claims of all the roots a destroy
+ * removes (one each ran out of descriptors with many roots, t1377).  0,
+ * -EBUSY while a command holds the key, or another -errno when the lock
+ * file cannot be opened for writing (then nothing is claimed). */
+int encroot_key_claim(cairn_store *st, const ds_row_t *root, int *fd);
 
 /* Same as encroot_keys, given the dataset's name. */
 int encroot_keys_by_name(cairn_store *st, const char *name, crypt_keys_t **out);
