@@ -63,6 +63,7 @@ typedef struct crypt_keys {
 	/* -1, or the locked file marking the key in use while this copy
 	 * lives (encroot_keys: unload-key refuses meanwhile) */
 	int usefd;
+	int32_t usekey; /* the serial of the keyring key marked (0: none) */
 } crypt_keys_t;
 
 /* scrypt parameters written into new key blobs.  N = 2^17, r = 8, p = 1

@@ -347,14 +347,18 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
  * keyusers.lock for as long as it keeps the key (crypt_keys_free closes
  * it; the kernel drops it when the process dies).  unload-key takes the
  * write lock on that byte, which it cannot get while any command holds a
- * read lock.  The read lock is taken before the keyring is asked, so a
- * command either holds the key when unload-key looks, or finds it gone.
- * The byte is the root's and the keyring's: a key is loaded per user (or
- * session, keyring.h), and unload-key removes the caller's own, so only
- * the commands that use that very key may make it busy, not another
- * user's, which have a key of their own.  Each root has a range of 2^31
- * bytes, one per keyring serial (a positive 32-bit number); destroy,
- * which takes the root from every user, locks the whole range.
+ * read lock.  The byte is the root's and the key's: a key is loaded per
+ * user (or session, keyring.h), and unload-key removes the one the caller
+ * finds, so only the commands that use that very key may make it busy,
+ * not another user's, which have a key of their own.  Each root has a
+ * range of 2^31 bytes, one per key serial (a positive 32-bit number; 0:
+ * no loaded key, a key file's); destroy, which takes the root from every
+ * user, locks the whole range.  The key's serial, not its keyring's: a
+ * key one command finds through a keyring another links (a session
+ * keyring linking the user keyring, CAIRN_KEYRING=session) is the same
+ * key to unload-key.  A command takes the read lock on the serial it
+ * found and only then reads the key by that serial, so it either holds
+ * the key when unload-key looks, or finds it gone.
  * One file with a range per root, not a file per root: a key set (verify,
  * gc) holds every root's key at once, and marks them all through one
  * descriptor (encroot_keyset_load); a file each cost a descriptor per
@@ -377,27 +381,27 @@ static int key_use_open(cairn_store *st, bool writing)
 
 #define KEY_USE_RANGE_BITS 31
 
-/* Fills fl (type) with root id's byte for the caller's keyring, or with
- * every_keyring its whole range: 0, or -EOVERFLOW for a row id too large
- * for a range of its own (past 2^32: nothing is locked, as for a store
- * this user cannot open the file of). */
-static int key_use_range(int64_t id, bool every_keyring, short type, struct flock *fl)
+/* Fills fl (type) with root id's byte for key serial key (>= 0), or with
+ * key < 0 its whole range: 0, or -EOVERFLOW for a row id too large for a
+ * range of its own (past 2^32: nothing is locked, as for a store this
+ * user cannot open the file of). */
+static int key_use_range(int64_t id, int32_t key, short type, struct flock *fl)
 {
 	if (id <= 0 || (uint64_t)id >= (UINT64_C(1) << (63 - KEY_USE_RANGE_BITS)))
 		return -EOVERFLOW;
 	off_t start = (off_t)id << KEY_USE_RANGE_BITS;
 	*fl = (struct flock){.l_type = type, .l_whence = SEEK_SET,
-			     .l_start = every_keyring ? start : start + keyring_serial(),
-			     .l_len = every_keyring ? (off_t)1 << KEY_USE_RANGE_BITS : 1};
+			     .l_start = key < 0 ? start : start + key,
+			     .l_len = key < 0 ? (off_t)1 << KEY_USE_RANGE_BITS : 1};
 	return 0;
 }
 
 /* Locks (type) that range (key_use_range) in the lock file fd: 0, -EAGAIN
  * (held elsewhere, !wait) or -errno. */
-static int key_use_lock(int fd, int64_t id, bool every_keyring, short type, bool wait)
+static int key_use_lock(int fd, int64_t id, int32_t key, short type, bool wait)
 {
 	struct flock fl;
-	int r = key_use_range(id, every_keyring, type, &fl);
+	int r = key_use_range(id, key, type, &fl);
 	if (r < 0)
 		return r;
 	for (;;) {
@@ -408,18 +412,18 @@ static int key_use_lock(int fd, int64_t id, bool every_keyring, short type, bool
 	}
 }
 
-/* unload-key's look at the caller's own byte of root id: 0, or -EAGAIN
+/* unload-key's look at root id's byte for key serial key: 0, or -EAGAIN
  * while a command holds the key.  Through a read-only fd (a user who
  * may not write the store) it cannot take the write lock, so it asks
  * whether one could be taken (F_OFD_GETLK): without the lock, a command
  * that starts between that look and the unload may still get the key. */
-static int key_use_check(int fd, int64_t id)
+static int key_use_check(int fd, int64_t id, int32_t key)
 {
 	int acc = fcntl(fd, F_GETFL);
 	if (acc >= 0 && (acc & O_ACCMODE) == O_RDWR)
-		return key_use_lock(fd, id, false, F_WRLCK, false);
+		return key_use_lock(fd, id, key, F_WRLCK, false);
 	struct flock fl;
-	int r = key_use_range(id, false, F_WRLCK, &fl);
+	int r = key_use_range(id, key, F_WRLCK, &fl);
 	if (r < 0)
 		return r;
 	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
@@ -427,12 +431,13 @@ static int key_use_check(int fd, int64_t id)
 	return fl.l_type == F_UNLCK ? 0 : -EAGAIN;
 }
 
-/* Marks root's key in use: an fd holding the read lock, or -1 (best
- * effort).  Waits only while an unload-key holds the write lock. */
-static int key_use_begin(cairn_store *st, const ds_row_t *root)
+/* Marks root's key of serial key (0: a key file's) in use: an fd holding
+ * the read lock, or -1 (best effort).  Waits only while an unload-key
+ * (or a destroy) holds the write lock. */
+static int key_use_begin(cairn_store *st, const ds_row_t *root, int32_t key)
 {
 	int fd = key_use_open(st, false);
-	if (fd >= 0 && key_use_lock(fd, root->id, false, F_RDLCK, true) < 0) {
+	if (fd >= 0 && key_use_lock(fd, root->id, key, F_RDLCK, true) < 0) {
 		close(fd);
 		fd = -1;
 	}
@@ -477,17 +482,19 @@ int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc)
 	char old[KEYRING_DESC_MAX];
 	bool has_old = legacy_desc(st, root, old) == 0 && strcmp(old, desc) &&
 		       keyring_present(old);
-	bool has_new = keyring_present(desc);
+	int32_t key = keyring_key_serial(desc);
+	bool has_new = key > 0;
 	if (!has_new && !has_old)
 		return -ENOKEY;
 	/* Read-only too: a user who may not write the store still unloads
-	 * only keys no command of theirs holds. */
+	 * only keys no command of theirs holds.  That very key: the one
+	 * whose byte is looked at is the one invalidated. */
 	int r = 0, fd = key_use_open(st, false);
-	if (fd >= 0 && key_use_check(fd, root->id) == -EAGAIN) {
+	if (fd >= 0 && has_new && key_use_check(fd, root->id, key) == -EAGAIN) {
 		r = -EBUSY;
 	} else {
 		if (has_new)
-			r = keyring_unload(desc);
+			r = keyring_unload_serial(key);
 		int e = has_old ? keyring_unload(old) : 0;
 		if (r == 0 && e < 0 && e != -ENOKEY)
 			r = e;
@@ -505,7 +512,7 @@ int encroot_key_claim(cairn_store *st, const ds_row_t *root, int *fd)
 			return f; /* nothing this user could lock: best effort, as marking is */
 		*fd = f;
 	}
-	int r = key_use_lock(*fd, root->id, true, F_WRLCK, false);
+	int r = key_use_lock(*fd, root->id, -1, F_WRLCK, false);
 	return r == -EAGAIN ? -EBUSY : r;
 }
 
@@ -517,10 +524,14 @@ int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
 	if (r <= 0)
 		return r;
 	char desc[KEYRING_DESC_MAX];
-	int usefd = key_use_begin(st, &root);
 	r = root_desc(st, &root, desc);
+	/* The mark first, on the key found now; then that key is read by its
+	 * serial: an unload-key that got its byte first invalidated it, and
+	 * the read finds it gone (ENOKEY). */
+	int32_t key = r == 0 ? keyring_key_serial(desc) : 0;
+	int usefd = key_use_begin(st, &root, key > 0 ? key : 0);
 	if (r == 0)
-		r = keyring_find(desc, out);
+		r = key > 0 ? keyring_find_serial(key, out) : key;
 	if (r == -ENOKEY) {
 		/* Not loaded: a file keylocation loads it for this command. */
 		char *loc = NULL;
@@ -549,9 +560,10 @@ int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
 			      "unload-key %s' and load it again)",
 			      root.name, root.name);
 	}
-	if (r == 0)
+	if (r == 0) {
 		(*out)->usefd = usefd;
-	else if (usefd >= 0)
+		(*out)->usekey = key > 0 ? key : 0;
+	} else if (usefd >= 0)
 		close(usefd);
 	ds_row_clear(&root);
 	return r;
@@ -929,7 +941,8 @@ int encroot_keyset_load(cairn_store *st, encroot_keyset_t *ks)
 				ks->usefd = key_use_open(st, false);
 				ks->marking = ks->usefd >= 0;
 			}
-			if (ks->marking && key_use_lock(ks->usefd, root.id, false, F_RDLCK, false) == 0)
+			if (ks->marking &&
+			    key_use_lock(ks->usefd, root.id, k->usekey, F_RDLCK, false) == 0)
 				encroot_keys_unmark(k);
 		}
 		ds_row_clear(&root);

@@ -19,12 +19,6 @@ static key_serial_t ring(void)
 	return e && !strcmp(e, "session") ? KEY_SPEC_SESSION_KEYRING : KEY_SPEC_USER_KEYRING;
 }
 
-int32_t keyring_serial(void)
-{
-	long id = keyctl_get_keyring_ID(ring(), 0);
-	return id > 0 && id <= INT32_MAX ? (int32_t)id : 0;
-}
-
 void keyring_describe(uint64_t store_id, uint64_t root_id, char out[KEYRING_DESC_MAX])
 {
 	snprintf(out, KEYRING_DESC_MAX, "cairn:%016llx:%016llx", (unsigned long long)store_id,
@@ -75,12 +69,23 @@ static key_serial_t search(const char *desc)
 	return (key_serial_t)id;
 }
 
+int32_t keyring_key_serial(const char *desc)
+{
+	return search(desc);
+}
+
 int keyring_find(const char *desc, crypt_keys_t **out)
 {
 	*out = NULL;
 	key_serial_t id = search(desc);
 	if (id < 0)
 		return id;
+	return keyring_find_serial(id, out);
+}
+
+int keyring_find_serial(int32_t id, crypt_keys_t **out)
+{
+	*out = NULL;
 	void *p = NULL;
 	long n = keyctl_read_alloc(id, &p);
 	if (n < 0)
@@ -102,7 +107,14 @@ int keyring_unload(const char *desc)
 	key_serial_t id = search(desc);
 	if (id < 0)
 		return id;
+	return keyring_unload_serial(id);
+}
+
+int keyring_unload_serial(int32_t id)
+{
 	/* Invalidate, not unlink: the key is gone from every keyring that
 	 * linked it, at once. */
-	return keyctl_invalidate(id) < 0 ? -errno : 0;
+	if (keyctl_invalidate(id) == 0)
+		return 0;
+	return errno == EKEYEXPIRED || errno == EKEYREVOKED ? -ENOKEY : -errno;
 }

@@ -24,10 +24,15 @@
 
 #define KEYRING_DESC_MAX 64
 
-/* The serial of the keyring keys are loaded into and found in (the
- * caller's user keyring, or session keyring): a positive number, or 0
- * when there is none.  Two processes share their keys when it is equal. */
-int32_t keyring_serial(void);
+/* The serial of the key under desc, as keyring_find finds it (also
+ * through a keyring linked from the caller's): a positive number, or
+ * -ENOKEY, -errno.  Two processes use the same key when it is equal. */
+int32_t keyring_key_serial(const char *desc);
+
+/* keyring_find, keyring_unload of the key of that serial (and no other
+ * the description names by now): -ENOKEY once it is invalidated. */
+int keyring_find_serial(int32_t serial, crypt_keys_t **out);
+int keyring_unload_serial(int32_t serial);
 
 /* Writes the description of a root's key into out[KEYRING_DESC_MAX]. */
 void keyring_describe(uint64_t store_id, uint64_t root_id, char out[KEYRING_DESC_MAX]);

@@ -1,0 +1,57 @@
+#!/bin/bash
+# unload-key refuses while a command uses that very key.  ec36586 marked a
+# key in use on a byte of the root and the caller's keyring (its serial):
+# a command that found the key through another keyring linking it (a
+# session keyring that links the user keyring, as a login's does, with
+# CAIRN_KEYRING=session) marked its session keyring's byte, and the
+# user's unload-key (user keyring) found its own byte free and took the
+# key out from under the running restore.  The byte is now the key's own
+# serial: the same key is the same byte, whichever keyring found it.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/crypt.sh"
+[ "$(id -u)" = 0 ] || { echo "needs root (to run as a second user)"; exit 77; }
+command -v setpriv >/dev/null || { echo "setpriv missing"; exit 77; }
+OTHER=60123 # a uid of no one: its user keyring is its own
+# as_other [session] CMD...: CMD as OTHER (exec'd, same pid), from a
+# session keyring of its own that links OTHER's user keyring, as a
+# login's does; with "session", CMD runs with CAIRN_KEYRING=session (and
+# finds the keys of the user keyring through that link).
+as_other() {
+	local mode=user
+	[ "$1" = session ] && mode=session && shift
+	setpriv --reuid=$OTHER --regid=$OTHER --clear-groups keyctl session - \
+		sh -c 'keyctl link @u @s >/dev/null && m=$1 && shift &&
+			if [ "$m" = session ]; then exec env CAIRN_KEYRING=session "$@";
+			else exec env -u CAIRN_KEYRING "$@"; fi' sh "$mode" "$@" \
+		2> >(grep -v '^Joined session keyring' >&2)
+}
+
+new_store
+SRC=$TESTDIR/src
+mkdir -p "$SRC"
+head -c 64000000 /dev/urandom >"$SRC/big"
+ok mkroot enc "$PASS1" -o compression=off -o source="$SRC"
+ok cairn snapshot enc@1
+rm -rf "$SRC"
+ok cairn unload-key enc
+chmod 755 "$TESTDIR"
+chown -R $OTHER:$OTHER "$CAIRN_STORE"
+# OTHER loads the key into its user keyring (10 minutes at most)
+printf '%s\n' "$PASS1" | as_other "$CAIRN" load-key -t 600 enc || fail "load-key as uid $OTHER"
+trap 'as_other keyctl purge -p user "cairn:" >/dev/null 2>&1; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
+[ "$(as_other session "$CAIRN" get -H -o value keystatus enc)" = available ] ||
+	fail "a session-keyring command of OTHER does not find the user keyring's key"
+mkdir "$TESTDIR/out"
+chown $OTHER "$TESTDIR/out"
+# a restore that finds the key through its session keyring, stopped holding it
+start_stopped_restore enc@1 "$TESTDIR/out" as_other session
+
+fails_with 1 "enc: key is busy" as_other "$CAIRN" unload-key enc
+[ "$(as_other "$CAIRN" get -H -o value keystatus enc)" = available ] ||
+	fail "the refused unload-key took the key the restore uses"
+
+resume_restore || fail "the restore as uid $OTHER failed"
+ok as_other "$CAIRN" unload-key enc
+[ "$(as_other "$CAIRN" get -H -o value keystatus enc)" = unavailable ] ||
+	fail "OTHER's unload-key after the restore"
+done_test
