@@ -31,6 +31,16 @@ keystatus() {
 }
 
 
+# key_prefix: "cairn:<store id>:", the start of the names of this store's
+# keys, taken from a key of it in this test's session keyring (call it
+# while there is one).  For a keyctl purge -p in a second user's keyring
+# that takes this test's keys only: a purge of every "cairn:" key also
+# took the keys of another test running as that user at the same time.
+key_prefix() {
+	keyctl show @s | grep -o 'cairn:[0-9a-f]\{16\}:' | head -n 1 | grep . ||
+		fail "no key of this store in the session keyring"
+}
+
 # key_marked: some command holds a key of this store (a read lock on
 # keyusers.lock, as /proc/locks lists it).
 key_marked() {

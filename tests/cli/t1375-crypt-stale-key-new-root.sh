@@ -27,11 +27,12 @@ SRC=$TESTDIR/src
 mkdir -p "$SRC"
 echo data >"$SRC/f"
 ok mkroot enc "$PASS1" -o source="$SRC"
+PREFIX=$(key_prefix)
 ok cairn snapshot enc@1
 cairn send -w enc@1 >"$TESTDIR/raw" || fail "raw send"
 to_other
 printf '%s\n' "$PASS1" | as_other "$CAIRN" load-key -t 600 enc || fail "load-key as uid $OTHER"
-trap 'as_other keyctl purge -p user "cairn:" >/dev/null 2>&1; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
+trap '[ -z "$PREFIX" ] || as_other keyctl purge -p user "$PREFIX" >/dev/null 2>&1; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
 [ "$(other_keystatus enc)" = available ] || fail "OTHER's key not loaded"
 
 # root destroys the root: its own key goes, OTHER's stays where only OTHER

@@ -31,6 +31,7 @@ SRC=$TESTDIR/src
 mkdir -p "$SRC"
 head -c 64000000 /dev/urandom >"$SRC/big"
 ok mkroot enc "$PASS1" -o compression=off -o source="$SRC"
+PREFIX=$(key_prefix)
 ok cairn snapshot enc@1
 rm -rf "$SRC"
 ok cairn unload-key enc
@@ -38,7 +39,7 @@ chmod 755 "$TESTDIR"
 chown -R $OTHER:$OTHER "$CAIRN_STORE"
 # OTHER loads the key into its user keyring (10 minutes at most)
 printf '%s\n' "$PASS1" | as_other "$CAIRN" load-key -t 600 enc || fail "load-key as uid $OTHER"
-trap 'as_other keyctl purge -p user "cairn:" >/dev/null 2>&1; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
+trap '[ -z "$PREFIX" ] || as_other keyctl purge -p user "$PREFIX" >/dev/null 2>&1; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
 [ "$(as_other session "$CAIRN" get -H -o value keystatus enc)" = available ] ||
 	fail "a session-keyring command of OTHER does not find the user keyring's key"
 mkdir "$TESTDIR/out"
