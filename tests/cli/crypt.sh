@@ -103,3 +103,27 @@ cairn_in_tree() {
 	done
 	return 1
 }
+
+# ---- a second user (t1374-t1378) ----
+# OTHER: a uid of no one, whose user keyring is its own.
+OTHER=60123
+# need_other_user: these tests run commands as OTHER; without root or
+# setpriv they exit 77 (which CI counts as a failure).
+need_other_user() {
+	[ "$(id -u)" = 0 ] || { echo "needs root (to run as a second user)"; exit 77; }
+	command -v setpriv >/dev/null || { echo "setpriv missing"; exit 77; }
+}
+# as_other [session] CMD...: CMD as OTHER (exec'd, same pid), from a
+# session keyring of its own that links OTHER's user keyring, as a
+# login's does (so the process possesses the keys, which it needs to set
+# their timeout).  Keys go to and come from OTHER's user keyring; with
+# "session", CMD runs with CAIRN_KEYRING=session and finds the user
+# keyring's keys through that link.
+as_other() {
+	local mode=user
+	[ "$1" = session ] && mode=session && shift
+	setpriv --reuid=$OTHER --regid=$OTHER --clear-groups keyctl session - \
+		sh -c 'keyctl link @u @s >/dev/null && m=$1 && shift &&
+			if [ "$m" = session ]; then exec env CAIRN_KEYRING=session "$@";
+			else exec env -u CAIRN_KEYRING "$@"; fi' sh "$mode" "$@"
+}

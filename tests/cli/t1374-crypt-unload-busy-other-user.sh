@@ -7,17 +7,7 @@
 # and a destroy (which takes the root from every user), still refuse.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
-[ "$(id -u)" = 0 ] || { echo "needs root (to run as a second user)"; exit 77; }
-command -v setpriv >/dev/null || { echo "setpriv missing"; exit 77; }
-OTHER=60123 # a uid of no one: its user keyring is its own
-# as_other CMD...: runs CMD (exec'd, same pid) as OTHER, with the keys in
-# OTHER's user keyring (not this test's session keyring), from a session
-# keyring of its own that links it, as a login's does (so the process
-# possesses the keys, which it needs to set their timeout).
-as_other() {
-	setpriv --reuid=$OTHER --regid=$OTHER --clear-groups keyctl session - \
-		sh -c 'keyctl link @u @s >/dev/null && exec env -u CAIRN_KEYRING "$@"' sh "$@"
-}
+need_other_user
 
 new_store
 SRC=$TESTDIR/src

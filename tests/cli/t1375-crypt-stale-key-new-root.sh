@@ -9,15 +9,7 @@
 # for root and for the other user.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
-[ "$(id -u)" = 0 ] || { echo "needs root (to run as a second user)"; exit 77; }
-command -v setpriv >/dev/null || { echo "setpriv missing"; exit 77; }
-OTHER=60123 # a uid of no one: its user keyring is its own
-# as_other CMD...: CMD as OTHER, its keys in its user keyring (see t1374)
-as_other() {
-	setpriv --reuid=$OTHER --regid=$OTHER --clear-groups keyctl session - \
-		sh -c 'keyctl link @u @s >/dev/null && exec env -u CAIRN_KEYRING "$@"' sh "$@" \
-		2> >(grep -v '^Joined session keyring' >&2)
-}
+need_other_user
 other_keystatus() { as_other "$CAIRN" get -H -o value keystatus "$1"; }
 # the store is OTHER's (root may do anything in it)
 to_other() { chmod 755 "$TESTDIR" && chown -R $OTHER:$OTHER "$CAIRN_STORE"; }

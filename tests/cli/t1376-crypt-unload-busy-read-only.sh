@@ -7,14 +7,7 @@
 # refuses while their restore holds the key, and works once it ended.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
-[ "$(id -u)" = 0 ] || { echo "needs root (to run as a second user)"; exit 77; }
-command -v setpriv >/dev/null || { echo "setpriv missing"; exit 77; }
-OTHER=60123 # a uid of no one: its user keyring is its own
-# as_other CMD...: CMD as OTHER, its keys in its user keyring (see t1374)
-as_other() {
-	setpriv --reuid=$OTHER --regid=$OTHER --clear-groups keyctl session - \
-		sh -c 'keyctl link @u @s >/dev/null && exec env -u CAIRN_KEYRING "$@"' sh "$@"
-}
+need_other_user
 
 new_store
 SRC=$TESTDIR/src

@@ -9,22 +9,7 @@
 # serial: the same key is the same byte, whichever keyring found it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
-[ "$(id -u)" = 0 ] || { echo "needs root (to run as a second user)"; exit 77; }
-command -v setpriv >/dev/null || { echo "setpriv missing"; exit 77; }
-OTHER=60123 # a uid of no one: its user keyring is its own
-# as_other [session] CMD...: CMD as OTHER (exec'd, same pid), from a
-# session keyring of its own that links OTHER's user keyring, as a
-# login's does; with "session", CMD runs with CAIRN_KEYRING=session (and
-# finds the keys of the user keyring through that link).
-as_other() {
-	local mode=user
-	[ "$1" = session ] && mode=session && shift
-	setpriv --reuid=$OTHER --regid=$OTHER --clear-groups keyctl session - \
-		sh -c 'keyctl link @u @s >/dev/null && m=$1 && shift &&
-			if [ "$m" = session ]; then exec env CAIRN_KEYRING=session "$@";
-			else exec env -u CAIRN_KEYRING "$@"; fi' sh "$mode" "$@" \
-		2> >(grep -v '^Joined session keyring' >&2)
-}
+need_other_user
 
 new_store
 SRC=$TESTDIR/src
