@@ -41,6 +41,18 @@ key_prefix() {
 		fail "no key of this store in the session keyring"
 }
 
+# big_root ROOT SNAP: a new encryption root ROOT (key $PASS1) with one
+# snapshot, ROOT@SNAP, of a 64 MB file, uncompressed: a restore of it runs
+# long enough to be stopped holding the key (start_stopped_restore).
+big_root() {
+	local src=$TESTDIR/big-src
+	mkdir -p "$src"
+	head -c 64000000 /dev/urandom >"$src/big"
+	ok mkroot "$1" "$PASS1" -o compression=off -o source="$src"
+	ok cairn snapshot "$1@$2"
+	rm -rf "$src"
+}
+
 # key_marked: some command holds a key of this store (a read lock on
 # keyusers.lock, as /proc/locks lists it).
 key_marked() {

@@ -9,13 +9,8 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
 new_store
-SRC=$TESTDIR/src
-mkdir -p "$SRC"
-head -c 64000000 /dev/urandom >"$SRC/big"
 ok cairn create top
-ok mkroot top/enc "$PASS1" -o compression=off -o source="$SRC"
-ok cairn snapshot top/enc@1
-rm -rf "$SRC"
+big_root top/enc 1
 
 # cairn keys in this test's session keyring
 nkeys() { keyctl show @s | grep -c ' user: cairn:'; }

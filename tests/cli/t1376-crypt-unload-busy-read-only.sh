@@ -10,12 +10,7 @@
 need_other_user
 
 new_store
-SRC=$TESTDIR/src
-mkdir -p "$SRC"
-head -c 64000000 /dev/urandom >"$SRC/big"
-ok mkroot enc "$PASS1" -o compression=off -o source="$SRC"
-ok cairn snapshot enc@1
-rm -rf "$SRC"
+big_root enc 1
 # the store is root's; OTHER may read it, not write it
 chmod 755 "$TESTDIR"
 chmod -R go+rX "$CAIRN_STORE"

@@ -19,12 +19,7 @@ for i in $(seq -w 1 39); do
 	ok cairn snapshot top/r$i@a
 done
 # the last root by name: a big snapshot, for a restore to stop in
-SRC=$TESTDIR/big
-mkdir -p "$SRC"
-head -c 64000000 /dev/urandom >"$SRC/big"
-ok mkroot top/r40 "$PASS1" -o compression=off -o source="$SRC"
-ok cairn snapshot top/r40@a
-rm -rf "$SRC"
+big_root top/r40 a
 
 start_stopped_restore top/r40@a "$TESTDIR/out"
 before=$(cairn list -H -o name -t all -r top)

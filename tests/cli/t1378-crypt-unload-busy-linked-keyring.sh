@@ -12,13 +12,8 @@
 need_other_user
 
 new_store
-SRC=$TESTDIR/src
-mkdir -p "$SRC"
-head -c 64000000 /dev/urandom >"$SRC/big"
-ok mkroot enc "$PASS1" -o compression=off -o source="$SRC"
+big_root enc 1
 PREFIX=$(key_prefix)
-ok cairn snapshot enc@1
-rm -rf "$SRC"
 ok cairn unload-key enc
 chmod 755 "$TESTDIR"
 chown -R $OTHER:$OTHER "$CAIRN_STORE"

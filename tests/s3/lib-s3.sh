@@ -116,3 +116,46 @@ random_tank() {
 	ok cairn create -o source="$SRC" -o chunksize=64K tank
 	ok cairn snapshot tank@1 >/dev/null
 }
+
+# gc_tank: a proxied store (proxied_store) whose gc removes garbage at
+# once (gc_atime_cutoff=0), holding a random_tank of 1 MB; n is its count
+# of chunk objects (at least 4).
+gc_tank() {
+	proxied_store
+	ok cairn config gc_atime_cutoff=0
+	random_tank 1000000
+	n=$(objects)
+	[ "$n" -ge 4 ] || fail "only $n objects"
+}
+
+# interrupt_gc PID ERRFILE: SIGINT to the gc PID (started in the
+# background, its stderr in ERRFILE); the proxy goes back to "pass".  gc
+# must stop within 10 s, fail, say "interrupted", and leave all n objects.
+interrupt_gc() {
+	local t0 rc took
+	t0=$(date +%s)
+	kill -INT "$1"
+	wait "$1"
+	rc=$?
+	took=$(($(date +%s) - t0))
+	echo pass >"$MODE"
+	[ $rc -ne 0 ] || fail "an interrupted gc succeeded"
+	[ $took -le 10 ] || fail "gc took $took s to stop after SIGINT"
+	grep -q "interrupted" "$2" || fail "gc did not say it was interrupted: $(cat "$2")"
+	[ "$(objects)" = "$n" ] || fail "objects went: $(objects) of $n"
+}
+
+# gc_refuses_listing PROXYMODE PATTERN: with the proxy in PROXYMODE, gc
+# must fail within 60 s saying PATTERN (a grep pattern), and leave all n
+# objects; the proxy goes back to "pass".
+gc_refuses_listing() {
+	local rc
+	echo "$1" >"$MODE"
+	timeout 60 "$CAIRN" gc >/dev/null 2>"$TESTDIR/gc.err"
+	rc=$?
+	echo pass >"$MODE"
+	[ $rc = 124 ] && fail "gc listed for 60 s ($1)"
+	[ $rc = 0 ] && fail "gc succeeded ($1)"
+	grep -q "$2" "$TESTDIR/gc.err" || fail "gc did not say '$2' ($1): $(cat "$TESTDIR/gc.err")"
+	[ "$(objects)" = "$n" ] || fail "objects went ($1): $(objects) of $n"
+}

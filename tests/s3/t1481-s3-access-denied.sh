@@ -13,11 +13,7 @@
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
 fault_proxy
-proxied_store
-ok cairn config gc_atime_cutoff=0
-random_tank 1000000
-n=$(objects)
-[ "$n" -ge 4 ] || fail "only $n objects"
+gc_tank
 state() {
 	(cd "$CAIRN_STORE/.chunks" && find . | LC_ALL=C sort)
 	cairn get -H -o value lastverified tank@1

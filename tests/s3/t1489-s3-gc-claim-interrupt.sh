@@ -27,16 +27,7 @@ echo claim-503 >"$MODE"
 gcpid=$!
 for _ in $(seq 300); do [ "$(tries)" -ge 2 ] && break; sleep 0.1; done
 [ "$(tries)" -ge 2 ] || fail "gc never retried the claim"
-t0=$(date +%s)
-kill -INT $gcpid
-wait $gcpid
-rc=$?
-took=$(($(date +%s) - t0))
-echo pass >"$MODE"
-[ $rc -ne 0 ] || fail "an interrupted gc succeeded"
-[ $took -le 10 ] || fail "gc took $took s to stop after SIGINT"
-grep -q "interrupted" "$TESTDIR/gc.err" || fail "gc did not say it was interrupted: $(cat "$TESTDIR/gc.err")"
-[ "$(objects)" = "$n" ] || fail "objects went: $(objects) of $n"
+interrupt_gc $gcpid "$TESTDIR/gc.err"
 [ "$(markers)" = "$m" ] || fail "markers went: $(markers) of $m"
 
 # 2. sane again

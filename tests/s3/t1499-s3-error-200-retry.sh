@@ -15,11 +15,7 @@
 . "$CAIRN_SRC/tests/cli/lib.sh"
 . "$CAIRN_SRC/tests/s3/lib-s3.sh"
 fault_proxy
-proxied_store
-ok cairn config gc_atime_cutoff=0
-random_tank 1000000
-n=$(objects)
-[ "$n" -ge 4 ] || fail "only $n objects"
+gc_tank
 sent() { grep -c "^error-200-sent $1" "$MODE.hits" 2>/dev/null; }
 
 # 1. import over one listing answered 200 InternalError
