@@ -410,15 +410,26 @@ void json_begin(const char *verb)
 	json_begin_section(verb, "datasets");
 }
 
+/* The document's head up to the section's opening bracket. */
+static void json_head(const char *verb, const char *section, char open)
+{
+	printf("{\"output_version\":{\"command\":\"%s %s\",\"vers_major\":0,"
+	       "\"vers_minor\":1},\"%s\":%c",
+	       g_cli.zfs ? "zfs" : "cairn", verb, section, open);
+}
+
 void json_begin_section(const char *verb, const char *section)
 {
 	if (g_cli.json_open)
 		return;
-	printf("{\"output_version\":{\"command\":\"%s %s\",\"vers_major\":0,"
-	       "\"vers_minor\":1},\"%s\":{",
-	       g_cli.zfs ? "zfs" : "cairn", verb, section);
+	json_head(verb, section, '{');
 	g_cli.json_open = true;
 	g_cli.json_objects = false;
+}
+
+void json_begin_array(const char *verb, const char *section)
+{
+	json_head(verb, section, '[');
 }
 
 void json_object_sep(void)

@@ -63,6 +63,9 @@ extern const struct option json_listing_opts[];
 /* The same with another name than "datasets" for the document's one
  * object (holds, config). */
 void json_begin_section(const char *verb, const char *section);
+/* The same head with the section an array (its items have no unique key:
+ * diff's changes); the caller writes the items and then "]}\n". */
+void json_begin_array(const char *verb, const char *section);
 void json_object_sep(void);
 void json_end(void);
 /* ,"source":{"type":...,"data":...} of a get/list source string. */

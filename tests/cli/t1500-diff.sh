@@ -110,6 +110,55 @@ EOF
 [ "$out" = "$exp" ] || { fail "escaped names"; diff <(echo "$exp") <(echo "$out") >&2; }
 out=$(cairn diff -h ds@2 ds@4 | grep '^+	.*sp ace$') || fail "diff -h keeps the space"
 
+# -j: one JSON document whose changes say what `-F -t` says line by line;
+# paths carry the same escapes (so any name survives), or with -h the name
+# itself (U+FFFD for bytes that are not UTF-8).  --json-int: numbers.
+touch "$S/bad$(printf '\377')"
+ok cairn snapshot ds@4j
+for to in ds@2 ds@4j; do
+	cairn diff -F -t ds@1 $to >"$TESTDIR/diff.txt" || fail "diff -F -t ds@1 $to"
+	cairn diff -j ds@1 $to >"$TESTDIR/diff.json" || fail "diff -j ds@1 $to"
+	python3 - "$TESTDIR/diff.json" "$TESTDIR/diff.txt" <<'PY' || fail "diff -j ds@1 $to does not match diff -F -t"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["output_version"]["command"] == "cairn diff", doc["output_version"]
+lines = []
+for c in doc["changes"]:
+    assert set(c) == {"change", "type", "path", "ctime", "link_delta"} | ({"new_path"} if c["change"] == "R" else set()), c
+    row = "%20s\t%s\t%s\t%s" % (c["ctime"], c["change"], c["type"], c["path"])
+    if c["change"] == "R":
+        row += " -> " + c["new_path"]
+    if c["link_delta"] != "0":
+        row += "\t(%+d)" % int(c["link_delta"])
+    lines.append(row)
+text = open(sys.argv[2], encoding="ascii").read().splitlines()
+assert lines == text, (lines, text)
+assert len(lines) > 10, lines
+PY
+done
+cairn diff -j -h ds@2 ds@4j >"$TESTDIR/diff.json" || fail "diff -j -h"
+python3 - "$TESTDIR/diff.json" "$S" <<'PY' || fail "diff -j -h names"
+import json, sys
+S = sys.argv[2]
+paths = sorted(c["path"] for c in json.load(open(sys.argv[1]))["changes"] if c["change"] == "+")
+want = sorted([S + "/sp ace", S + "/back\\slash", S + "/tab\there", S + "/caf\u00e9", S + "/bad\ufffd"])
+assert paths == want, (paths, want)
+PY
+cairn diff -j --json-int ds@1 ds@2 >"$TESTDIR/diff.json" || fail "diff -j --json-int"
+python3 - "$TESTDIR/diff.json" <<'PY' || fail "diff --json-int numbers"
+import json, sys
+ch = json.load(open(sys.argv[1]))["changes"]
+assert all(isinstance(c["ctime"], float) and isinstance(c["link_delta"], int) for c in ch), ch
+assert [c["link_delta"] for c in ch if c["link_delta"]] == [1], ch
+PY
+out=$(cairn diff -j ds@2 ds@2) || fail "diff -j of a snapshot with itself"
+[ "$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["changes"])')" = "[]" ] || fail "empty diff -j: $out"
+out=$(cairn diff -p -F ds@1 ds@2) || fail "diff -p"
+[ "$out" = "$(cairn diff -F ds@1 ds@2)" ] || fail "diff -p changed the output"
+fails_with 2 "--json-int needs -j" cairn diff --json-int ds@1 ds@2
+out=$(cairn diff -j ds@nope ds@1 2>/dev/null); [ -z "$out" ] || fail "a failed diff -j printed: $out"
+rm "$S/bad$(printf '\377')"
+
 # Against the live source (the dataset as second argument, or none).
 sleep 0.01
 echo changed >>"$S/new"

@@ -41,7 +41,7 @@ expect "snapshot" cairn snap
 expect "destroy diff" cairn d
 has mount cairn mo
 has --help cairn --he
-expect "-F -H -h -t" cairn diff -
+expect "--json --json-int -F -H -h -j -p -t" cairn diff -
 has --keep-daily cairn prune --keep-d
 expect "--strict" cairn snapshot --st
 expect "tank tank/home" cairn list ta
