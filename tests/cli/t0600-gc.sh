@@ -176,6 +176,25 @@ for k in ("start", "end", "snapshots", "index_bytes", "disk_chunks", "disk_bytes
 assert d["snapshots"] == 2 and d["removed_chunks"] == 0 and d["disk_chunks"] > 0
 assert d["dedup_factor"] > 0 and not d["dry_run"]
 ' || fail "gc --status -j"
+# -H: a "name<TAB>value" line a JSON field; with -p the values are the
+# JSON's, exactly; -p alone keeps the report's layout with exact numbers.
+cairn gc --status -j >"$TESTDIR/st.json" || fail "gc --status -j"
+cairn gc --status -H -p >"$TESTDIR/st.hp" || fail "gc --status -Hp"
+cairn gc --status -H >"$TESTDIR/st.h" || fail "gc --status -H"
+python3 - "$TESTDIR/st.json" "$TESTDIR/st.hp" "$TESTDIR/st.h" <<'PY' || fail "gc --status -H/-p disagree with -j"
+import json, sys
+d = json.load(open(sys.argv[1]))
+hp = [l.split("\t") for l in open(sys.argv[2]).read().splitlines()]
+h = [l.split("\t") for l in open(sys.argv[3]).read().splitlines()]
+assert [k for k, _ in hp] == list(d) == [k for k, _ in h], (hp, list(d))
+for k, v in hp:
+    assert json.loads(v) == d[k], (k, v, d[k])
+human = dict(h)
+assert human["disk_bytes"][-1] in "BKMGT" and human["disk_bytes"] != str(d["disk_bytes"]), human
+assert human["dry_run"] == "false" and human["disk_chunks"] == str(d["disk_chunks"]), human
+PY
+bytes=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["disk_bytes"])' "$TESTDIR/st.json")
+cairn gc --status -p | grep -q "^on disk  *$bytes in " || fail "gc --status -p: $(cairn gc --status -p)"
 # The status is in the catalog, not in a file of its own.
 sqlite3 "$CAIRN_STORE/catalog.db" 'SELECT disk_chunks FROM gcstatus' >/dev/null || fail "no gcstatus table"
 
@@ -183,6 +202,7 @@ sqlite3 "$CAIRN_STORE/catalog.db" 'SELECT disk_chunks FROM gcstatus' >/dev/null 
 fails_with 2 "invalid order" "$CAIRN" gc --order random
 fails_with 2 "invalid batch" "$CAIRN" gc --batch 0
 fails_with 2 "status" "$CAIRN" gc --status -n
+fails_with 2 "takes only -j, -H and -p" "$CAIRN" gc --status -v
 # --status shows the last run: the run's tuning is refused, not ignored.
 fails_with 2 "status" "$CAIRN" gc --status --threads 2
 fails_with 2 "status" "$CAIRN" gc --status --order digest
@@ -201,6 +221,16 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["removed_chunks"] > 0, d
 ' "$TESTDIR/gj.out" || fail "gc -v -j is not JSON: $(head -c 300 "$TESTDIR/gj.out")"
+# -v -H -p: one "removed<TAB>PATH<TAB>BYTES" line a chunk, then the fields.
+head -c 300000 /dev/urandom >"$TESTDIR/gj/g"
+ok cairn create -o source="$TESTDIR/gj" tank3
+ok cairn snapshot tank3@a
+ok cairn destroy -r tank3
+sleep 1
+"$CAIRN" gc -v -H -p >"$TESTDIR/gjh.out" || fail "gc -v -H -p"
+awk -F'\t' '$1 == "removed" && $3 ~ /^[0-9]+$/ && $3 > 0 {n++} END {exit !(n > 0)}' "$TESTDIR/gjh.out" ||
+	fail "gc -v -H -p chunk lines: $(head -c 300 "$TESTDIR/gjh.out")"
+grep -q "^removed_chunks	[1-9]" "$TESTDIR/gjh.out" || fail "gc -v -H -p fields: $(cat "$TESTDIR/gjh.out")"
 rm -rf "$TESTDIR/empty"
 CAIRN_STORE=$TESTDIR/empty "$CAIRN" init >/dev/null
 out=$(CAIRN_STORE=$TESTDIR/empty "$CAIRN" gc --status 2>&1) && fail "status on a fresh store"
