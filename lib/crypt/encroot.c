@@ -366,6 +366,45 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
  * out of them (t1381). */
 #define KEYUSERS_FILE "keyusers.lock"
 
+/* This process's umask: 0, or -errno when it cannot be told.  Read from
+ * /proc/self/status (Linux 4.7 on): umask() can only read it by setting
+ * it, and a thread creating a file meanwhile would get the wrong mode. */
+static int umask_get(mode_t *mask)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	if (!f)
+		return -errno;
+	char line[256];
+	unsigned m = 0;
+	int r = -ENOENT;
+	while (r < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Umask: %o", &m) == 1)
+			r = 0;
+	fclose(f);
+	*mask = (mode_t)m;
+	return r;
+}
+
+/* Earlier builds made the lock file 0600: then only its owner's commands
+ * could mark keys, and the commands of a user who may only read the store
+ * went unseen by unload-key and destroy until someone ran chmod 644.  A
+ * command that opened it for writing and finds exactly that mode widens
+ * it to what creating it now would give, 0644 less this process's umask,
+ * only ever adding read bits (a mode someone chose, 0640 say, stays).
+ * Best effort: fchmod fails for a writer who is not the owner (nor root),
+ * and the owner's next command does it; with an unknown umask, nothing. */
+static void key_use_widen(int fd)
+{
+	struct stat sb;
+	mode_t mask = 0;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 07777) != 0600 ||
+	    umask_get(&mask) < 0)
+		return;
+	mode_t want = 0600 | (0044 & ~mask);
+	if (want != 0600)
+		(void)fchmod(fd, want);
+}
+
 /* The lock file: an fd, or -errno (no file this user may open: nothing is
  * marked, and nothing refused).  Readable by all whom the store's
  * directory lets in (it is empty): a user who may only read the store
@@ -373,6 +412,8 @@ static int unwrap_root(cairn_store *st, const ds_row_t *root, const char *loc,
 static int key_use_open(cairn_store *st, bool writing)
 {
 	int fd = openat(st->dirfd, KEYUSERS_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		key_use_widen(fd);
 	/* A read lock needs only read access. */
 	if (fd < 0 && !writing)
 		fd = openat(st->dirfd, KEYUSERS_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
