@@ -83,7 +83,9 @@ static int keydrop_get(plan_t *p)
 /* zfs refuses to destroy a dataset in use ("dataset is busy"): an
  * encryption root is, while a running command holds its key (a backup, a
  * restore, a plain send...).  All roots are checked before anything changes;
- * the claims keep new users of their keys out until keydrop_end. */
+ * the claims keep new users of their keys out until keydrop_end.  A root
+ * that cannot be claimed at all (the lock file not writable by this user)
+ * is refused too: whether it is busy cannot be told. */
 static int claim_root_keys(cairn_store *st, plan_t *p)
 {
 	int r = 0;
@@ -94,7 +96,7 @@ static int claim_root_keys(cairn_store *st, plan_t *p)
 		if (r == 0 && root < 0)
 			r = root;
 		else if (root == 1 && (r = keydrop_get(p)) == 0 &&
-			 encroot_key_claim(st, &ds, &p->drop->claimfd) == -EBUSY)
+			 (r = encroot_key_claim(st, &ds, &p->drop->claimfd)) == -EBUSY)
 			r = store_err(st, -EBUSY,
 				      "%s: dataset is busy: a running command uses its key (a "
 				      "backup, restore, diff, verify or plain send); destroy it "

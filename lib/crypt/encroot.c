@@ -547,13 +547,30 @@ int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc)
 
 int encroot_key_claim(cairn_store *st, const ds_row_t *root, int *fd)
 {
+	/* Without the claim a destroy cannot tell whether a running command
+	 * uses the key (a reader's mark is there to be seen whatever this
+	 * user may do), so it must not go on: zfs refuses rather than destroy
+	 * a dataset that may be busy. */
 	if (*fd < 0) {
 		int f = key_use_open(st, true);
 		if (f < 0)
-			return f; /* nothing this user could lock: best effort, as marking is */
+			return store_err(st, f,
+					 "%s: cannot claim the encryption root's key for the "
+					 "destroy: %s/%s: %s (a running command may be using it; "
+					 "destroy as the file's owner, or have the owner make it "
+					 "writable by this user's group)",
+					 root->name, st->path, KEYUSERS_FILE, strerror(-f));
 		*fd = f;
 	}
 	int r = key_use_lock(*fd, root->id, -1, F_WRLCK, false);
+	/* A row id past 2^32 has no range: no command could mark it either. */
+	if (r == -EOVERFLOW)
+		return 0;
+	if (r < 0 && r != -EAGAIN)
+		return store_err(st, r,
+				 "%s: cannot claim the encryption root's key for the destroy: "
+				 "locking %s/%s: %s",
+				 root->name, st->path, KEYUSERS_FILE, strerror(-r));
 	return r == -EAGAIN ? -EBUSY : r;
 }
 

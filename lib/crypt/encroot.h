@@ -44,8 +44,10 @@ int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc);
  * root's key until the caller closes *fd (after the key left the
  * keyring).  One descriptor holds the claims of all the roots a destroy
  * removes (one each ran out of descriptors with many roots, t1377).  0,
- * -EBUSY while a command holds the key, or another -errno when the lock
- * file cannot be opened for writing (then nothing is claimed). */
+ * -EBUSY while a command holds the key, or another -errno (errdetail
+ * names the lock file and why) when the lock file cannot be opened for
+ * writing or locked: then nothing is claimed, and the destroy must not
+ * go on. */
 int encroot_key_claim(cairn_store *st, const ds_row_t *root, int *fd);
 
 /* Same as encroot_keys, given the dataset's name. */
