@@ -13,6 +13,7 @@
 #include "store/blob.h"
 #include "catalog/dataset.h"
 #include "crypt/keyring.h"
+#include "crypt/lockholders.h"
 
 #define ENC_NAME "aes-256-gcm"
 #define FILE_PREFIX "file://"
@@ -472,6 +473,31 @@ static int key_use_check(int fd, int64_t id, int32_t key)
 	return fl.l_type == F_UNLCK ? 0 : -EAGAIN;
 }
 
+/* For a refusal: who holds the lock on root id's byte for key serial key
+ * (key < 0: its range) in the lock file fd, into buf.  OFD locks name no
+ * process (l_pid is -1), and anyone who may read the store may take one,
+ * so the message tells where to look: the holders this user may see
+ * (lock_holders), or else how root finds them. */
+static void key_use_holders(cairn_store *st, int fd, int64_t id, int32_t key, char *buf,
+			    size_t len)
+{
+	struct flock fl;
+	struct stat sb;
+	char who[256];
+	buf[0] = 0;
+	if (key_use_range(id, key, F_WRLCK, &fl) < 0 || fstat(fd, &sb) < 0)
+		return;
+	long long first = (long long)fl.l_start, last = first + (long long)fl.l_len - 1;
+	if (lock_holders(sb.st_dev, sb.st_ino, fl.l_start, fl.l_len, who, sizeof(who)))
+		snprintf(buf, len, "the lock on %s/%s (bytes %lld-%lld) is held by %s", st->path,
+			 KEYUSERS_FILE, first, last, who);
+	else
+		snprintf(buf, len,
+			 "the lock on %s/%s (bytes %lld-%lld) is held by no process this user may "
+			 "see; as root, grep -l ':%llu ' /proc/[0-9]*/fdinfo/* finds the holders",
+			 st->path, KEYUSERS_FILE, first, last, (unsigned long long)sb.st_ino);
+}
+
 /* Marks root's key of serial key (0: a key file's) in use: an fd holding
  * the read lock, or -1 (best effort).  Waits only while an unload-key
  * (or a destroy) holds the write lock. */
@@ -532,7 +558,12 @@ int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc)
 	 * whose byte is looked at is the one invalidated. */
 	int r = 0, fd = key_use_open(st, false);
 	if (fd >= 0 && has_new && key_use_check(fd, root->id, key) == -EAGAIN) {
-		r = -EBUSY;
+		char who[1024];
+		key_use_holders(st, fd, root->id, key, who, sizeof(who));
+		r = store_err(st, -EBUSY,
+			      "%s: key is busy: a running command uses it (a backup, restore, "
+			      "diff, verify or plain send); unload it when that has ended; %s",
+			      root->name, who);
 	} else {
 		if (has_new)
 			r = keyring_unload_serial(key);
@@ -571,7 +602,16 @@ int encroot_key_claim(cairn_store *st, const ds_row_t *root, int *fd)
 				 "%s: cannot claim the encryption root's key for the destroy: "
 				 "locking %s/%s: %s",
 				 root->name, st->path, KEYUSERS_FILE, strerror(-r));
-	return r == -EAGAIN ? -EBUSY : r;
+	if (r == -EAGAIN) {
+		char who[1024];
+		key_use_holders(st, *fd, root->id, -1, who, sizeof(who));
+		r = store_err(st, -EBUSY,
+			      "%s: dataset is busy: a running command uses its key (a backup, "
+			      "restore, diff, verify or plain send); destroy it when that has "
+			      "ended; %s",
+			      root->name, who);
+	}
+	return r;
 }
 
 int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)

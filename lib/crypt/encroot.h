@@ -34,7 +34,8 @@ int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out);
 void encroot_keys_unmark(crypt_keys_t *k);
 
 /* unload-key of root (desc: encroot_desc): -ENOKEY when not loaded,
- * -EBUSY while a command holds the key (encroot_keys), else
+ * -EBUSY while a command holds the key (encroot_keys; errdetail says so,
+ * and which process holds the lock when this user may see it), else
  * keyring_unload's answer. */
 int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc);
 
@@ -44,10 +45,11 @@ int encroot_key_unload(cairn_store *st, const ds_row_t *root, const char *desc);
  * root's key until the caller closes *fd (after the key left the
  * keyring).  One descriptor holds the claims of all the roots a destroy
  * removes (one each ran out of descriptors with many roots, t1377).  0,
- * -EBUSY while a command holds the key, or another -errno (errdetail
- * names the lock file and why) when the lock file cannot be opened for
- * writing or locked: then nothing is claimed, and the destroy must not
- * go on. */
+ * -EBUSY while a command holds the key (errdetail: "dataset is busy",
+ * and who holds the lock, as for encroot_key_unload), or another -errno
+ * (errdetail names the lock file and why) when the lock file cannot be
+ * opened for writing or locked: then nothing is claimed, and the destroy
+ * must not go on. */
 int encroot_key_claim(cairn_store *st, const ds_row_t *root, int *fd);
 
 /* Same as encroot_keys, given the dataset's name. */

@@ -107,12 +107,7 @@ int cairn_unload_key(cairn_store *st, const char *name)
 		r = encroot_key_unload(st, &root, desc);
 		if (r == -ENOKEY)
 			store_err(st, r, "%s: key already unloaded", name);
-		else if (r == -EBUSY)
-			store_err(st, r,
-				  "%s: key is busy: a running command uses it (a backup, restore, "
-				  "diff, verify or plain send); unload it when that has ended",
-				  name);
-		else if (r < 0)
+		else if (r < 0 && r != -EBUSY) /* busy: encroot_key_unload said who */
 			store_err(st, r, "%s: kernel keyring: %s", name, strerror(-r));
 	}
 	ds_row_clear(&root);

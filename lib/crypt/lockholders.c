@@ -1,0 +1,124 @@
+/* lockholders.c - see lockholders.h. */
+#include "crypt/lockholders.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define HOLDERS_NAMED 4 /* more are only counted */
+
+/* One "lock:" line of an fdinfo file:
+ *   lock:	1: OFDLCK  ADVISORY  READ -1 fe:00:10952975 100 100
+ * (a waiter's has "->" before the kind; the end may be "EOF").  Whether
+ * it is a held lock on (dev, ino) overlapping [start, end]. */
+static bool line_covers(const char *line, dev_t dev, ino_t ino, off_t start, off_t end)
+{
+	char kind[16], mode[16], type[16], last[32];
+	unsigned maj, min;
+	unsigned long long i;
+	long long s;
+	if (sscanf(line, "lock: %*d: %15s %15s %15s %*d %x:%x:%llu %lld %31s", kind, mode, type,
+		   &maj, &min, &i, &s, last) != 8)
+		return false; /* a waiter's line ("->" shifts the fields), or another */
+	long long e = strcmp(last, "EOF") ? strtoll(last, NULL, 10) : INT64_MAX;
+	return maj == major(dev) && min == minor(dev) && i == (unsigned long long)ino &&
+	       s <= (long long)end && e >= (long long)start;
+}
+
+/* Whether descriptor fd of process pid (a directory fd of /proc/PID)
+ * is the file (dev, ino) and holds a lock overlapping [start, end]. */
+static bool fd_holds(int piddir, const char *fd, dev_t dev, ino_t ino, off_t start, off_t end)
+{
+	char path[300];
+	struct stat sb;
+	snprintf(path, sizeof(path), "fd/%s", fd);
+	if (fstatat(piddir, path, &sb, 0) < 0 || sb.st_dev != dev || sb.st_ino != ino)
+		return false;
+	snprintf(path, sizeof(path), "fdinfo/%s", fd);
+	int f = openat(piddir, path, O_RDONLY | O_CLOEXEC);
+	FILE *in = f < 0 ? NULL : fdopen(f, "re");
+	if (!in) {
+		if (f >= 0)
+			close(f);
+		return false;
+	}
+	char line[256];
+	bool held = false;
+	while (!held && fgets(line, sizeof(line), in))
+		held = !strncmp(line, "lock:", 5) && line_covers(line, dev, ino, start, end);
+	fclose(in);
+	return held;
+}
+
+/* Whether process pid holds such a lock through any descriptor. */
+static bool pid_holds(int proc, const char *pid, dev_t dev, ino_t ino, off_t start, off_t end)
+{
+	int piddir = openat(proc, pid, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (piddir < 0)
+		return false;
+	int fds = openat(piddir, "fdinfo", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fds < 0 ? NULL : fdopendir(fds);
+	bool held = false;
+	struct dirent *de;
+	while (d && !held && (de = readdir(d)))
+		held = de->d_name[0] != '.' && fd_holds(piddir, de->d_name, dev, ino, start, end);
+	if (d)
+		closedir(d);
+	else if (fds >= 0)
+		close(fds);
+	close(piddir);
+	return held;
+}
+
+/* Appends "pid N (comm)" for process pid to buf. */
+static void name_holder(int proc, const char *pid, size_t nth, char *buf, size_t buflen)
+{
+	char path[300], comm[32] = "?";
+	snprintf(path, sizeof(path), "%s/comm", pid);
+	int f = openat(proc, path, O_RDONLY | O_CLOEXEC);
+	if (f >= 0) {
+		ssize_t n = read(f, comm, sizeof(comm) - 1);
+		comm[n > 0 ? n : 0] = 0;
+		comm[strcspn(comm, "\n")] = 0;
+		close(f);
+	}
+	size_t used = strlen(buf);
+	if (used < buflen)
+		snprintf(buf + used, buflen - used, "%spid %s (%s)", nth ? ", " : "", pid, comm);
+}
+
+size_t lock_holders(dev_t dev, ino_t ino, off_t start, off_t len, char *buf, size_t buflen)
+{
+	if (buflen)
+		buf[0] = 0;
+	int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = proc < 0 ? NULL : fdopendir(dup(proc));
+	size_t found = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
+		    !pid_holds(proc, de->d_name, dev, ino, start, start + len - 1))
+			continue;
+		if (found < HOLDERS_NAMED)
+			name_holder(proc, de->d_name, found, buf, buflen);
+		found++;
+	}
+	if (found > HOLDERS_NAMED) {
+		size_t used = strlen(buf);
+		if (used < buflen)
+			snprintf(buf + used, buflen - used, " and %zu more",
+				 found - HOLDERS_NAMED);
+	}
+	if (d)
+		closedir(d);
+	if (proc >= 0)
+		close(proc);
+	return found;
+}
