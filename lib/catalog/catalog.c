@@ -23,6 +23,8 @@ struct catalog {
 	/* catalog_on_end: what waits for the outermost transaction's end */
 	struct end_hook *hooks;
 	size_t nhooks;
+	/* catalog_set_rehearsal: the outermost transaction will roll back */
+	bool rehearsal;
 	char *path;
 	/* The first error of the current operation, kept across the ROLLBACK
 	 * that follows it: SQLite's own message is overwritten by the
@@ -605,6 +607,7 @@ int catalog_commit(catalog_t *c)
 			exec(c, "ROLLBACK");
 	}
 	c->in_write = false;
+	c->rehearsal = false;
 	hooks_end(c, 0, r == 0);
 	return r;
 }
@@ -625,7 +628,18 @@ void catalog_rollback(catalog_t *c)
 		exec(c, "ROLLBACK");
 	}
 	c->in_write = false;
+	c->rehearsal = false;
 	hooks_end(c, 0, false);
+}
+
+void catalog_set_rehearsal(catalog_t *c)
+{
+	c->rehearsal = c->in_write;
+}
+
+bool catalog_rehearsal(const catalog_t *c)
+{
+	return c->rehearsal;
 }
 
 int catalog_begin_read(catalog_t *c)

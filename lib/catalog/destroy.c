@@ -23,7 +23,17 @@ typedef struct victim {
  * transaction: their keys, and the claims that keep commands from taking
  * them meanwhile.  The keys leave the keyring only after the final commit:
  * a receive's -F destroy is part of the receive, which may still roll back
- * and bring the root back, and then with its key loaded, as it was. */
+ * and bring the root back, and then with its key loaded, as it was.
+ * The claims last as long, not only to the release of the destroy's own
+ * savepoint: that release is no commit, every other process still sees
+ * the root, and its key stays loaded until the final commit, so a command
+ * that took the key in between would have the root destroyed and its key
+ * unloaded under it, the busy dataset zfs refuses to destroy.  A claim
+ * cannot be taken again at the commit either (a busy root found then
+ * could no longer refuse anything).  In a receive the outermost
+ * transaction is the commit of the group that applies the -F destroys
+ * (its first), so later groups run unclaimed; a dry run's, which only
+ * rolls back, keeps no claim past the busy check (cairn_destroy). */
 typedef struct keydrop {
 	char (*keys)[64]; /* keyring names of the roots removed (two each at most) */
 	size_t nkeys;
@@ -720,8 +730,11 @@ int cairn_destroy(cairn_store *st, const char *target, cairn_destroy_opts *o)
 	}
 	if (r < 0 && !st->errdetail[0])
 		store_err(st, r, "%s: %s", target, cairn_strerror(r));
-	/* Inside a receive (a -F destroy), the keys wait for its final commit. */
-	if (r == 0 && !o->dry_run && p.drop) {
+	/* Inside a receive (a -F destroy), the keys wait for its final commit.
+	 * Inside a dry run's rehearsal nothing is destroyed for real: the
+	 * claims have shown the roots not busy and go now (plan_free), rather
+	 * than keep every command from those keys until the dry run ends. */
+	if (r == 0 && !o->dry_run && p.drop && !catalog_rehearsal(st->cat)) {
 		r = catalog_on_end(st->cat, keydrop_end, p.drop);
 		if (r == 0)
 			p.drop = NULL;

@@ -2442,6 +2442,8 @@ static int commit_group(rctx_t *c)
 		/* rolled back by cairn_recv: the groups below are savepoints */
 		r = catalog_begin_write(c->st->cat, &c->dry_txg);
 		c->dry_txn = r == 0;
+		if (c->dry_txn)
+			catalog_set_rehearsal(c->st->cat); /* a -F destroy claims nothing for long */
 	}
 	if (r < 0)
 		return store_err(c->st, r, "catalog: %s", catalog_errmsg(c->st->cat));
