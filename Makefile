@@ -176,7 +176,7 @@ clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
 # S3 backend against a real single-node Ceph (scripts/ceph-dev.sh): the
-# client test, tests/s3/t14*.sh, then chunk-touching CLI tests on S3 stores.
+# client test, tests/s3/t1[45]*.sh, then chunk-touching CLI tests on S3 stores.
 $(B)/s3/%: tests/s3/%.c $(B)/libcairn.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(B)/libcairn.a $(LDLIBS)

@@ -991,9 +991,24 @@ static int delete_body(char *const *keys, size_t n, buf_t *b)
 	return r;
 }
 
+/* The key of keys[0..n) that is text, or NULL: a per-key failure is
+ * retried only for a key this request asked about (a server cannot make
+ * us delete another). */
+static char *asked_key(char *const *keys, size_t n, const xmlChar *text)
+{
+	for (size_t i = 0; text && i < n; i++)
+		if (!strcmp(keys[i], (const char *)text))
+			return keys[i];
+	return NULL;
+}
+
 /* A DeleteObjects answer lists failures as <Error> elements (quiet mode
- * lists no successes).  NoSuchKey is a success for us. */
-static int delete_result(s3_t *s, const buf_t *body)
+ * lists no successes).  NoSuchKey is a success for us.  A key failed with
+ * a transient code (SlowDown, InternalError, ...) goes to retry[] (*nretry
+ * of them), to be asked again: the server failed it this time only, as a
+ * whole answer's 503 would have.  Any other failure is the result. */
+static int delete_result(s3_t *s, const buf_t *body, char *const *keys, size_t n, char **retry,
+			 size_t *nretry)
 {
 	xmlDocPtr doc = parse_answer(body);
 	if (!doc) {
@@ -1006,11 +1021,11 @@ static int delete_result(s3_t *s, const buf_t *body)
 	}
 	int r = 0;
 	xmlNodePtr root = xmlDocGetRootElement(doc);
-	for (xmlNodePtr n = root ? root->children : NULL; n && !r; n = n->next) {
-		if (n->type != XML_ELEMENT_NODE || xmlStrcmp(n->name, BAD_CAST "Error"))
+	for (xmlNodePtr e = root ? root->children : NULL; e && !r; e = e->next) {
+		if (e->type != XML_ELEMENT_NODE || xmlStrcmp(e->name, BAD_CAST "Error"))
 			continue;
 		xmlChar *key = NULL, *code = NULL, *msg = NULL;
-		for (xmlNodePtr c = n->children; c; c = c->next) {
+		for (xmlNodePtr c = e->children; c; c = c->next) {
 			if (c->type != XML_ELEMENT_NODE)
 				continue;
 			xmlChar **dst = !xmlStrcmp(c->name, BAD_CAST "Key")	  ? &key
@@ -1020,7 +1035,14 @@ static int delete_result(s3_t *s, const buf_t *body)
 			if (dst && !*dst)
 				*dst = xmlNodeGetContent(c);
 		}
-		if (!code || xmlStrcmp(code, BAD_CAST "NoSuchKey")) {
+		char *asked = asked_key(keys, n, key);
+		bool again = code && transient_code((const char *)code) && asked && *nretry < n;
+		if (again) {
+			retry[(*nretry)++] = asked;
+			/* What the last try said, should the budget run out. */
+			set_err(s, "DeleteObjects: %s: %s %s", asked, (char *)code,
+				msg ? (char *)msg : "");
+		} else if (!code || xmlStrcmp(code, BAD_CAST "NoSuchKey")) {
 			set_err(s, "DeleteObjects: %s: %s %s", key ? (char *)key : "?",
 				code ? (char *)code : "error", msg ? (char *)msg : "");
 			r = -EIO;
@@ -1033,8 +1055,11 @@ static int delete_result(s3_t *s, const buf_t *body)
 	return r;
 }
 
-int s3_delete_many(s3_t *s, size_t n, char *const *keys)
+/* One round: DeleteObjects for keys[0..n), 1000 a request.  Keys the
+ * server failed transiently are put in retry[] (*nretry; room for n). */
+static int delete_round(s3_t *s, size_t n, char *const *keys, char **retry, size_t *nretry)
 {
+	*nretry = 0;
 	size_t nreq = (n + DELETE_BATCH - 1) / DELETE_BATCH;
 	if (!nreq)
 		return 0;
@@ -1055,9 +1080,12 @@ int s3_delete_many(s3_t *s, size_t n, char *const *keys)
 	if (!r)
 		r = first_error(q, nreq, NULL);
 	for (size_t i = 0; i < nreq && !r; i++) {
-		r = delete_result(s, q[i].out);
+		size_t first = i * DELETE_BATCH, cnt = MIN(n - first, (size_t)DELETE_BATCH);
+		size_t k = 0;
+		r = delete_result(s, q[i].out, keys + first, cnt, retry + *nretry, &k);
+		*nretry += k;
 		if (!r)
-			s->st.delete_keys += MIN(n - i * DELETE_BATCH, (size_t)DELETE_BATCH);
+			s->st.delete_keys += cnt - k;
 	}
 	if (q)
 		req_free(q, nreq);
@@ -1065,6 +1093,61 @@ int s3_delete_many(s3_t *s, size_t n, char *const *keys)
 		buf_free(&bodies[i]);
 	free(bodies);
 	free(q);
+	return r;
+}
+
+/* Waits before the next round of per-key retries, under the rules of
+ * settle(): backoff with jitter, and a budget of retry_seconds without
+ * progress (*since: when the keys began failing with no key deleted
+ * since).  Returns 0, -ETIMEDOUT (budget spent) or -EINTR (stop asked). */
+static int delete_backoff(s3_t *s, int64_t *since, int tries)
+{
+	int64_t now = mono_ns(), wait = backoff_ns(tries);
+	if (!*since)
+		*since = now;
+	if (now + wait >= *since + (int64_t)s->retry_seconds * 1000000000) {
+		size_t l = strlen(s->err);
+		snprintf(s->err + l, sizeof(s->err) - l,
+			 " (gave up after %d tries, %d s without a success)", tries + 1,
+			 s->retry_seconds);
+		return -ETIMEDOUT;
+	}
+	s->st.retries++;
+	for (int64_t end = now + wait; mono_ns() < end;) {
+		if (stop_flag && __atomic_load_n(stop_flag, __ATOMIC_RELAXED)) {
+			set_err(s, "interrupted");
+			return -EINTR;
+		}
+		usleep((useconds_t)MIN((end - mono_ns()) / 1000 + 1, 100000));
+	}
+	return 0;
+}
+
+int s3_delete_many(s3_t *s, size_t n, char *const *keys)
+{
+	if (!n)
+		return 0;
+	/* Two lists of keys still to delete: the round's and the next's. */
+	char **a = malloc(n * sizeof(*a)), **b = malloc(n * sizeof(*b));
+	int r = a && b ? 0 : -ENOMEM;
+	if (!r)
+		memcpy(a, keys, n * sizeof(*a));
+	int64_t since = 0;
+	for (int tries = 0; !r && n; tries++) {
+		size_t nretry;
+		r = delete_round(s, n, a, b, &nretry);
+		if (r || !nretry)
+			break;
+		if (nretry < n)
+			since = 0; /* some keys went: progress, the budget is whole */
+		r = delete_backoff(s, &since, tries);
+		char **t = a;
+		a = b;
+		b = t;
+		n = nretry;
+	}
+	free(a);
+	free(b);
 	return r;
 }
 

@@ -58,6 +58,12 @@ request:
   late-503      PUT of a chunk object: forwarded 0.1 s late (a slow link);
                 the first one seen in this mode and the first one that
                 comes 3 s or more after it are answered 503 SlowDown
+  delete-key-slowdown-first  the first DeleteObjects in this mode is
+                forwarded, and its answer gets a per-key <Error> SlowDown
+                for the first key asked (as if that key had not gone);
+                adds "delete-key-error KEY" to MODEFILE.hits.  Every later
+                DeleteObjects adds "delete-asked KEY..." (the keys it asks)
+  delete-key-slowdown-always  the same for every DeleteObjects
 Each request answered with a fault adds a line to MODEFILE.hits.
 """
 import http.client
@@ -77,6 +83,7 @@ meta_500 = [1, 1, 1]  # meta-500-big: the 500s still to answer
 cycle = {}  # list-cycle: the real listing's answer, fetched once
 error_200_done = set()  # error-200-first: the kinds of request answered so
 seen_404 = []  # forbid-after-404: a chunk GET was answered 404
+delete_key_done = []  # delete-key-slowdown-first: the key already failed
 
 
 def list_bomb():
@@ -177,6 +184,8 @@ class Proxy(BaseHTTPRequestHandler):
                 return self.answer(200, b"<Error><Code>" + code + b"</Code>"
                                    b"<Message>try again</Message></Error>",
                                    [("Content-Type", "application/xml")])
+        if deleting and mode in ("delete-key-slowdown-first", "delete-key-slowdown-always"):
+            return self.delete_key_error(mode, body)
         if mode == "forbid-get-head" and ((self.command == "GET" and not listing) or
                                           self.command == "HEAD"):
             with open(MODEFILE + ".hits", "a") as f:
@@ -260,6 +269,26 @@ class Proxy(BaseHTTPRequestHandler):
             self.end_headers()
             return
         self.answer(r.status, data, headers)
+
+    def delete_key_error(self, mode, body):
+        """delete-key-slowdown-*: see the usage."""
+        keys = [k.decode() for k in re.findall(rb"<Key>(.*?)</Key>", body or b"")]
+        up = http.client.HTTPConnection("127.0.0.1", UPSTREAM, timeout=60)
+        up.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
+        r = up.getresponse()
+        data = r.read()
+        fault_now = mode == "delete-key-slowdown-always" or not delete_key_done
+        with open(MODEFILE + ".hits", "a") as f:
+            if r.status == 200 and keys and fault_now:
+                delete_key_done.append(keys[0])
+                f.write("delete-key-error %s\n" % keys[0])
+                close = data.rindex(b"</DeleteResult>")
+                data = (data[:close] + b"<Error><Key>" + keys[0].encode() +
+                        b"</Key><Code>SlowDown</Code><Message>Please reduce your request "
+                        b"rate.</Message></Error>" + data[close:])
+            else:
+                f.write("delete-asked %s\n" % " ".join(keys))
+        return self.answer(r.status, data, [("Content-Type", "application/xml")])
 
     def list_cycle(self, body):
         """list-cycle: pages first -> A -> B -> A ... (B repeats the first)."""

@@ -1,4 +1,4 @@
-# lib-s3.sh - sourced by tests/s3/t14*.sh after tests/cli/lib.sh: stores
+# lib-s3.sh - sourced by tests/s3/t1[45]*.sh after tests/cli/lib.sh: stores
 # whose chunks live in the Ceph that tests/s3/run.sh started.
 : "${CAIRN_S3_ENDPOINT:?run under make check-s3 (tests/s3/run.sh)}"
 : "${S3TOOL:?}" "${CEPH_DIR:?}"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/s3/run.sh - `make check-s3`: starts a single-node Ceph
-# (scripts/ceph-dev.sh), runs the S3 client test, tests/s3/t14*.sh, then the
+# (scripts/ceph-dev.sh), runs the S3 client test, tests/s3/t1[45]*.sh, then the
 # chunk-touching CLI tests of tests/cli on S3 stores (tests/s3/cairn-s3 turns
 # their `init` into `init --chunks s3://...`), stops Ceph and prints
 # "N passed, N failed".
@@ -57,7 +57,7 @@ run() {
 }
 
 run test_s3 "$B/s3/test_s3"
-for t in tests/s3/t14*.sh; do
+for t in tests/s3/t1[45]*.sh; do
 	CAIRN="$PWD/$B/cairn" run "$(basename "$t" .sh)" bash "$t"
 done
 # Existing CLI tests, unchanged, on S3 stores.
