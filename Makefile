@@ -134,7 +134,7 @@ asan: deps
 # -R) because TSan's fixed shadow layout fails on kernels with many
 # mmap_rnd_bits.
 TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
-TSAN_TESTS := unit/test_api unit/test_blob unit/test_chunkstore unit/test_lru \
+TSAN_TESTS := unit/test_api unit/test_blob unit/test_chunkcache unit/test_chunkstore unit/test_lru \
 	unit/test_pool_backup unit/test_recvq unit/test_snapio unit/test_statahead \
 	unit/test_stream unit/test_threads cli/t0300-* cli/t0310-* cli/t0600-* \
 	cli/t0601-* cli/t0640-* cli/t0800-* cli/t0820-* cli/t0840-* cli/t0880-* \

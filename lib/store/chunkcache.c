@@ -26,6 +26,10 @@ struct chunkcache {
 	pthread_mutex_t lock;
 	bool sized;     /* bytes holds a scan's result plus later inserts */
 	uint64_t bytes; /* estimate of the directory's total size */
+	/* Tests only (CAIRN_TEST_CACHE_PUT_DELAY_US): a pause between sizing
+	 * the copy an insert replaces and renaming over it, to widen the
+	 * window an eviction could otherwise fall into. */
+	unsigned put_delay_us;
 	atomic_uint_fast64_t hits, misses, inserts, evictions, tmpno;
 };
 
@@ -46,6 +50,8 @@ int chunkcache_open(int store_dirfd, uint64_t max_bytes, chunkcache_t **out)
 	}
 	c->dirfd = fd;
 	c->max_bytes = max_bytes;
+	const char *delay = getenv("CAIRN_TEST_CACHE_PUT_DELAY_US");
+	c->put_delay_us = delay ? (unsigned)strtoul(delay, NULL, 10) : 0;
 	pthread_mutex_init(&c->lock, NULL);
 	*out = c;
 	return 0;
@@ -199,15 +205,25 @@ void chunkcache_put(chunkcache_t *c, const digest_t *d, const void *blob, size_t
 	/* No fsync: after a crash a torn copy fails to decode and is dropped. */
 	int r = write_full(fd, blob, len);
 	close(fd);
-	/* (Two inserts of one blob at once may both miss the other's: the
-	 * next eviction's rescan corrects the estimate.) */
+	if (r < 0) {
+		unlinkat(c->dirfd, tmp, 0);
+		return;
+	}
+	/* Sizing the copy replaced and renaming over it happen under the
+	 * lock, as evictions do: an eviction between the two would remove
+	 * that copy and count it gone, and this insert would then take its
+	 * size off the estimate a second time (one blob too low).  (Another
+	 * process's eviction is not ordered so; each eviction rescans.) */
+	pthread_mutex_lock(&c->lock);
 	uint64_t replaced = held_size(c, hex);
-	if (r < 0 || renameat(c->dirfd, tmp, c->dirfd, hex) < 0) {
+	if (c->put_delay_us && replaced)
+		usleep(c->put_delay_us);
+	if (renameat(c->dirfd, tmp, c->dirfd, hex) < 0) {
+		pthread_mutex_unlock(&c->lock);
 		unlinkat(c->dirfd, tmp, 0);
 		return;
 	}
 	atomic_fetch_add(&c->inserts, 1);
-	pthread_mutex_lock(&c->lock);
 	if (!c->sized) {
 		entry_t *list;
 		size_t n;
@@ -243,4 +259,7 @@ void chunkcache_get_stats(chunkcache_t *c, chunkcache_stats *out)
 	out->misses = atomic_load(&c->misses);
 	out->inserts = atomic_load(&c->inserts);
 	out->evictions = atomic_load(&c->evictions);
+	pthread_mutex_lock(&c->lock);
+	out->bytes = c->bytes;
+	pthread_mutex_unlock(&c->lock);
 }

@@ -32,6 +32,7 @@ typedef struct chunkcache chunkcache_t;
 
 typedef struct chunkcache_stats {
 	uint64_t hits, misses, inserts, evictions;
+	uint64_t bytes; /* the size estimate (0 before the first insert sizes it) */
 } chunkcache_stats;
 
 /* Opens (creating) <store_dirfd>/cache with a limit of max_bytes.  max_bytes
