@@ -408,6 +408,10 @@ static void *reader(void *arg)
 	vrun_t *run = arg;
 	vctx_t *c = run->c;
 	buf_t out = {0};
+	/* The bypass is per thread: each reader sets its own (the main
+	 * one's is set for the whole verify). */
+	if (!run->main)
+		chunkstore_cache_bypass(c->st->cs, true);
 	for (;;) {
 		size_t i = atomic_fetch_add(&c->next, BLOCK);
 		if (i >= c->nitems || atomic_load(&c->stop))
@@ -433,6 +437,8 @@ static void *reader(void *arg)
 		}
 	}
 	buf_free(&out);
+	if (!run->main)
+		chunkstore_cache_bypass(c->st->cs, false);
 	return NULL;
 }
 
@@ -810,7 +816,8 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 	int64_t start = time(NULL);
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = opts->threads > 0 ? opts->threads : (ncpu > 0 ? (int)ncpu : 1);
-	/* A remote store's chunk cache would answer for the bucket: skip it. */
+	/* A remote store's chunk cache would answer for the bucket: skip it
+	 * (in this thread and in the readers, not in the caller's others). */
 	if (st->cs)
 		chunkstore_cache_bypass(st->cs, true);
 	c.chunkfd = openat(st->dirfd, ".chunks", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -822,6 +829,8 @@ int cairn_verify(cairn_store *st, cairn_verify_opts *opts)
 		r = resolve_targets(&c);
 		if (r == 0 && !c.nids) {
 			/* Datasets without snapshots: nothing to do. */
+			if (st->cs)
+				chunkstore_cache_bypass(st->cs, false);
 			close(c.chunkfd);
 			encroot_keyset_free(&c.keys);
 			pthread_mutex_destroy(&c.lock);

@@ -117,12 +117,16 @@ struct chunkstore {
 	pthread_mutex_t intent_lock;
 	unsigned intent_holders;
 	chunkcache_t *cache; /* recently read remote blobs (NULL: none) */
-	bool cache_bypass;   /* verify: read what the bucket holds */
 	atomic_bool no_direct; /* direct_io=0, or the file system refused O_DIRECT */
 };
 
 /* Process-wide so two handles on one directory never pick the same name. */
 static atomic_uint_fast64_t tmp_counter;
+
+/* The store whose chunk cache this thread's reads bypass (verify's
+ * threads: chunkstore_cache_bypass), or NULL.  Per thread, not per store:
+ * a restore reading the same store in another thread keeps its cache. */
+static __thread const chunkstore_t *tls_bypass;
 
 /* ---- per-thread buffers ---- */
 
@@ -1263,7 +1267,8 @@ static int read_remote(chunkstore_t *cs, const struct cpath *p, buf_t *out, bool
 		if (r || !blob_is_marker(out))
 			return r;
 	}
-	if (!cs->cache_bypass && chunkcache_get(cs->cache, &p->d, out) == 0) {
+	bool bypass = tls_bypass == cs;
+	if (!bypass && chunkcache_get(cs->cache, &p->d, out) == 0) {
 		*cached = true;
 		return 0;
 	}
@@ -1272,7 +1277,7 @@ static int read_remote(chunkstore_t *cs, const struct cpath *p, buf_t *out, bool
 		remote_failed(cs);
 	/* Bypassing, nothing is kept either: a verify reads every chunk once,
 	 * and kept, they would evict the working set of restores and gc. */
-	if (r == 0 && !cs->cache_bypass)
+	if (r == 0 && !bypass)
 		chunkcache_put(cs->cache, &p->d, out->data, out->len);
 	return r;
 }
@@ -1539,7 +1544,10 @@ void chunkstore_set_cache(chunkstore_t *cs, chunkcache_t *cache)
 
 void chunkstore_cache_bypass(chunkstore_t *cs, bool bypass)
 {
-	cs->cache_bypass = bypass;
+	if (bypass)
+		tls_bypass = cs;
+	else if (tls_bypass == cs)
+		tls_bypass = NULL;
 }
 
 backend_t *chunkstore_backend(const chunkstore_t *cs)

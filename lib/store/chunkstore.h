@@ -173,8 +173,12 @@ struct backend *chunkstore_backend(const chunkstore_t *cs);
  * closes it).  NULL: no cache. */
 struct chunkcache;
 void chunkstore_set_cache(chunkstore_t *cs, struct chunkcache *cache);
-/* While set, reads skip the cache (verify checks what the bucket holds)
- * and keep nothing in it (a verify would evict the working set). */
+/* While set, the calling thread's reads of cs skip the cache (verify
+ * checks what the bucket holds) and keep nothing in it (a verify would
+ * evict the working set).  Only the calling thread's: another thread
+ * reading cs meanwhile (a restore beside the verify) still uses the
+ * cache, so every thread that reads for the verify sets it itself.  One
+ * store per thread at a time: setting it for another store moves it. */
 void chunkstore_cache_bypass(chunkstore_t *cs, bool bypass);
 
 typedef struct chunkstore_rsweep {

@@ -17,6 +17,7 @@
 
 #include "store/backend.h"
 #include "store/blob.h"
+#include "store/chunkcache.h"
 #include "store/chunkstore.h"
 #include "unit.h"
 
@@ -1136,6 +1137,94 @@ static void test_remote_error_per_thread(void)
 	chunkstore_close(cs); /* closes the backend too */
 }
 
+/* ---- the cache bypass is the calling thread's ---- */
+
+/* A "verify" thread: sets the bypass on cs, lets main read, clears it. */
+struct bypasser {
+	chunkstore_t *cs;
+	pthread_barrier_t set, read;
+};
+
+static void *bypass_thread(void *arg)
+{
+	struct bypasser *b = arg;
+	chunkstore_cache_bypass(b->cs, true);
+	pthread_barrier_wait(&b->set);
+	pthread_barrier_wait(&b->read);
+	chunkstore_cache_bypass(b->cs, false);
+	return NULL;
+}
+
+/* verify bypasses a remote store's chunk cache.  The flag was the store's:
+ * a restore reading the same handle in another thread while a verify ran
+ * skipped the cache too (every read a request).  Now it is the thread's:
+ * 1. read once (the cache keeps the blob); 2. another thread bypasses,
+ * and a read here still hits the cache; 3. a read in a bypassing thread
+ * goes to the backend and keeps nothing. */
+static void test_cache_bypass_per_thread(void)
+{
+	char dir[300], bucket[300], lock[300];
+	snprintf(dir, sizeof(dir), "%s/bypass", tmpdir);
+	snprintf(bucket, sizeof(bucket), "%s/bypass-bucket", tmpdir);
+	snprintf(lock, sizeof(lock), "%s/bypass.lock", tmpdir);
+	CHECK_EQ(chunkstore_create(dir), 0);
+	chunkstore_t *cs = NULL;
+	CHECK_EQ(chunkstore_open(dir, &cs), 0);
+	backend_t *be = NULL;
+	char why[256];
+	CHECK_EQ(backend_local_open(bucket, true, &be, why, sizeof(why)), 0);
+	CHECK_EQ(chunkstore_set_backend(cs, be, lock), 0);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	chunkcache_t *cache = NULL;
+	CHECK_EQ(chunkcache_open(dfd, 1 << 20, &cache), 0);
+	chunkstore_set_cache(cs, cache);
+	buf_t data = {0}, out = {0};
+	digest_t d;
+	uint32_t slen;
+	bool was_new;
+	make_chunk(4242, 5000, &data, &d);
+	CHECK_EQ(chunkstore_put(cs, &d, data.data, data.len, 0, &slen, &was_new), 0);
+	CHECK_EQ(chunkstore_flush(cs), 0);
+
+	/* 1. the first read fills the cache */
+	CHECK_EQ(chunkstore_get(cs, &d, &out), 0);
+	chunkcache_stats c0, c1, c2;
+	chunkcache_get_stats(cache, &c0);
+	CHECK_EQ(c0.inserts, 1);
+
+	/* 2. another thread bypasses: this one still hits */
+	struct bypasser b = {.cs = cs};
+	pthread_barrier_init(&b.set, NULL, 2);
+	pthread_barrier_init(&b.read, NULL, 2);
+	pthread_t th;
+	CHECK_EQ(pthread_create(&th, NULL, bypass_thread, &b), 0);
+	pthread_barrier_wait(&b.set);
+	CHECK_EQ(chunkstore_get(cs, &d, &out), 0);
+	CHECK(out.len == data.len && !memcmp(out.data, data.data, data.len));
+	chunkcache_get_stats(cache, &c1);
+	CHECK_EQ(c1.hits, c0.hits + 1);
+	pthread_barrier_wait(&b.read);
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&b.set);
+	pthread_barrier_destroy(&b.read);
+
+	/* 3. this thread bypasses: no hit, nothing kept */
+	backend_stats s0, s1;
+	backend_get_stats(be, &s0);
+	chunkstore_cache_bypass(cs, true);
+	CHECK_EQ(chunkstore_get(cs, &d, &out), 0);
+	chunkstore_cache_bypass(cs, false);
+	backend_get_stats(be, &s1);
+	chunkcache_get_stats(cache, &c2);
+	CHECK_EQ(c2.hits, c1.hits);
+	CHECK_EQ(c2.inserts, c1.inserts);
+	CHECK_EQ(s1.get, s0.get + 1);
+	chunkstore_close(cs);
+	close(dfd);
+	buf_free(&data);
+	buf_free(&out);
+}
+
 int main(void)
 {
 	umask(022);
@@ -1156,6 +1245,7 @@ int main(void)
 	RUN(test_fd_budget);
 	RUN(test_same_digest_race);
 	RUN(test_remote_error_per_thread);
+	RUN(test_cache_bypass_per_thread);
 	RUN(test_stress);
 	RUN(test_flush_overlap);
 	RUN(test_pending_read_remote);
