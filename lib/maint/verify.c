@@ -259,11 +259,14 @@ static int collect_roots(vctx_t *c, const buf_t *roots)
 	return 0;
 }
 
-/* Whether err is the bucket refusing access rather than anything about
- * the chunk: on a remote store, -EACCES (HTTP 403). */
+/* Whether err, the result of this thread's last chunk read, is the
+ * bucket refusing access rather than anything about the chunk: -EACCES
+ * that the backend answered (HTTP 403).  The same errno from a local file
+ * of a bucket store (a marker holding a blob that this process may not
+ * open) is about that file: reported as the chunk's, like a local store's. */
 static bool access_refused(const vctx_t *c, int err)
 {
-	return err == -EACCES && chunkstore_backend(c->st->cs) != NULL;
+	return err == -EACCES && chunkstore_read_failed_remotely(c->st->cs);
 }
 
 /* Notes the first refused read, and stops the readers. */

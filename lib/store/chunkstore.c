@@ -128,6 +128,12 @@ static atomic_uint_fast64_t tmp_counter;
  * a restore reading the same store in another thread keeps its cache. */
 static __thread const chunkstore_t *tls_bypass;
 
+/* The store whose backend failed this thread's last chunk read (a
+ * chunkstore_get*), or NULL: that read succeeded, or failed here (a local
+ * file, a pending temporary file).  Lets a caller tell the bucket's 403
+ * from a local file's EACCES, which carry the same errno. */
+static __thread const chunkstore_t *tls_read_remote_fail;
+
 /* ---- per-thread buffers ---- */
 
 /* This thread's last backend failure, and in which store: what
@@ -1273,6 +1279,8 @@ static int read_remote(chunkstore_t *cs, const struct cpath *p, buf_t *out, bool
 		return 0;
 	}
 	int r = backend_get(cs->be, &p->d, out);
+	if (r < 0)
+		tls_read_remote_fail = cs;
 	if (r < 0 && r != -ENOENT)
 		remote_failed(cs);
 	/* Bypassing, nothing is kept either: a verify reads every chunk once,
@@ -1354,6 +1362,7 @@ int chunkstore_get(chunkstore_t *cs, const digest_t *d, buf_t *out)
 
 int chunkstore_get_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d, buf_t *out)
 {
+	tls_read_remote_fail = NULL;
 	buf_t *raw = &tls_get()->raw;
 	int r = read_blob_checked(cs, k, d, raw, out);
 	tls_trim(raw);
@@ -1362,7 +1371,13 @@ int chunkstore_get_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *
 
 int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out)
 {
+	tls_read_remote_fail = NULL;
 	return read_blob_checked(cs, NULL, d, out, NULL);
+}
+
+bool chunkstore_read_failed_remotely(const chunkstore_t *cs)
+{
+	return cs && tls_read_remote_fail == cs;
 }
 
 /* ---- small accessors ---- */

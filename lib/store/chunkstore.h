@@ -66,6 +66,12 @@ int chunkstore_get(chunkstore_t *cs, const digest_t *d, buf_t *out);
 /* Reads a chunk's raw blob bytes without decoding.  out is replaced. */
 int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out);
 
+/* Whether the calling thread's last read of cs (chunkstore_get,
+ * chunkstore_get_key, chunkstore_get_raw) failed in the backend: its
+ * error is the bucket's answer (-EACCES: HTTP 403), not a local file's
+ * (-EACCES: a file this process may not open). */
+bool chunkstore_read_failed_remotely(const chunkstore_t *cs);
+
 /* Touches one chunk's atime; returns 0 or -ENOENT.  A file at the chunk's
  * name that is not a non-empty regular file is damage and counts as
  * missing (-ENOENT): the caller stores the chunk again. */
