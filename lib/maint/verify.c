@@ -16,7 +16,11 @@
  *    the network's), and an object the bucket lacks loses its marker.  A
  *    read the bucket refuses (HTTP 403: a wrong or read-less credential)
  *    says nothing about any chunk: the verify stops there and fails with
- *    that refusal, reporting no chunk bad and changing nothing.
+ *    that refusal, reporting no chunk bad and changing nothing.  Unless
+ *    the credential still reads an object it read before: then the 403 is
+ *    that object's (S3 answers a missing key so to a credential without
+ *    ListBucket), reported as a bad chunk, missing or unreadable, whose
+ *    marker stays.
  * 4. Only for the bad chunks: which target snapshots use them (a second
  *    pass over their indexes) and which files (their tree streams).
  * 5. lastverified = the verify's start time on every target snapshot all
@@ -36,6 +40,7 @@
 #include "catalog/dataset.h"
 #include "crypt/encroot.h"
 #include "data/snapio.h"
+#include "store/backend.h"
 
 #define PROGRESS_NS 200000000LL
 #define BLOCK 16
@@ -54,6 +59,9 @@ typedef struct vbad {
 	bool renamed;
 	bool unmarked; /* a remote store's marker of a missing object, removed */
 	bool gone;     /* missing, and no target snapshot needs it any more */
+	/* The bucket answered 403 for this object alone (it read others):
+	 * missing, or not readable with this credential; marker kept. */
+	bool forbidden;
 	size_t nusers;
 } vbad_t;
 
@@ -84,10 +92,16 @@ typedef struct vctx {
 	gc_source_t *src;
 	bool first, sorted;
 	int fatal;
-	/* The bucket refused a read (-EACCES): every chunk would be refused
-	 * alike, so no chunk is judged; refused_d is the one it refused. */
+	/* The bucket refused a read (-EACCES) and refuses reads of objects it
+	 * answered before: every chunk would be refused alike, so no chunk is
+	 * judged; refused_d is the one it refused, refused_msg its request. */
 	int refused;
 	digest_t refused_d;
+	char refused_msg[512];
+	/* A chunk read from the bucket in this verify (have_good): what a
+	 * 403 for another object is checked against (credential_reads). */
+	bool have_good;
+	digest_t good;
 	atomic_bool stop;
 	/* reading */
 	vitem_t *items;
@@ -269,29 +283,71 @@ static bool access_refused(const vctx_t *c, int err)
 	return err == -EACCES && chunkstore_read_failed_remotely(c->st->cs);
 }
 
-/* Notes the first refused read, and stops the readers. */
-static void note_refused(vctx_t *c, const digest_t *d, int err)
+/* Notes the first refused read (msg: its request and answer), and stops
+ * the readers. */
+static void note_refused(vctx_t *c, const digest_t *d, int err, const char *msg)
 {
 	pthread_mutex_lock(&c->lock);
 	if (!c->refused) {
 		c->refused = err;
 		c->refused_d = *d;
+		snprintf(c->refused_msg, sizeof(c->refused_msg), "%s", msg);
 	}
 	pthread_mutex_unlock(&c->lock);
 	atomic_store(&c->stop, true);
 }
 
-/* The error of a verify that a refused read ended (the request and its
- * status follow from the backend, as " (bucket: ...)"). */
+/* The error of a verify that a refused read ended, with the request and
+ * its status. */
 static int refused_err(vctx_t *c)
 {
-	char hex[DIGEST_HEX_LEN + 1];
+	char hex[DIGEST_HEX_LEN + 1], later[512];
 	digest_to_hex(&c->refused_d, hex);
+	/* What failed since (credential_reads' own request) is not the news. */
+	chunkstore_remote_error(c->st->cs, later, sizeof(later));
 	return store_err(c->st, c->refused,
 			 "the bucket refused to read chunk %s: is the credential wrong, or "
-			 "without read access?  No chunk was judged, nothing was changed",
-			 hex);
+			 "without read access?  No chunk was judged, nothing was changed "
+			 "(bucket: %s)",
+			 hex, c->refused_msg);
 }
+
+/* Notes a chunk read from the bucket, for credential_reads. */
+static void note_good(vctx_t *c, const digest_t *d)
+{
+	if (!chunkstore_backend(c->st->cs))
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (!c->have_good) {
+		c->good = *d;
+		c->have_good = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* After a 403 for one object: whether this credential still reads the
+ * bucket, asked with an object it read before (else the prefix's claim,
+ * meta/store-id).  S3 answers 403, not 404, for a missing key to a
+ * credential without the ListBucket right; so a 403 for one object
+ * while others read is that object's: missing, or not readable with this
+ * credential.  A 403 (or any failure) here too is the credential's. */
+static bool credential_reads(vctx_t *c)
+{
+	backend_t *be = chunkstore_backend(c->st->cs);
+	pthread_mutex_lock(&c->lock);
+	bool have = c->have_good;
+	digest_t d = c->good;
+	pthread_mutex_unlock(&c->lock);
+	buf_t b = {0};
+	int r = have ? backend_get(be, &d, &b) : backend_get_meta(be, "store-id", &b, 4096);
+	buf_free(&b);
+	return r == 0;
+}
+
+/* A read of d the bucket answered 403 (err): either that object's alone
+ * (with record, a bad chunk; the verify goes on) or the credential's (the
+ * verify stops judging nothing).  Returns whether it was the latter. */
+static bool judge_refusal(vctx_t *c, const digest_t *d, int err, bool record);
 
 static void warn_snapshot(vctx_t *c, const char *what, int err)
 {
@@ -319,21 +375,23 @@ static int collect_source(vctx_t *c, gc_idxwalk_t *w)
 	c->sorted = false;
 	if (c->fatal)
 		return c->fatal;
-	if (r == 0)
+	if (r == 0) {
+		chunk_ref_t first;
+		chunk_ref_unpack(src->idx.data, &first);
+		note_good(c, &first.digest);
 		return 0;
-	if (access_refused(c, r)) {
-		note_refused(c, &failed.digest, r);
-		return refused_err(c);
 	}
+	/* A 403 for one index chunk is judged with the others (read_range
+	 * reads it again); one the credential gets everywhere ends it here. */
+	if (access_refused(c, r) && judge_refusal(c, &failed.digest, r, false))
+		return refused_err(c);
 	/* The index cannot be read (its bad chunk is reported as such): the
 	 * tree still lists the content. */
 	r = gc_tree_refs(c->st->cs, &src->tree, collect_refs, c, &failed);
 	if (c->fatal)
 		return c->fatal;
-	if (access_refused(c, r)) {
-		note_refused(c, &failed.digest, r);
+	if (access_refused(c, r) && judge_refusal(c, &failed.digest, r, false))
 		return refused_err(c);
-	}
 	if (r < 0 && c->first) {
 		warn_snapshot(c, "neither its index nor its tree stream can be read; its content "
 				 "chunks cannot be listed",
@@ -365,7 +423,8 @@ static int collect(vctx_t *c, gc_idxwalk_t *w)
 
 /* ---- reading ---- */
 
-static void record_bad(vctx_t *c, const digest_t *d, int err)
+/* Records d as bad (forbidden: see vbad_t). */
+static void record_bad(vctx_t *c, const digest_t *d, int err, bool forbidden)
 {
 	pthread_mutex_lock(&c->lock);
 	if (c->nbad == c->capbad) {
@@ -380,8 +439,21 @@ static void record_bad(vctx_t *c, const digest_t *d, int err)
 		c->bad = v;
 		c->capbad = n;
 	}
-	c->bad[c->nbad++] = (vbad_t){.d = *d, .err = err};
+	c->bad[c->nbad++] = (vbad_t){.d = *d, .err = err, .forbidden = forbidden};
 	pthread_mutex_unlock(&c->lock);
+}
+
+static bool judge_refusal(vctx_t *c, const digest_t *d, int err, bool record)
+{
+	char msg[512] = "";
+	chunkstore_remote_error(c->st->cs, msg, sizeof(msg));
+	if (!credential_reads(c)) {
+		note_refused(c, d, err, msg);
+		return true;
+	}
+	if (record)
+		record_bad(c, d, err, true);
+	return false;
 }
 
 static int read_one(vctx_t *c, const vitem_t *it, buf_t *out)
@@ -424,9 +496,11 @@ static void *reader(void *arg)
 			const vitem_t *it = &c->items[i];
 			int r = read_one(c, it, &out);
 			if (access_refused(c, r))
-				note_refused(c, &it->d, r);
+				judge_refusal(c, &it->d, r, true);
 			else if (r < 0)
-				record_bad(c, &it->d, r);
+				record_bad(c, &it->d, r, false);
+			else
+				note_good(c, &it->d);
 			atomic_fetch_add(&c->chunks, 1);
 			atomic_fetch_add(&c->bytes, it->stored_len);
 		}
@@ -702,6 +776,11 @@ static size_t report(vctx_t *c)
 			     bd->renamed    ? ", renamed to .bad"
 			     : bd->unmarked ? ", not in the bucket: marker removed, the next "
 					      "backup of the data stores it again"
+			     : bd->forbidden ? ", the bucket answered 403 for its object though "
+					       "this credential reads others: the object is missing, "
+					       "or this credential may not read it (without the "
+					       "ListBucket right S3 answers 403 for a missing key, so "
+					       "the two look alike); marker kept"
 					    : "") < 0)
 			path = NULL;
 		size_t named = 0, more = 0;

@@ -64,6 +64,9 @@ request:
                 adds "delete-key-error KEY" to MODEFILE.hits.  Every later
                 DeleteObjects adds "delete-asked KEY..." (the keys it asks)
   delete-key-slowdown-always  the same for every DeleteObjects
+  missing-403   GET of a chunk object the radosgw answers 404: HTTP 403
+                AccessDenied instead, as AWS answers a credential without
+                the ListBucket right for a missing key
 Each request answered with a fault adds a line to MODEFILE.hits.
 """
 import http.client
@@ -245,6 +248,10 @@ class Proxy(BaseHTTPRequestHandler):
         up.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
         r = up.getresponse()
         data = r.read()
+        if chunk_get and r.status == 404 and mode == "missing-403":
+            return self.answer(403, b"<Error><Code>AccessDenied</Code>"
+                               b"<Message>Access Denied</Message></Error>",
+                               [("Content-Type", "application/xml")])
         if chunk_get and r.status == 404 and mode == "forbid-after-404":
             seen_404.append(self.path)
         if chunk_get and r.status == 200 and mode in ("garble-get", "garble-first") and data:
