@@ -2157,6 +2157,29 @@ static void warn_chunk(gcctx_t *c, const char *what, const chunk_ref_t *failed, 
 	c->opts->warn(obj, err, c->opts->arg);
 }
 
+/* Whether err, from this thread's last chunk read, is the bucket refusing
+ * the read (HTTP 403) rather than anything about the chunk, which a local
+ * file's EACCES would be. */
+static bool bucket_refused(const gcctx_t *c, int err)
+{
+	return err == -EACCES && chunkstore_read_failed_remotely(c->st->cs);
+}
+
+/* The error of a gc that the bucket refused a stream chunk's read: the
+ * refusal first, as verify says it (its request and status follow, as
+ * " (bucket: ...)"), not a warning about the chunk.  Every read would be
+ * refused alike, so gc stops before its sweep. */
+static int refused_err(gcctx_t *c, const char *what, const chunk_ref_t *failed, int err)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	hex_encode(&failed->digest, hex);
+	return store_err(c->st, err,
+			 "the bucket refused to read chunk %s (%s of %s): is the credential "
+			 "wrong, or without read access (or, to a credential without "
+			 "ListBucket, is the object missing)?  Nothing was removed",
+			 hex, what, c->src->name);
+}
+
 /* Offers roots (packed refs) as references. */
 static int mark_roots(gcctx_t *c, const buf_t *roots)
 {
@@ -2194,6 +2217,8 @@ static int mark_source(gcctx_t *c, gc_idxwalk_t *w)
 		return 0;
 	if (r == -ENOMEM)
 		return r;
+	if (bucket_refused(c, r))
+		return refused_err(c, "the index stream", &failed, r);
 	/* The index cannot be read: a snapshot's tree still lists its chunks.
 	 * (A missing stream chunk is also counted by the marker: it is a root.) */
 	if (!c->again)
@@ -2206,6 +2231,8 @@ static int mark_source(gcctx_t *c, gc_idxwalk_t *w)
 			c->damaged += !c->again;
 			return 0;
 		}
+		if (bucket_refused(c, t))
+			return refused_err(c, "the tree stream", &failed, t);
 		if (!c->again)
 			warn_chunk(c, "tree stream", &failed, t);
 	}
