@@ -1795,7 +1795,10 @@ static void *sweep_worker(void *arg)
 static void sweep_remote(cairn_store *st, sweep_t *sw, digest_t *keep, size_t nkeep)
 {
 	chunkstore_rsweep rs;
-	qsort(keep, nkeep, sizeof(*keep), digest_cmp_void);
+	/* (No referenced chunk has lost its marker: keep may be NULL, which
+	 * qsort may not be given even for no item.) */
+	if (nkeep)
+		qsort(keep, nkeep, sizeof(*keep), digest_cmp_void);
 	int r = chunkstore_sweep_remote(st->cs, sw->threshold, keep, nkeep, &gc_stop, &rs);
 	if (r < 0 && r != -EINTR) {
 		sw->err = r;
