@@ -87,6 +87,7 @@ typedef struct rds {
 	uint64_t group_mark; /* the group (sender's txg) of its last snapshot */
 	snapcache_t snaps;   /* of its local dataset (loaded on first use) */
 	encroot_wrapped_t *key; /* CRYPTKEY (raw streams): it becomes a root */
+	bool crypt_checked;	/* crypt_fits_target passed for it */
 } rds_t;
 
 /* A verified snapshot waiting for its group's commit. */
@@ -157,10 +158,12 @@ typedef struct rctx {
 	 * none (cleared by a commit), and the target refused the group: the
 	 * state is discarded then, as zfs refuses before any data moves. */
 	bool own_state, refused;
-	/* Refused for a missing incremental source: a resumed receive's state
-	 * can then never complete, and is discarded too (a stream cut before
-	 * the check had saved it; sending again from a source the target has
-	 * is the way on). */
+	/* Refused for a cause no resume can remove - a missing incremental
+	 * source, a changed group, a target encrypted otherwise than the
+	 * stream's data (crypt_refused): a resumed receive's state can then
+	 * never complete, and is discarded too (a stream cut before the
+	 * check had saved it; sending again, from a source the target has or
+	 * raw or not as the target is, is the way on). */
 	bool source_gone;
 	/* check_complete found a chunk of the snapshot neither in the
 	 * stream nor on the receiver. */
@@ -1315,6 +1318,17 @@ static const encroot_wrapped_t *stream_key(const rctx_t *c, const rds_t *d)
 	return NULL;
 }
 
+/* The target is encrypted otherwise than the stream's data (encroot_recv_check
+ * said -EINVAL): chunk ids are keyed per encryption root, so the stream
+ * names chunks the target can never hold, and a resume of it could never
+ * complete.  A refusal by the target, whose partial state goes (cairn_recv). */
+static int crypt_refused(rctx_t *c, int r)
+{
+	if (r == -EINVAL)
+		c->refused = c->source_gone = true;
+	return r;
+}
+
 /* A raw stream's encrypted dataset becomes (or already is) encrypted with
  * the key it carries; plain data never lands below an encryption root. */
 static int recv_crypt_apply(rctx_t *c, const rds_t *d, bool created)
@@ -1329,7 +1343,7 @@ static int recv_crypt_apply(rctx_t *c, const rds_t *d, bool created)
 	if (created && d->key)
 		r = encroot_recv_root_in_txn(c->st, row.id, d->local, d->key);
 	if (r == 0)
-		r = encroot_recv_check(c->st, &row, stream_key(c, d));
+		r = crypt_refused(c, encroot_recv_check(c->st, &row, stream_key(c, d)));
 	if (r == 0 && rewrap)
 		r = encroot_recv_root_in_txn(c->st, row.id, d->local, d->key);
 	ds_row_clear(&row);
@@ -1756,6 +1770,29 @@ static int group_changed(rctx_t *c, const psnap_t *s)
 				      : "its partial state is discarded; send again");
 }
 
+/* Whether the dataset s goes into, if it exists, is encrypted as the
+ * stream's data is (recv_crypt_apply checks again at the commit).  Asked
+ * when the snapshot's record comes, before any of its chunks, so that a
+ * plain incremental onto a raw-received copy (or a raw one onto a plain
+ * copy) is refused before data moves, as zfs checks before it receives,
+ * and not as chunks "neither sent nor present" once all came.  Once per
+ * dataset; with -R only after the first commit (before it, pending renames
+ * may yet change which dataset a name is, and the commit checks), unless
+ * anyway (read_snapend: a chunk is missing, and this may be why). */
+static int crypt_fits_target(rctx_t *c, const psnap_t *s, bool anyway)
+{
+	if (s->rds->crypt_checked ||
+	    (!anyway && (c->flags & STREAM_F_RECURSIVE) && !c->meta_applied))
+		return 0;
+	ds_row_t row = {0};
+	if (catalog_ds_by_name(c->st->cat, s->target, &row) < 0)
+		return 0; /* created by the commit, which checks it */
+	int r = crypt_refused(c, encroot_recv_check(c->st, &row, stream_key(c, s->rds)));
+	ds_row_clear(&row);
+	s->rds->crypt_checked = r == 0;
+	return r;
+}
+
 static int read_snap(rctx_t *c)
 {
 	char why[256], dsname[NAME_BUF], full[NAME_BUF * 2];
@@ -1837,6 +1874,8 @@ static int read_snap(rctx_t *c)
 	if (r < 0)
 		return r;
 	c->skipping = r == 1;
+	if (!c->skipping && (r = crypt_fits_target(c, s, false)) < 0)
+		return r;
 	if (c->skipping) {
 		snprintf(full, sizeof(full), "%s@%s", s->target, s->name);
 		if (c->o->item)
@@ -2301,8 +2340,11 @@ static int read_snapend(rctx_t *c)
 		return store_chunk_err(c->st, r, NULL);
 	c->chunk_missing = false;
 	r = check_complete(c, &c->cur, c->cur_ds->type);
+	int why;
 	if (r < 0 && source_missing(c, &c->cur))
 		r = source_not_on_target(c, c->cur.target, c->cur.fromguid);
+	else if (r < 0 && c->chunk_missing && (why = crypt_fits_target(c, &c->cur, true)) < 0)
+		r = why;
 	else if (r < 0 && c->chunk_missing && (c->flags & STREAM_F_RESUMED) &&
 		 !c->last_group_txg && c->group_txg == c->resume_txg)
 		r = group_changed(c, &c->cur);
