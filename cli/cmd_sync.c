@@ -328,6 +328,64 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 	return 1;
 }
 
+/* Whether the source dataset of destination dataset kid (below dst)
+ * exists: the -R stream then receives into kid. */
+static bool in_source_tree(cairn_store *st, const endpoint_t *src, const endpoint_t *dst,
+			   const char *kid)
+{
+	char *name = NULL, *v = NULL;
+	if (asprintf(&name, "%s%s", src->dataset, kid + strlen(dst->dataset)) < 0)
+		return false;
+	bool there = cairn_dataset_get(st, name, "compression", &v, NULL) == 0;
+	free(v);
+	free(name);
+	return there;
+}
+
+/* sync -R: a dataset below the destination top can hold the partial state
+ * of a stream of its own (a cut `sync SRC/kid DEST/kid`, or a `recv -s`
+ * into it by hand).  The -R stream, which receives into it too, would be
+ * refused there ("contains partially-complete state") on every run, so
+ * each such dataset whose source is in the subtree is first finished from
+ * its own token as a sync of that dataset alone would, or its state is
+ * discarded when the token is unusable (resume_partial, as for the top).
+ * Datasets of no source dataset are not the stream's: their state stays.
+ * 0, or -1 (said). */
+static int resume_children(cairn_store *st, const endpoint_t *src, const endpoint_t *dst,
+			   bool force, bool verbose)
+{
+	const char *verb[] = {"get", "-r", "-t", "filesystem,volume", "-H", "-o", "name,value",
+			      "receive_resume_token", dst->dataset, NULL};
+	char *out = NULL, *err = NULL, *save = NULL;
+	int rc = dest_output(dst, verb, &out, &err);
+	free(err);
+	if (rc != 0 || !out) {
+		free(out);
+		return 0; /* no destination yet; a listing that fails says why next */
+	}
+	size_t dl = strlen(dst->dataset);
+	int r = 0;
+	for (char *line = strtok_r(out, "\n", &save); r >= 0 && line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *tab = strchr(line, '\t');
+		if (!tab || !tab[1] || !strcmp(tab + 1, "-"))
+			continue;
+		*tab = 0;
+		if (strncmp(line, dst->dataset, dl) || line[dl] != '/' ||
+		    !in_source_tree(st, src, dst, line))
+			continue;
+		endpoint_t kid = *dst; /* borrowed, with the child's name */
+		kid.dataset = line;
+		dest_have_t h = {0};
+		r = dest_guids(&kid, &h);
+		if (r >= 0)
+			r = resume_partial(st, &kid, &h, force, verbose);
+		dest_have_free(&h);
+	}
+	free(out);
+	return r < 0 ? -1 : 0;
+}
+
 /* Sends newest (from each dataset's newest snapshot the destination has)
  * into `recv -s` on the destination.  0, or 1 after printing the error. */
 static int send_to(cairn_store *st, const endpoint_t *dst, const char *newest,
@@ -431,7 +489,9 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	int renamed = 0, extra = 0, stale = 0;
 	long unrel = -1;
 	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
-	int r = dest_guids(&dst, &h);
+	int r = recursive && !dry ? resume_children(st, &src, &dst, force, verbose) : 0;
+	if (r >= 0)
+		r = dest_guids(&dst, &h);
 	if (r >= 0 && recursive &&
 	    (r = renamed = remap_renamed(st, src.dataset, &h, dry ? dst.dataset : NULL)) < 0) {
 		cli_fail(st, src.dataset, r);
