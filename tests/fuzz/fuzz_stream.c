@@ -42,6 +42,13 @@
  *   trunc-*: head -c of full-base (300) and full-R-pool (1000); flip-*: one bit
  *   flipped in full-base at 100 and 300, incr-R-pool at 60; resigned-*: t0810's
  *   tool (chunkcontent, snapname "a/../b", garbagetree, snaplistname "x/../").
+ *   Raw streams (CRYPTKEY records, the receiver's encryption checks), made in
+ *   a keyctl session (as tests/cli/crypt.sh runs): an encryption root enc
+ *   over a file a, with a child enc/k, snapshot -r enc@1, a changed,
+ *   snapshot -r enc@2; send -w enc@1 >raw-full-enc, send -w -R enc@2
+ *   >raw-full-R-enc, send -w -i @1 enc@2 >raw-incr-enc.  skipped-R-pool (the
+ *   SKIPPED flag): pool over a file, pool/k, snapshot -r pool@a, create
+ *   pool/late, snapshot pool@b and pool/k@b, send -R -s pool@b.
  *
  * libFuzzer build (from the top directory):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -Iinclude -Ilib \
@@ -63,6 +70,7 @@
 #include <xxhash.h>
 
 #include "cairn.h"
+#include "crypt/crypt.h"
 #include "repl/stream.h"
 #include "util.h"
 
@@ -263,6 +271,12 @@ static void decode(sreader_t *r, int type)
 		break;
 	case REC_SNAPEND:
 		sr_u64(r);
+		break;
+	case REC_CRYPTKEY: /* dataset, keyformat, keylocation, wrapped key */
+		sr_str(r, s, sizeof(s));
+		free(sr_strdup(r, 64));
+		free(sr_strdup(r, 4096));
+		sr_bytes(r, CRYPT_KEYBLOB_LEN);
 		break;
 	case REC_END:
 		sr_check_end(r);
