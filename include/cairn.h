@@ -287,8 +287,10 @@ typedef struct cairn_restore_opts {
  * block device).  Every chunk is verified against its digest.
  * @return 0; CAIRN_ECORRUPT or -ENOENT naming the chunk and file in
  * cairn_store_errdetail (the restore goes on with other files and the
- * first such error is returned); -ENOTEMPTY; -ENOENT (snapshot or path).
- * opts may be NULL. */
+ * first such error is returned); a tree stream chunk that cannot be read
+ * stops the restore and is the error returned, naming the chunk and the
+ * last entry read, even when files failed before it; -ENOTEMPTY; -ENOENT
+ * (snapshot or path).  opts may be NULL. */
 int cairn_restore(cairn_store *st, const char *snap, const char *target,
 		  cairn_restore_opts *opts);
 /** @} */

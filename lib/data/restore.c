@@ -900,6 +900,35 @@ static int find_linked(rctx_t *c, const crypt_keys_t *key, const buf_t *roots)
 	return r == -ENOMEM ? r : 0;
 }
 
+/* Keeps the path of the entry last read from the tree stream (a lane
+ * may take the entry itself), to say where a broken stream stopped. */
+static int note_last(buf_t *last, const char *path)
+{
+	last->len = 0;
+	return buf_append(last, path, strlen(path) + 1);
+}
+
+/* The tree stream cannot be read on, so nothing after the entry last read
+ * is restored.  That is what the restore ends with, even when files failed
+ * before it: each of those was reported as it failed, but naming only the
+ * first would hide that the rest of the snapshot was never reached. */
+static int tree_fail(cairn_store *st, const snaptree_t *t, int r, const buf_t *last)
+{
+	char where[4200];
+	const char *path = last->len ? (const char *)last->data : NULL;
+	if (path)
+		snprintf(where, sizeof(where), "the restore stopped after %s", *path ? path : "/");
+	else
+		snprintf(where, sizeof(where), "nothing was restored");
+	const char *why = r == -ENOENT ? "missing from the chunk store" : cairn_strerror(r);
+	/* No chunk failed to read: a record in a chunk that read well is bad. */
+	if (!t->m.failed.plain_len)
+		return store_err(st, r, "tree stream: %s; %s", cairn_strerror(r), where);
+	char hex[DIGEST_HEX_LEN + 1];
+	digest_to_hex(&t->m.failed.digest, hex);
+	return store_err(st, r, "tree stream chunk %s: %s; %s", hex, why, where);
+}
+
 static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
 			const char *target, cairn_restore_opts *opts)
 {
@@ -923,10 +952,14 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 		store_err(st, dr, "finding the hardlinks to restore: %s", cairn_strerror(dr));
 	int r = dr < 0 ? 0 : snaptree_open_key(&t, st->cs, key, roots);
 	tree_entry_t e = {0};
+	buf_t last = {0};
 	for (uint64_t seq = 0; !dr && r >= 0 && (r = snaptree_next(&t, &e)) == 1; seq++) {
 		/* Only running out of memory stops a restore; name the entry, not
 		 * the tree stream (e is intact: a lane takes it only on success). */
-		dr = wanted(&c, e.path) ? restore_wanted(&c, &reader, &e, seq) : set_aside(&c, &e);
+		dr = note_last(&last, e.path);
+		if (!dr)
+			dr = wanted(&c, e.path) ? restore_wanted(&c, &reader, &e, seq)
+						: set_aside(&c, &e);
 		if (dr < 0)
 			store_err(st, dr, "%s: %s", *e.path ? e.path : "/", cairn_strerror(dr));
 		tree_entry_clear(&e);
@@ -941,16 +974,14 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	pathmap_free(&c.links, NULL);
 	pathmap_free(&c.aside, aside_free);
 	pathmap_free(&c.linked, NULL);
-	if (r < 0 && !dr && !c.first_err) {
-		char hex[DIGEST_HEX_LEN + 1];
-		digest_to_hex(&t.m.failed.digest, hex);
-		store_err(st, r, "tree stream chunk %s: %s", hex,
-			  r == -ENOENT ? "missing from the chunk store" : cairn_strerror(r));
-	}
 	if (dr < 0)
 		r = dr;
-	snaptree_close(&t);
 	finish_dirs(&c, &reader);
+	/* After finish_dirs, whose failures would replace the detail. */
+	if (r < 0 && !dr)
+		tree_fail(st, &t, r, &last);
+	buf_free(&last);
+	snaptree_close(&t);
 	for (size_t i = 0; r >= 0 && i < opts->npaths; i++)
 		if (!c.found[i])
 			r = store_err(st, -ENOENT, "%s: no such path in the snapshot",
@@ -964,6 +995,28 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	return c.first_err;
 }
 
+/* The image entry of a volume's tree, read before the target is opened:
+ * a tree that cannot be read leaves an existing image as it was. */
+static int volume_entry(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
+			tree_entry_t *e)
+{
+	snaptree_t t;
+	buf_t none = {0};
+	int r = snaptree_open_key(&t, st->cs, key, roots);
+	if (r == 0)
+		r = snaptree_next(&t, e);
+	if (r < 0 && r != -ENOMEM)
+		tree_fail(st, &t, r, &none);
+	else if (r == 0)
+		r = store_err(st, CAIRN_ECORRUPT, "volume tree is empty");
+	else if (r == 1 && (e->type != TREE_REG || *e->path))
+		r = store_err(st, CAIRN_ECORRUPT, "volume tree has no image entry");
+	snaptree_close(&t);
+	if (r < 0)
+		tree_entry_clear(e);
+	return r < 0 ? r : 0;
+}
+
 static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
 			  const char *target, cairn_restore_opts *opts)
 {
@@ -975,31 +1028,24 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 				 target);
 	if (exists && !blockdev && !S_ISREG(sb.st_mode))
 		return store_err(st, -EINVAL, "%s: target is not a file or block device", target);
+	tree_entry_t e = {0};
+	int r = volume_entry(st, key, roots, &e);
+	if (r < 0)
+		return r;
 	int fd = open(target, O_WRONLY | O_CLOEXEC | (blockdev ? 0 : O_CREAT | O_TRUNC), 0600);
-	if (fd < 0)
+	if (fd < 0) {
+		tree_entry_clear(&e);
 		return store_err(st, -errno, "%s: %s", target, strerror(errno));
+	}
 	rctx_t c = {.st = st, .opts = opts, .rootfd = -1, .key = key,
 		    .lock = PTHREAD_MUTEX_INITIALIZER};
 	wctx_t w = {.c = &c, .reader = true, .pdir_fd = -1};
-	snaptree_t t;
-	tree_entry_t e = {0};
-	int r = snaptree_open_key(&t, st->cs, key, roots);
-	if (r == 0 && (r = snaptree_next(&t, &e)) == 1) {
-		if (e.type != TREE_REG || *e.path) {
-			r = store_err(st, CAIRN_ECORRUPT, "volume tree has no image entry");
-		} else {
-			/* A block device is not sparse: its holes must become zeros. */
-			write_extents(&w, fd, &e, blockdev);
-			opts->files = 1;
-			r = 0;
-		}
-		tree_entry_clear(&e);
-	} else if (r == 0) {
-		r = store_err(st, CAIRN_ECORRUPT, "volume tree is empty");
-	}
-	snaptree_close(&t);
+	/* A block device is not sparse: its holes must become zeros. */
+	write_extents(&w, fd, &e, blockdev);
+	opts->files = 1;
+	tree_entry_clear(&e);
 	wctx_free(&w);
-	if (fsync(fd) < 0 && r == 0 && !c.first_err)
+	if (fsync(fd) < 0 && !c.first_err)
 		r = store_err(st, -errno, "%s: %s", target, strerror(errno));
 	close(fd);
 	return r < 0 ? r : c.first_err;
