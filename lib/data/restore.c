@@ -316,6 +316,7 @@ static int write_bundle_part(wctx_t *w, int fd, const tree_entry_t *e)
 /* ---- metadata ---- */
 
 #define DEFAULT_ACL "system.posix_acl_default"
+#define ACCESS_ACL "system.posix_acl_access"
 
 /* One extended attribute, on an open file or by path (fd < 0): a
  * symlink's own path, never followed, or the /proc path of an O_PATH
@@ -457,6 +458,21 @@ static int make_reg(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 	return 0;
 }
 
+/* A directory restore did not just make (the target, made by the user or
+ * by a mkdir that inherited its parent's default ACL, or one kept with
+ * --force) may carry ACLs the snapshot does not record: a default ACL,
+ * which every child would inherit, and an access ACL, which would give
+ * users access the snapshot does not.  Both go; set_xattrs sets the
+ * recorded access ACL, and finish_dirs the recorded default one. */
+static void drop_acls(wctx_t *w, int fd, const tree_entry_t *e)
+{
+	static const char *const acl[] = {DEFAULT_ACL, ACCESS_ACL};
+	for (size_t i = 0; i < 2; i++)
+		if (fgetxattr(fd, acl[i], NULL, 0) >= 0 && fremovexattr(fd, acl[i]) < 0)
+			fail(w, e->path, -errno, "removing the directory's %s ACL: %s",
+			     i ? "access" : "default", strerror(errno));
+}
+
 static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 {
 	rctx_t *c = w->c;
@@ -480,12 +496,8 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 	 * swapped for a symlink out of the target since the check. */
 	if (existed)
 		fchmod(fd, 0700);
-	/* A directory that was there before (the target, or one kept with
-	 * --force) may carry a default ACL of its own, which every child
-	 * would inherit: it goes, and finish_dirs sets the recorded one. */
-	if ((!*e->path || existed) && fgetxattr(fd, DEFAULT_ACL, NULL, 0) >= 0 &&
-	    fremovexattr(fd, DEFAULT_ACL) < 0)
-		fail(w, e->path, -errno, "removing the directory's default ACL: %s", strerror(errno));
+	if (!*e->path || existed)
+		drop_acls(w, fd, e);
 	set_xattrs(w, fd, NULL, e);
 	close(fd);
 	const tree_xattr_t *dacl = NULL;
