@@ -473,6 +473,19 @@ static void drop_acls(wctx_t *w, int fd, const tree_entry_t *e)
 			     i ? "access" : "default", strerror(errno));
 }
 
+/* The target may be read-only from an earlier run too (finish_dirs gave
+ * it the snapshot root's mode), and a user, unlike root, could then
+ * replace nothing in it.  Only then does it get u+rwx, until finish_dirs
+ * sets the recorded mode: a target that is a live tree (a file restored
+ * in place) keeps its mode for everyone else meanwhile. */
+static void open_root(const rctx_t *c, int fd)
+{
+	struct stat sb;
+	if (!c->as_root && fstat(fd, &sb) == 0 && sb.st_uid == geteuid() &&
+	    (sb.st_mode & 0700) != 0700)
+		fchmod(fd, (sb.st_mode & 07777) | 0700);
+}
+
 static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 {
 	rctx_t *c = w->c;
@@ -496,6 +509,8 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 	 * swapped for a symlink out of the target since the check. */
 	if (existed)
 		fchmod(fd, 0700);
+	else if (!*e->path)
+		open_root(c, fd);
 	if (!*e->path || existed)
 		drop_acls(w, fd, e);
 	set_xattrs(w, fd, NULL, e);
