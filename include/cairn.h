@@ -271,7 +271,9 @@ typedef struct cairn_restore_opts {
 	const char *const *paths;
 	size_t npaths;
 	cairn_progress_fn progress;
-	/** Each file that could not be restored.  Files are written by one
+	/** Each file that could not be restored, and a temporary hold on
+	 * the snapshot that could not be taken (the restore goes on without
+	 * it, see cairn_restore).  Files are written by one
 	 * thread per CPU (CAIRN_RESTORE_THREADS sets another number), so warn
 	 * may be called from any of them, but never from two at once, nor at
 	 * once with progress. */
@@ -284,7 +286,12 @@ typedef struct cairn_restore_opts {
 /** Restores snapshot snap ("ds@name") into target.  A filesystem snapshot
  * becomes a directory tree (created if missing; must be empty unless
  * force); a volume snapshot is written to target as an image (a file, or a
- * block device).  Every chunk is verified against its digest.
+ * block device).  Every chunk is verified against its digest.  The
+ * snapshot is held by a temporary hold while it is restored, as by send,
+ * so that a destroy meanwhile is refused (or deferred) and gc leaves its
+ * chunks; where no hold can be taken (a user who cannot write to the
+ * store, a full disk) that is reported through warn and the restore goes
+ * on without one.
  * @return 0; CAIRN_ECORRUPT or -ENOENT naming the chunk and file in
  * cairn_store_errdetail (the restore goes on with other files and the
  * first such error is returned); a tree stream chunk that cannot be read

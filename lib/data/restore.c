@@ -1078,6 +1078,48 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 	return r < 0 ? r : c.first_err;
 }
 
+/* ---- the hold ---- */
+
+/* Holds snap for the restore (a temporary hold, as send and mount take):
+ * a destroy meanwhile, a prune run by its timer say, is refused or
+ * deferred (destroy -d), so gc cannot take the chunks the restore has yet
+ * to read.  A restore only reads, and must bring files back also where no
+ * hold can be taken: a user who cannot write to the store, a full disk.
+ * So a failed hold is reported through warn and the restore goes on (a
+ * store on a read-only filesystem takes none and needs none). */
+static bool hold_snap(cairn_store *st, const char *snap, cairn_restore_opts *opts, char *tag,
+		      size_t len)
+{
+	static unsigned calls; /* two restores in one process: two tags */
+	snprintf(tag, len, ".restore-%d-%llu-%u", (int)getpid(),
+		 (unsigned long long)process_start_time(getpid()),
+		 __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED));
+	cairn_hold_item it = {.snapshot = snap, .tag = tag};
+	int r = cairn_hold(st, &it, 1, true);
+	if (r == 0)
+		return true;
+	if (opts->warn) {
+		char obj[sizeof(st->errdetail) + 256];
+		snprintf(obj, sizeof(obj),
+			 "%s: not held while restored, so a destroy and gc meanwhile can take "
+			 "chunks it still needs: %s",
+			 snap, st->errdetail[0] ? st->errdetail : cairn_strerror(r));
+		opts->warn(obj, r, opts->arg);
+	}
+	st->errdetail[0] = 0;
+	return false;
+}
+
+/* Releases the hold by guid (whatever the snapshot is called now), keeping
+ * the restore's own error detail. */
+static void release_snap(cairn_store *st, uint64_t guid, const char *tag)
+{
+	char saved[sizeof(st->errdetail)];
+	memcpy(saved, st->errdetail, sizeof(saved));
+	cairn_release_temp(st, &guid, 1, tag);
+	memcpy(st->errdetail, saved, sizeof(saved));
+}
+
 int cairn_restore(cairn_store *st, const char *snap, const char *target,
 		  cairn_restore_opts *opts)
 {
@@ -1098,6 +1140,8 @@ int cairn_restore(cairn_store *st, const char *snap, const char *target,
 		if (r == -ENOENT)
 			store_err(st, r, "%s: snapshot does not exist", snap);
 	}
+	char tag[128];
+	bool held = r == 0 && hold_snap(st, snap, opts, tag, sizeof(tag));
 	buf_t tree = {0}, idx = {0};
 	if (r == 0)
 		r = catalog_snap_roots(st->cat, row.id, &tree, &idx);
@@ -1108,6 +1152,8 @@ int cairn_restore(cairn_store *st, const char *snap, const char *target,
 	if (r == 0)
 		r = ds.type == CAIRN_TYPE_VOLUME ? restore_volume(st, key, &tree, target, opts)
 						 : restore_tree(st, key, &tree, target, opts);
+	if (held)
+		release_snap(st, row.guid, tag);
 	crypt_keys_free(key);
 	buf_free(&tree);
 	buf_free(&idx);

@@ -96,6 +96,16 @@ start_stopped_restore() {
 		fail "the restore of $snap was not stopped holding its key (state '$st')"
 }
 
+# unhold_restore SNAP: releases the temporary hold that the stopped
+# restore took on SNAP.  A restore that cannot take one (a user who cannot
+# write to the store) runs without it, and then only its busy key keeps a
+# destroy off its encryption root: the tests of that refusal need it gone.
+unhold_restore() {
+	local tag
+	tag=$(cairn holds -H "$1" | awk '$2 ~ /^\.restore-/ {print $2}')
+	[ -n "$tag" ] && cairn release "$tag" "$1" || fail "no restore's hold to release on $1"
+}
+
 # resume_restore: the stopped restore goes on; its exit status.
 resume_restore() {
 	[ -n "$RESTORE_PID" ] && kill -CONT "$RESTORE_PID"

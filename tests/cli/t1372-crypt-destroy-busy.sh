@@ -2,7 +2,9 @@
 # destroy refuses an encryption root whose key a running command holds, as
 # zfs refuses to destroy a busy dataset ("dataset is busy"): it destroyed
 # the root and unloaded its key while a restore was still decrypting with
-# it.  (A send or mount is refused anyway: it holds its snapshot.)  Refused
+# it.  (A send, mount or restore is refused anyway: it holds its
+# snapshot; a restore that could not take its hold is not, so the
+# restore's hold is released here.)  Refused
 # means nothing changed: the datasets, their snapshots and the loaded key
 # stay.  Once the restore has ended the same destroy works and unloads
 # the key.
@@ -18,6 +20,8 @@ nkeys() { keyctl show @s | grep -c ' user: cairn:'; }
 
 # a restore of top/enc@1, stopped while it holds the key
 start_stopped_restore top/enc@1 "$TESTDIR/out"
+# as a restore without its snapshot hold: the key alone is busy
+unhold_restore top/enc@1
 
 before=$(cairn list -H -o name -t all -r top)
 fails_with 1 "top/enc: dataset is busy" cairn destroy -r top/enc

@@ -21,6 +21,8 @@ trap 'as_other "$CAIRN" unload-key enc >/dev/null 2>&1; "$CAIRN" unload-key -a >
 mkdir "$TESTDIR/out"
 chown $OTHER "$TESTDIR/out"
 start_stopped_restore enc@1 "$TESTDIR/out" as_other
+# as a restore without its snapshot hold: the key alone is busy
+unhold_restore enc@1
 
 # root's key is not the one the restore uses: it unloads
 [ "$(keystatus enc)" = available ] || fail "root's key not loaded"
