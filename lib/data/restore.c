@@ -1067,6 +1067,16 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 	rctx_t c = {.st = st, .opts = opts, .rootfd = -1, .key = key,
 		    .lock = PTHREAD_MUTEX_INITIALIZER};
 	wctx_t w = {.c = &c, .reader = true, .pdir_fd = -1};
+	/* Failures name the image by its target: its path in the tree is
+	 * empty, which reads as "/", the root filesystem. */
+	char *image = strdup(target);
+	if (!image) {
+		close(fd);
+		tree_entry_clear(&e);
+		return -ENOMEM;
+	}
+	free(e.path);
+	e.path = image;
 	/* A block device is not sparse: its holes must become zeros. */
 	write_extents(&w, fd, &e, blockdev);
 	opts->files = 1;
