@@ -473,6 +473,28 @@ static void drop_acls(wctx_t *w, int fd, const tree_entry_t *e)
 			     i ? "access" : "default", strerror(errno));
 }
 
+/* An existing directory that a user's earlier run left unreadable to
+ * that user (the snapshot's mode 0311 or 0000) cannot be opened to be made
+ * writable.  It is pinned with O_PATH instead (pfd, taken here) and given
+ * mode|0700 through its /proc path (fchmod takes no O_PATH descriptor; a
+ * pinned directory cannot be swapped for a symlink), then opened as "."
+ * below the pin.  finish_dirs sets the recorded mode at the end. */
+static int open_pinned_dir(int pfd)
+{
+	if (pfd < 0)
+		return pfd;
+	struct stat sb;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	int fd = fstat(pfd, &sb) < 0 || chmod(proc, (sb.st_mode & 07777) | 0700) < 0
+			 ? -1
+			 : openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
+	close(pfd);
+	return fd;
+}
+
 /* The target may be read-only from an earlier run too (finish_dirs gave
  * it the snapshot root's mode), and a user, unlike root, could then
  * replace nothing in it.  Only then does it get u+rwx, until finish_dirs
@@ -502,6 +524,10 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 	}
 	int fd = *e->path ? open_beneath(c->rootfd, e->path, O_RDONLY | O_DIRECTORY)
 			  : dup(c->rootfd);
+	if (fd == -EACCES && existed) {
+		int again = open_pinned_dir(open_beneath(c->rootfd, e->path, O_PATH | O_DIRECTORY));
+		fd = again >= 0 ? again : fd; /* else: the first reason */
+	}
 	if (fd < 0)
 		return fail(w, e->path, fd, "open directory: %s", strerror(-fd));
 	/* An existing directory may be read-only from an earlier run; its
@@ -858,6 +884,11 @@ static int open_target_dir(cairn_store *st, const char *target, bool force)
 	if (mkdir(target, 0700) < 0 && errno != EEXIST)
 		return store_err(st, -errno, "%s: %s", target, strerror(errno));
 	int fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES && force) {
+		int pfd = open(target, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		fd = pfd < 0 ? -1 : open_pinned_dir(pfd);
+		errno = EACCES; /* if that failed too: the first reason */
+	}
 	if (fd < 0)
 		return store_err(st, -errno, "%s: %s", target, strerror(errno));
 	if (!force) {
