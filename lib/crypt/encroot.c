@@ -393,13 +393,17 @@ static int umask_get(mode_t *mask)
  * it to what creating it now would give, 0644 less this process's umask,
  * only ever adding read bits (a mode someone chose, 0640 say, stays).
  * Best effort: fchmod fails for a writer who is not the owner (nor root),
- * and the owner's next command does it; with an unknown umask, nothing. */
+ * and the owner's next command does it; with an unknown umask, nothing.
+ * Only a file with no other name: whoever may write the store's directory
+ * can make keyusers.lock a hard link to some other 0600 file (O_NOFOLLOW
+ * stops symlinks only), which root's command would make readable to all
+ * (t1385). */
 static void key_use_widen(int fd)
 {
 	struct stat sb;
 	mode_t mask = 0;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 07777) != 0600 ||
-	    umask_get(&mask) < 0)
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1 ||
+	    (sb.st_mode & 07777) != 0600 || umask_get(&mask) < 0)
 		return;
 	mode_t want = 0600 | (0044 & ~mask);
 	if (want != 0600)
