@@ -17,7 +17,11 @@
 /* One "lock:" line of an fdinfo file:
  *   lock:	1: OFDLCK  ADVISORY  READ -1 fe:00:10952975 100 100
  * (a waiter's has "->" before the kind; the end may be "EOF").  Whether
- * it is a held lock on (dev, ino) overlapping [start, end]. */
+ * it is a held lock on (dev, ino) overlapping [start, end] that an OFD
+ * lock conflicts with: a POSIX or OFD (fcntl) one.  flock() locks and
+ * leases are apart from those on Linux: a process holding flock on the
+ * file keeps nothing from being locked, and naming it would send the
+ * user after the wrong process (t1386). */
 static bool line_covers(const char *line, dev_t dev, ino_t ino, off_t start, off_t end)
 {
 	char kind[16], mode[16], type[16], last[32];
@@ -27,6 +31,8 @@ static bool line_covers(const char *line, dev_t dev, ino_t ino, off_t start, off
 	if (sscanf(line, "lock: %*d: %15s %15s %15s %*d %x:%x:%llu %lld %31s", kind, mode, type,
 		   &maj, &min, &i, &s, last) != 8)
 		return false; /* a waiter's line ("->" shifts the fields), or another */
+	if (strcmp(kind, "OFDLCK") && strcmp(kind, "POSIX"))
+		return false;
 	long long e = strcmp(last, "EOF") ? strtoll(last, NULL, 10) : INT64_MAX;
 	return maj == major(dev) && min == minor(dev) && i == (unsigned long long)ino &&
 	       s <= (long long)end && e >= (long long)start;

@@ -13,8 +13,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Writes "pid N (comm), ..." for the processes that hold a lock (any
- * type, not one waiting for it) overlapping [start, start + len) of the
+/* Writes "pid N (comm), ..." for the processes that hold a lock (a read
+ * or write lock of fcntl, POSIX or OFD: those an OFD lock conflicts with;
+ * not flock's, not one waiting) overlapping [start, start + len) of the
  * file (dev, ino) into buf, at most a few and then "and N more".
  * Returns how many it found; 0 leaves buf empty (none, or none this user
  * may look at). */
