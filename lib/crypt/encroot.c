@@ -487,7 +487,7 @@ static void key_use_holders(cairn_store *st, int fd, int64_t id, int32_t key, ch
 {
 	struct flock fl;
 	struct stat sb;
-	char who[256];
+	char who[512]; /* 4 holders, each comm up to 60 bytes escaped */
 	buf[0] = 0;
 	if (key_use_range(id, key, F_WRLCK, &fl) < 0 || fstat(fd, &sb) < 0)
 		return;

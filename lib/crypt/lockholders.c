@@ -83,21 +83,42 @@ static bool pid_holds(int proc, const char *pid, dev_t dev, ino_t ino, off_t sta
 	return held;
 }
 
+/* A process names itself (prctl PR_SET_NAME: any 15 bytes), and the
+ * holder may be anyone who may read the store, while the message goes to
+ * root's terminal: every byte that is not printable ASCII, and the
+ * backslash, is written as \ooo, so no escape sequence gets through
+ * (t1386).  out holds 4 bytes per byte of in, and the NUL. */
+static void comm_escape(const char *in, char *out, size_t outlen)
+{
+	size_t o = 0;
+	for (; *in && o + 5 <= outlen; in++) {
+		unsigned char ch = (unsigned char)*in;
+		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+			out[o++] = (char)ch;
+		else
+			o += (size_t)snprintf(out + o, outlen - o, "\\%03o", ch);
+	}
+	out[o] = 0;
+}
+
 /* Appends "pid N (comm)" for process pid to buf. */
 static void name_holder(int proc, const char *pid, size_t nth, char *buf, size_t buflen)
 {
-	char path[300], comm[32] = "?";
+	char path[300], comm[32] = "?", shown[4 * sizeof(comm) + 1];
 	snprintf(path, sizeof(path), "%s/comm", pid);
 	int f = openat(proc, path, O_RDONLY | O_CLOEXEC);
 	if (f >= 0) {
 		ssize_t n = read(f, comm, sizeof(comm) - 1);
 		comm[n > 0 ? n : 0] = 0;
-		comm[strcspn(comm, "\n")] = 0;
+		/* the kernel ends it with one newline; one inside is the name's */
+		if (n > 0 && comm[n - 1] == '\n')
+			comm[n - 1] = 0;
 		close(f);
 	}
+	comm_escape(comm, shown, sizeof(shown));
 	size_t used = strlen(buf);
 	if (used < buflen)
-		snprintf(buf + used, buflen - used, "%spid %s (%s)", nth ? ", " : "", pid, comm);
+		snprintf(buf + used, buflen - used, "%spid %s (%s)", nth ? ", " : "", pid, shown);
 }
 
 size_t lock_holders(dev_t dev, ino_t ino, off_t start, off_t len, char *buf, size_t buflen)

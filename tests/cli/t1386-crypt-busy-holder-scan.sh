@@ -1,9 +1,14 @@
 #!/bin/bash
 # A busy refusal names the processes holding the lock on keyusers.lock,
 # found through /proc/PID/fdinfo (lockholders.c, t1383).  What it names
-# must be a process that really keeps the lock from being taken:
+# must be a process that really keeps the lock from being taken, shown
+# so that it cannot write to the terminal:
 # - flock() locks are separate from fcntl and OFD locks on Linux: a
-#   process holding flock on the file blocks nothing, and was named.
+#   process holding flock on the file blocks nothing, and was named;
+# - a process names itself (its comm, prctl PR_SET_NAME): anyone who may
+#   read the store could hold the lock under a name of terminal escapes,
+#   printed raw to root's terminal with the refusal; now every byte that
+#   is not printable ASCII is shown as \ooo.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
 
@@ -82,5 +87,14 @@ stop_holders
 hold posix poser
 err=$(busy_msg cairn unload-key enc)
 echo "$err" | grep -q "is held by pid $HOLDER (poser)" || fail "POSIX holder not named: $err"
+stop_holders
+
+# a holder named with control bytes: shown escaped, never raw
+hold ofd "$(printf 'a\033[2Jb\tc\001')"
+err=$(busy_msg cairn unload-key enc)
+echo "$err" | grep -q "is held by pid $HOLDER (a\\\\033\[2Jb\\\\011c\\\\001)" ||
+	fail "the holder's escaped name is not in: $(printf '%s' "$err" | od -c | head -20)"
+printf '%s' "$err" | LC_ALL=C grep -q '[[:cntrl:]]' &&
+	fail "raw control bytes in the refusal: $(printf '%s' "$err" | od -c | tail -5)"
 stop_holders
 done_test
