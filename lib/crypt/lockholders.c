@@ -130,8 +130,11 @@ size_t lock_holders(dev_t dev, ino_t ino, off_t start, off_t len, char *buf, siz
 {
 	if (buflen)
 		buf[0] = 0;
-	int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = proc < 0 ? NULL : fdopendir(dup(proc));
+	/* One descriptor for both the listing and the openat()s (openat does
+	 * not move readdir's place): a dup() of it leaked when fdopendir
+	 * failed. */
+	DIR *d = opendir("/proc");
+	int proc = d ? dirfd(d) : -1;
 	size_t found = 0;
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
@@ -150,7 +153,5 @@ size_t lock_holders(dev_t dev, ino_t ino, off_t start, off_t len, char *buf, siz
 	}
 	if (d)
 		closedir(d);
-	if (proc >= 0)
-		close(proc);
 	return found;
 }
