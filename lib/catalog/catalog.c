@@ -634,7 +634,11 @@ void catalog_rollback(catalog_t *c)
 
 void catalog_set_rehearsal(catalog_t *c)
 {
-	c->rehearsal = c->in_write;
+	/* Only the outermost transaction's owner knows it will roll back:
+	 * inside a savepoint the transaction around it is a caller's, which
+	 * may commit, and a real destroy in it would keep no key claim. */
+	if (c->in_write && c->depth == 0)
+		c->rehearsal = true;
 }
 
 bool catalog_rehearsal(const catalog_t *c)

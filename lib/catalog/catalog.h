@@ -69,9 +69,10 @@ void catalog_rollback(catalog_t *c);
  * destroyed root's key leaves the keyring).  0, -EINVAL outside a write
  * transaction, -ENOMEM. */
 int catalog_on_end(catalog_t *c, void (*fn)(void *arg, bool committed), void *arg);
-/* Inside a write transaction: the outermost one is a rehearsal, which
- * will only ever be rolled back (a dry-run receive's), so nothing done in
- * it happens for real; catalog_rehearsal tells, until it ends. */
+/* Called by whoever began the outermost write transaction, in it (not in
+ * a savepoint, where it does nothing): that transaction is a rehearsal,
+ * which will only ever be rolled back (a dry-run receive's), so nothing
+ * done in it happens for real; catalog_rehearsal tells, until it ends. */
 void catalog_set_rehearsal(catalog_t *c);
 bool catalog_rehearsal(const catalog_t *c);
 /* Read transaction: a consistent view until end_read. */

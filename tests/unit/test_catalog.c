@@ -568,6 +568,45 @@ static void test_rollback(catalog_t *c)
 	CHECK_EQ(catalog_commit(c), 0);
 }
 
+/* catalog_set_rehearsal marks the outermost write transaction as one that
+ * will only roll back (a dry-run receive's): a -F destroy inside it lets
+ * go of its key claims at once.  Called inside a savepoint it must mark
+ * nothing: the transaction around it is its caller's and may commit, and
+ * a real destroy in it would then keep no claim until that commit.  The
+ * mark ends with the outermost transaction, committed or rolled back. */
+static void test_rehearsal(catalog_t *c)
+{
+	uint64_t txg, inner;
+	CHECK(!catalog_rehearsal(c));
+	catalog_set_rehearsal(c); /* outside a transaction: nothing */
+	CHECK(!catalog_rehearsal(c));
+	/* in a savepoint: the outer transaction is not marked */
+	CHECK_EQ(catalog_begin_write(c, &txg), 0);
+	CHECK_EQ(catalog_begin_write(c, &inner), 0);
+	catalog_set_rehearsal(c);
+	CHECK(!catalog_rehearsal(c));
+	CHECK_EQ(catalog_commit(c), 0);
+	CHECK(!catalog_rehearsal(c));
+	CHECK_EQ(catalog_commit(c), 0);
+	/* the outermost: marked through its savepoints, until it ends */
+	CHECK_EQ(catalog_begin_write(c, &txg), 0);
+	catalog_set_rehearsal(c);
+	CHECK(catalog_rehearsal(c));
+	CHECK_EQ(catalog_begin_write(c, &inner), 0);
+	CHECK(catalog_rehearsal(c));
+	catalog_rollback(c); /* the savepoint only */
+	CHECK(catalog_rehearsal(c));
+	catalog_rollback(c);
+	CHECK(!catalog_rehearsal(c));
+	CHECK_EQ(catalog_begin_write(c, &txg), 0);
+	catalog_set_rehearsal(c);
+	CHECK_EQ(catalog_commit(c), 0);
+	CHECK(!catalog_rehearsal(c));
+	CHECK_EQ(catalog_begin_write(c, &txg), 0);
+	CHECK(!catalog_rehearsal(c));
+	CHECK_EQ(catalog_commit(c), 0);
+}
+
 /* A read transaction sees one state until it ends, whatever other
  * connections commit meanwhile. */
 static void test_read_isolation(catalog_t *c)
@@ -626,6 +665,7 @@ int main(void)
 	test_props(c);
 	test_snapshots(c);
 	test_rollback(c);
+	test_rehearsal(c);
 	test_read_isolation(c);
 	catalog_close(c);
 	test_reopen();
