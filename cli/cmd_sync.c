@@ -328,31 +328,24 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 	return 1;
 }
 
-/* Whether the source dataset of destination dataset kid (below dst)
- * exists: the -R stream then receives into kid. */
-static bool in_source_tree(cairn_store *st, const endpoint_t *src, const endpoint_t *dst,
-			   const char *kid)
-{
-	char *name = NULL, *v = NULL;
-	if (asprintf(&name, "%s%s", src->dataset, kid + strlen(dst->dataset)) < 0)
-		return false;
-	bool there = cairn_dataset_get(st, name, "compression", &v, NULL) == 0;
-	free(v);
-	free(name);
-	return there;
-}
-
 /* sync -R: a dataset below the destination top can hold the partial state
  * of a stream of its own (a cut `sync SRC/kid DEST/kid`, or a `recv -s`
  * into it by hand).  The -R stream, which receives into it too, would be
  * refused there ("contains partially-complete state") on every run, so
- * each such dataset whose source is in the subtree is first finished from
- * its own token as a sync of that dataset alone would, or its state is
- * discarded when the token is unusable (resume_partial, as for the top).
- * Datasets of no source dataset are not the stream's: their state stays.
- * 0, or -1 (said). */
+ * each such dataset that is a copy of the source dataset of its name
+ * (dest_copy_of: no snapshot yet, or one of the source's) is first
+ * finished from its own token as a sync of that dataset alone would, or
+ * its state is discarded when the token is unusable (resume_partial, as
+ * for the top).  Not below a destination top that sync refuses (h, as
+ * find_common judges it for the checks that follow), nor in a dataset
+ * there with snapshots none of which is the source's (another source's
+ * copy, whose partial receive is not this sync's: the -R stream is
+ * refused there anyway, and a refused sync changes nothing), nor in one
+ * of no source dataset: their state stays.  1 when a state was resumed or
+ * discarded (the destination then has to be listed again), 0 when none
+ * was, or -1 (said). */
 static int resume_children(cairn_store *st, const endpoint_t *src, const endpoint_t *dst,
-			   bool force, bool verbose)
+			   const dest_have_t *h, bool force, bool verbose)
 {
 	const char *verb[] = {"get", "-r", "-t", "filesystem,volume", "-H", "-o", "name,value",
 			      "receive_resume_token", dst->dataset, NULL};
@@ -364,26 +357,48 @@ static int resume_children(cairn_store *st, const endpoint_t *src, const endpoin
 		return 0; /* no destination yet; a listing that fails says why next */
 	}
 	size_t dl = strlen(dst->dataset);
-	int r = 0;
+	src_tree_t tree = {0};
+	int r = 0, acted = 0, top = -1; /* top: -1 not judged yet, 0 refused, 1 a copy */
 	for (char *line = strtok_r(out, "\n", &save); r >= 0 && line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *tab = strchr(line, '\t');
 		if (!tab || !tab[1] || !strcmp(tab + 1, "-"))
 			continue;
 		*tab = 0;
-		if (strncmp(line, dst->dataset, dl) || line[dl] != '/' ||
-		    !in_source_tree(st, src, dst, line))
+		if (strncmp(line, dst->dataset, dl) || line[dl] != '/')
+			continue;
+		if (top < 0) {
+			/* the checks after this refuse such a top (find_common,
+			 * on what the destination has with the source's renames
+			 * applied, as they see it) */
+			char *common = NULL, *newest = NULL;
+			bool current, related = false, any_common = false;
+			dest_have_t hr = {0};
+			top = src_tree_load(st, src->dataset, &tree) == 0 &&
+			      dest_guids(dst, &hr) >= 0 &&
+			      remap_renamed(st, src->dataset, &hr, NULL) >= 0 &&
+			      find_common(st, src->dataset, true, &hr, &common, &newest, &current,
+					  &related, &any_common) == 0 &&
+			      newest && !(hr.top_example && !related) &&
+			      !(hr.top_snap && !common) && !(hr.sub_example && !any_common);
+			dest_have_free(&hr);
+			free(common);
+			free(newest);
+		}
+		if (!top || !dest_copy_of(h, &tree, line + dl))
 			continue;
 		endpoint_t kid = *dst; /* borrowed, with the child's name */
 		kid.dataset = line;
-		dest_have_t h = {0};
-		r = dest_guids(&kid, &h);
+		dest_have_t kh = {0};
+		r = dest_guids(&kid, &kh);
 		if (r >= 0)
-			r = resume_partial(st, &kid, &h, force, verbose);
-		dest_have_free(&h);
+			r = resume_partial(st, &kid, &kh, force, verbose);
+		dest_have_free(&kh);
+		acted |= r >= 0;
 	}
+	src_tree_free(&tree);
 	free(out);
-	return r < 0 ? -1 : 0;
+	return r < 0 ? -1 : acted;
 }
 
 /* Sends newest (from each dataset's newest snapshot the destination has)
@@ -489,9 +504,11 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	int renamed = 0, extra = 0, stale = 0;
 	long unrel = -1;
 	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
-	int r = recursive && !dry ? resume_children(st, &src, &dst, force, verbose) : 0;
-	if (r >= 0)
+	int r = dest_guids(&dst, &h);
+	if (r >= 0 && recursive && !dry && (r = resume_children(st, &src, &dst, &h, force, verbose)) > 0) {
+		dest_have_free(&h);
 		r = dest_guids(&dst, &h);
+	}
 	if (r >= 0 && recursive &&
 	    (r = renamed = remap_renamed(st, src.dataset, &h, dry ? dst.dataset : NULL)) < 0) {
 		cli_fail(st, src.dataset, r);

@@ -769,6 +769,23 @@ static bool knows_guid(const dest_have_t *h, const char *rel, uint64_t g)
 	return has_guid(h, rel, g) || in_rel(h->bmguids, h->bmrels, h->nbm, rel, g);
 }
 
+bool dest_copy_of(const dest_have_t *h, const src_tree_t *t, const char *rel)
+{
+	if (src_dataset_at(t, rel) < 0)
+		return false;
+	bool any = false;
+	for (size_t i = 0; !any && i < h->n; i++)
+		any = !strcmp(h->rels[i], rel);
+	for (size_t i = 0; !any && i < h->nbm; i++)
+		any = !strcmp(h->bmrels[i], rel);
+	size_t lo, hi;
+	src_run(t, rel, &lo, &hi);
+	for (size_t i = lo; any && i < hi; i++)
+		if (knows_guid(h, rel, t->pts[i].guid))
+			return true;
+	return !any;
+}
+
 /* The common base a source bookmark gives (find_common): one whose
  * snapshot the destination dataset has is an incremental source (send
  * plans from it); one it has as a bookmark still shows it is a copy.

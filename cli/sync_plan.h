@@ -109,6 +109,14 @@ int dest_extra(const src_tree_t *t, const dest_have_t *h, const char *say, const
  * order; -1 when there is none. */
 long child_unrelated(cairn_store *st, const char *ds, const dest_have_t *h, const src_tree_t *t);
 
+/* -R: whether the destination dataset rel ("" or "/kid", in h) is one a
+ * stream of the source dataset of that name could go into: the source has
+ * a dataset there, and the destination one has no snapshot or bookmark
+ * yet, or has one with the guid of one of its snapshots or bookmarks.  A
+ * dataset there with snapshots none of which is the source's is another
+ * source's copy (a stream of this source is refused there anyway). */
+bool dest_copy_of(const dest_have_t *h, const src_tree_t *t, const char *rel);
+
 /* -R -F: how many snapshots there the receiver of an incremental -R -F
  * stream would destroy (apply_snaplist in lib/repl/recv.c): those of a
  * destination dataset the stream receives into (a source dataset's name)

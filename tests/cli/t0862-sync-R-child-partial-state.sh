@@ -86,4 +86,36 @@ for s in $(ca list -H -o name -t snapshot -r tank); do
 	same_tree "$XDIR/a$r" "$XDIR/b$r"
 done
 ok cb verify >/dev/null
+
+# Another store's partial receive is not this sync's to finish or throw
+# away: a refused sync -R changes nothing.  (1) bk/kid2 is a copy of
+# another store's kid2 (snapshots, none of them the source's) with a cut
+# incremental of its own, and the source has a new tank/kid2: the -R
+# stream cannot go into bk/kid2 (refused, naming it), and its state stays.
+C=$TESTDIR/c
+"$CAIRN" -s "$C" init >/dev/null || fail "init $C"
+cc() { "$CAIRN" -s "$C" "$@"; }
+mkdir -p "$TESTDIR/o" "$S/kid2"
+echo o >"$TESTDIR/o/f"
+echo k >"$S/kid2/f"
+ok cc create -o source="$TESTDIR/o" kid2
+ok cc snapshot kid2@x
+cc send kid2@x | ok cb recv bk/kid2
+head -c 3000000 /dev/urandom >"$TESTDIR/o/g"
+ok cc snapshot kid2@y
+cc send -i @x kid2@y >"$TESTDIR/other-i"
+cut bk/kid2 "$TESTDIR/other-i"
+kid2_tok=$(token bk/kid2)
+ok ca create tank/kid2
+ok ca snapshot -r tank@5
+fails_with 1 "bk/kid2" ca sync -R tank "$B:bk"
+[ "$(token bk/kid2)" = "$kid2_tok" ] || fail "a refused sync -R changed the state of bk/kid2 (another store's): $(token bk/kid2)"
+# (2) a destination top that is no copy of the source (refused) with a
+# child of a source dataset's name holding another store's cut receive
+cc send kid2@x | ok cb recv un
+cc send kid2@y >"$TESTDIR/other-full"
+cut un/kid "$TESTDIR/other-full"
+un_tok=$(token un/kid)
+fails_with 1 "un: has snapshots (eg. un@x) but none in common with tank" ca sync -R tank "$B:un"
+[ "$(token un/kid)" = "$un_tok" ] || fail "a refused sync -R changed the state of un/kid: $(token un/kid)"
 done_test
