@@ -73,4 +73,37 @@ for s in 1 2; do
 done
 ok cb verify >/dev/null
 cb unload-key -a >/dev/null
+
+# A -R stream whose renames swap an encrypted and a plain dataset's names:
+# before its first commit a name is still the other dataset, so the check
+# waits for the renames (a raw -R stream onto its own raw copy is received
+# by a dry run, cut and resumed, and by sync, each name as on the source).
+M=$XDIR/mix
+mkdir -p "$M/enc" "$M/pl"
+head -c 300000 /dev/urandom >"$M/enc/a"
+head -c 300000 /dev/urandom >"$M/pl/a"
+ok ca create -o source="$M" mix
+ok mkroot mix/enc "$PASS1" -o source="$M/enc"
+ok ca create -o source="$M/pl" mix/pl
+ok ca snapshot -r mix@1
+ca send -w -R mix@1 | ok cb recv mx
+ok ca rename mix/enc mix/tmp
+ok ca rename mix/pl mix/enc
+ok ca rename mix/tmp mix/pl
+head -c 2000000 /dev/urandom >"$M/enc/b"
+head -c 2000000 /dev/urandom >"$M/pl/b"
+ok ca snapshot -r mix@2
+ca send -w -R -I @1 mix@2 >"$TESTDIR/swap"
+ok cb recv -n mx <"$TESTDIR/swap"
+head -c $(($(stat -c %s "$TESTDIR/swap") * 2 / 3)) "$TESTDIR/swap" | cb recv -s mx 2>/dev/null &&
+	fail "a cut -R stream was received"
+tok=$(token mx)
+case $tok in 3-*) ;; *) fail "the cut -R stream left no partial state: $tok" ;; esac
+ca send -t "$tok" | ok cb recv -s mx
+a=$(ca list -H -o name,guid,encryption -r mix | sed 's/^mix//')
+b=$(cb list -H -o name,guid,encryption -r mx | sed 's/^mx//')
+[ "$a" = "$b" ] || fail "the swapped names differ: $(echo "$b" | tr '\n' ' ')"
+ok ca snapshot -r mix@3
+ca sync -R mix "$B:mx" >/dev/null 2>"$TESTDIR/err" || fail "sync of the swap: $(cat "$TESTDIR/err")"
+[ "$(snaps mx/enc)" = "mx/enc@1 mx/enc@2 mx/enc@3 " ] || fail "after sync: $(snaps mx/enc)"
 done_test
