@@ -71,8 +71,10 @@ static int keyblob_get(cairn_store *st, int64_t id, uint8_t blob[CRYPT_KEYBLOB_L
 			       -1, &q, NULL))
 		return -ENOENT; /* no table: no encrypted dataset was ever made */
 	sqlite3_bind_int64(q, 1, id);
-	int r = -ENOENT;
-	if (sqlite3_step(q) == SQLITE_ROW) {
+	int r = -ENOENT, rc = sqlite3_step(q);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = -EIO; /* not "no key": a busy or failing catalog */
+	if (rc == SQLITE_ROW) {
 		const void *b = sqlite3_column_blob(q, 0);
 		int n = sqlite3_column_bytes(q, 0);
 		r = b && n == CRYPT_KEYBLOB_LEN && crypt_keyblob_check(b, n, NULL, NULL) == 0
@@ -1233,13 +1235,39 @@ int encroot_recv_root_in_txn(cairn_store *st, int64_t id, const char *name,
 	return r;
 }
 
+/* Whether the stream's wrapped key (want) holds the master keys of ds's
+ * encryption root.  Only a real difference is -EINVAL, which the receive
+ * takes for a refusal no resume can lift (and drops its partial state
+ * for): a root key it cannot read, or a damaged one in the stream, is an
+ * error of its own, and the state stays for a retry. */
+static int key_material_check(cairn_store *st, const ds_row_t *ds, const ds_row_t *root,
+			      const encroot_wrapped_t *want)
+{
+	uint8_t blob[CRYPT_KEYBLOB_LEN], have[CRYPT_KEYID_LEN], got[CRYPT_KEYID_LEN];
+	int r = keyblob_get(st, root->id, blob);
+	if (r == 0)
+		r = crypt_keyblob_check(blob, sizeof(blob), NULL, have);
+	if (r < 0)
+		return store_err(st, r == -EIO ? r : CAIRN_ECORRUPT,
+				 "%s: the key of encryption root %s cannot be read (%s)", ds->name,
+				 root->name, r == -EIO ? "catalog error" : "missing or damaged");
+	if (crypt_keyblob_check(want->blob, CRYPT_KEYBLOB_LEN, NULL, got) < 0)
+		return store_err(st, CAIRN_ECORRUPT, "%s: the stream's wrapped key is damaged",
+				 ds->name);
+	if (memcmp(have, got, CRYPT_KEYID_LEN))
+		return store_err(st, -EINVAL,
+				 "%s: encrypted with other key material (encryption root %s) than "
+				 "the stream's",
+				 ds->name, root->name);
+	return 0;
+}
+
 int encroot_recv_check(cairn_store *st, const ds_row_t *ds, const encroot_wrapped_t *want)
 {
 	ds_row_t root = {0};
 	int r = encroot_find(st, ds, &root);
 	if (r < 0)
 		return r;
-	uint8_t blob[CRYPT_KEYBLOB_LEN], have[CRYPT_KEYID_LEN], got[CRYPT_KEYID_LEN];
 	if (!want && r == 1)
 		r = store_err(st, -EINVAL,
 			      "%s: cannot receive unencrypted data below encryption root %s",
@@ -1248,14 +1276,8 @@ int encroot_recv_check(cairn_store *st, const ds_row_t *ds, const encroot_wrappe
 		r = store_err(st, -EINVAL,
 			      "%s: exists unencrypted; an encrypted (raw) stream cannot go into it",
 			      ds->name);
-	else if (want && (keyblob_get(st, root.id, blob) < 0 ||
-			  crypt_keyblob_check(blob, sizeof(blob), NULL, have) < 0 ||
-			  crypt_keyblob_check(want->blob, CRYPT_KEYBLOB_LEN, NULL, got) < 0 ||
-			  memcmp(have, got, CRYPT_KEYID_LEN)))
-		r = store_err(st, -EINVAL,
-			      "%s: encrypted with other key material (encryption root %s) than "
-			      "the stream's",
-			      ds->name, root.name);
+	else if (want)
+		r = key_material_check(st, ds, &root, want);
 	else
 		r = 0;
 	ds_row_clear(&root);
