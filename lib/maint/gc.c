@@ -2220,22 +2220,41 @@ static int mark_source(gcctx_t *c, gc_idxwalk_t *w)
 		return 0;
 	if (r == -ENOMEM)
 		return r;
-	if (bucket_refused(c, r))
+	/* A 403 for the index chunk: the credential's refusal, or that one
+	 * object's (S3 answers a missing key so to a credential without
+	 * ListBucket).  The snapshot's tree, read next, tells which: if the
+	 * bucket reads it, the index chunk is reported as a missing one is,
+	 * and the tree's chunks are marked. */
+	bool idx_refused = bucket_refused(c, r);
+	chunk_ref_t idx_failed = failed;
+	if (idx_refused && src->owner <= 0)
 		return refused_err(c, "the index stream", &failed, r);
 	/* The index cannot be read: a snapshot's tree still lists its chunks.
 	 * (A missing stream chunk is also counted by the marker: it is a root.) */
-	if (!c->again)
+	if (!c->again && !idx_refused)
 		warn_chunk(c, "index stream", &failed, r);
 	if (src->owner > 0) {
 		int t = gc_tree_refs(c->st->cs, &src->tree, mark_refs, c, &failed);
 		if (c->fatal)
 			return c->fatal;
+		/* (Both refused: the tree's chunk is named, whose request the
+		 * error's detail is.) */
+		if (bucket_refused(c, t))
+			return refused_err(c, "the tree stream", &failed, t);
+		if (idx_refused && !c->again && c->opts->warn) {
+			char obj[700], hex[DIGEST_HEX_LEN + 1];
+			hex_encode(&idx_failed.digest, hex);
+			snprintf(obj, sizeof(obj),
+				 "%s: index stream chunk %s (.chunks/%.4s/%s): the bucket answered "
+				 "HTTP 403 for its object though it reads this snapshot's tree: "
+				 "missing, or this credential may not read it",
+				 src->name, hex, hex, hex);
+			c->opts->warn(obj, r, c->opts->arg);
+		}
 		if (t == 0) {
 			c->damaged += !c->again;
 			return 0;
 		}
-		if (bucket_refused(c, t))
-			return refused_err(c, "the tree stream", &failed, t);
 		if (!c->again)
 			warn_chunk(c, "tree stream", &failed, t);
 	}
