@@ -330,7 +330,10 @@ static void note_good(vctx_t *c, const digest_t *d)
  * meta/store-id).  S3 answers 403, not 404, for a missing key to a
  * credential without the ListBucket right; so a 403 for one object
  * while others read is that object's: missing, or not readable with this
- * credential.  A 403 (or any failure) here too is the credential's. */
+ * credential.  A 404 here is the bucket answering this credential too
+ * (only one that may list and read gets a NoSuchKey): that object went
+ * since (a gc), or the prefix has no claim (a store made before claims).
+ * A 403 (or any other failure) here too is the credential's. */
 static bool credential_reads(vctx_t *c)
 {
 	backend_t *be = chunkstore_backend(c->st->cs);
@@ -341,7 +344,7 @@ static bool credential_reads(vctx_t *c)
 	buf_t b = {0};
 	int r = have ? backend_get(be, &d, &b) : backend_get_meta(be, "store-id", &b, 4096);
 	buf_free(&b);
-	return r == 0;
+	return r == 0 || r == -ENOENT;
 }
 
 /* A read of d the bucket answered 403 (err): either that object's alone
