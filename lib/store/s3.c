@@ -1036,13 +1036,20 @@ static int delete_result(s3_t *s, const buf_t *body, char *const *keys, size_t n
 				*dst = xmlNodeGetContent(c);
 		}
 		char *asked = asked_key(keys, n, key);
-		bool again = code && transient_code((const char *)code) && asked && *nretry < n;
-		if (again) {
+		bool again = code && transient_code((const char *)code) && asked;
+		/* An answer may name a key twice: it is asked again once (and
+		 * counted once, or a round that deleted others would not count
+		 * as progress, and a key named more often than keys were asked
+		 * would fail the command). */
+		bool listed = false;
+		for (size_t i = 0; again && !listed && i < *nretry; i++)
+			listed = retry[i] == asked;
+		if (again && !listed && *nretry < n) {
 			retry[(*nretry)++] = asked;
 			/* What the last try said, should the budget run out. */
 			set_err(s, "DeleteObjects: %s: %s %s", asked, (char *)code,
 				msg ? (char *)msg : "");
-		} else if (!code || xmlStrcmp(code, BAD_CAST "NoSuchKey")) {
+		} else if (!again && (!code || xmlStrcmp(code, BAD_CAST "NoSuchKey"))) {
 			set_err(s, "DeleteObjects: %s: %s %s", key ? (char *)key : "?",
 				code ? (char *)code : "error", msg ? (char *)msg : "");
 			r = -EIO;

@@ -64,6 +64,8 @@ request:
                 adds "delete-key-error KEY" to MODEFILE.hits.  Every later
                 DeleteObjects adds "delete-asked KEY..." (the keys it asks)
   delete-key-slowdown-always  the same for every DeleteObjects
+  delete-key-slowdown-dup-first  as delete-key-slowdown-first, the
+                <Error> for that key given twice in the answer
   missing-403   GET of a chunk object the radosgw answers 404: HTTP 403
                 AccessDenied instead, as AWS answers a credential without
                 the ListBucket right for a missing key
@@ -187,7 +189,8 @@ class Proxy(BaseHTTPRequestHandler):
                 return self.answer(200, b"<Error><Code>" + code + b"</Code>"
                                    b"<Message>try again</Message></Error>",
                                    [("Content-Type", "application/xml")])
-        if deleting and mode in ("delete-key-slowdown-first", "delete-key-slowdown-always"):
+        if deleting and mode in ("delete-key-slowdown-first", "delete-key-slowdown-always",
+                                 "delete-key-slowdown-dup-first"):
             return self.delete_key_error(mode, body)
         if mode == "forbid-get-head" and ((self.command == "GET" and not listing) or
                                           self.command == "HEAD"):
@@ -290,9 +293,12 @@ class Proxy(BaseHTTPRequestHandler):
                 delete_key_done.append(keys[0])
                 f.write("delete-key-error %s\n" % keys[0])
                 close = data.rindex(b"</DeleteResult>")
-                data = (data[:close] + b"<Error><Key>" + keys[0].encode() +
-                        b"</Key><Code>SlowDown</Code><Message>Please reduce your request "
-                        b"rate.</Message></Error>" + data[close:])
+                err = (b"<Error><Key>" + keys[0].encode() +
+                       b"</Key><Code>SlowDown</Code><Message>Please reduce your request "
+                       b"rate.</Message></Error>")
+                if mode == "delete-key-slowdown-dup-first":
+                    err += err
+                data = data[:close] + err + data[close:]
             else:
                 f.write("delete-asked %s\n" % " ".join(keys))
         return self.answer(r.status, data, [("Content-Type", "application/xml")])
