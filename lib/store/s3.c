@@ -1145,8 +1145,14 @@ int s3_delete_many(s3_t *s, size_t n, char *const *keys)
 		r = delete_round(s, n, a, b, &nretry);
 		if (r || !nretry)
 			break;
-		if (nretry < n)
-			since = 0; /* some keys went: progress, the budget is whole */
+		/* Some keys went: progress.  The budget is whole again, and the
+		 * backoff starts over, as settle()'s does for a request that
+		 * succeeds: grown over rounds that all deleted keys, the wait
+		 * alone would outlast a short budget and give up on progress. */
+		if (nretry < n) {
+			since = 0;
+			tries = 0;
+		}
 		r = delete_backoff(s, &since, tries);
 		char **t = a;
 		a = b;

@@ -66,6 +66,11 @@ request:
   delete-key-slowdown-always  the same for every DeleteObjects
   delete-key-slowdown-dup-first  as delete-key-slowdown-first, the
                 <Error> for that key given twice in the answer
+  delete-key-slowdown-but-last  every DeleteObjects asking for more than
+                one key is forwarded, and its answer gets a per-key
+                SlowDown for every key but the last (each try deletes one
+                more); adds "delete-round N" (N keys asked) to
+                MODEFILE.hits
   missing-403   GET of a chunk object the radosgw answers 404: HTTP 403
                 AccessDenied instead, as AWS answers a credential without
                 the ListBucket right for a missing key
@@ -190,7 +195,8 @@ class Proxy(BaseHTTPRequestHandler):
                                    b"<Message>try again</Message></Error>",
                                    [("Content-Type", "application/xml")])
         if deleting and mode in ("delete-key-slowdown-first", "delete-key-slowdown-always",
-                                 "delete-key-slowdown-dup-first"):
+                                 "delete-key-slowdown-dup-first",
+                                 "delete-key-slowdown-but-last"):
             return self.delete_key_error(mode, body)
         if mode == "forbid-get-head" and ((self.command == "GET" and not listing) or
                                           self.command == "HEAD"):
@@ -289,6 +295,15 @@ class Proxy(BaseHTTPRequestHandler):
         data = r.read()
         fault_now = mode == "delete-key-slowdown-always" or not delete_key_done
         with open(MODEFILE + ".hits", "a") as f:
+            if mode == "delete-key-slowdown-but-last":
+                f.write("delete-round %d\n" % len(keys))
+                if r.status == 200 and len(keys) > 1:
+                    close = data.rindex(b"</DeleteResult>")
+                    data = (data[:close] + b"".join(
+                        b"<Error><Key>" + k.encode() + b"</Key><Code>SlowDown</Code>"
+                        b"<Message>Please reduce your request rate.</Message></Error>"
+                        for k in keys[:-1]) + data[close:])
+                return self.answer(r.status, data, [("Content-Type", "application/xml")])
             if r.status == 200 and keys and fault_now:
                 delete_key_done.append(keys[0])
                 f.write("delete-key-error %s\n" % keys[0])
