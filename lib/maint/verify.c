@@ -751,14 +751,17 @@ static size_t report(vctx_t *c)
 	usectx_t u = {.c = c};
 	collect_uses(c, &u);
 
-	/* Missing chunks that no target snapshot uses now: see above.  (One
+	/* Missing chunks (or answered 403, see vbad_t) that no target
+	 * snapshot uses now: see above.  (One
 	 * that a snapshot needs is found here through its index, or its tree
 	 * where the index cannot be read, or as a root of either; if a list
 	 * could not be read to the end, every one is reported.) */
 	size_t gone = 0;
 	for (size_t b = 0; !u.incomplete && b < c->nbad; b++) {
 		vbad_t *bd = &c->bad[b];
-		if (bd->err != -ENOENT || bd->unmarked)
+		/* (A 403 for one object is a missing one, to a credential
+		 * without ListBucket: gone as well when no target uses it.) */
+		if ((bd->err != -ENOENT && !bd->forbidden) || bd->unmarked)
 			continue;
 		bd->gone = true;
 		for (size_t i = 0; bd->gone && i < u.nuses; i++)
