@@ -517,9 +517,16 @@ void chunkstore_close(chunkstore_t *cs)
 	if (!cs)
 		return;
 	flusher_end(cs);
-	/* A later store may get the same address. */
+	/* A later store may get the same address: none of this thread's
+	 * state about cs may pass to it.  (Another thread's is its own to
+	 * clear: its next read resets the flag, and verify's readers clear
+	 * their bypass before they end.) */
 	if (tls_remote.cs == cs)
 		tls_remote.cs = NULL;
+	if (tls_read_remote_fail == cs)
+		tls_read_remote_fail = NULL;
+	if (tls_bypass == cs)
+		tls_bypass = NULL;
 	for (size_t i = 0; i < cs->cap; i++) {
 		if (cs->slots[i].state == SLOT_READY)
 			unlink_tmp(cs, &cs->slots[i]);
