@@ -149,3 +149,23 @@ as_other() {
 			if [ "$m" = session ]; then exec env CAIRN_KEYRING=session "$@";
 			else exec env -u CAIRN_KEYRING "$@"; fi' sh "$mode" "$@"
 }
+
+# locked_root: a new store with the encryption root enc (one file, enc@1)
+# whose key a command has used, so keyusers.lock exists; $lock names it.
+locked_root() {
+	new_store
+	one_file_src
+	ok mkroot enc "$PASS1" -o source="$SRC"
+	ok cairn snapshot enc@1
+	ok cairn diff enc@1 enc@1 >/dev/null
+	lock=$CAIRN_STORE/keyusers.lock
+	[ -f "$lock" ] || fail "no lock file after a command used a key"
+}
+
+# readonly_for_other: the store (root's) is readable by $OTHER, not
+# writable.
+readonly_for_other() {
+	chmod 755 "$TESTDIR"
+	chmod -R go+rX "$CAIRN_STORE"
+	as_other touch "$CAIRN_STORE/x" 2>/dev/null && fail "OTHER can write the store"
+}

@@ -12,9 +12,7 @@ need_other_user
 new_store
 big_root enc 1
 # the store is root's; OTHER may read it, not write it
-chmod 755 "$TESTDIR"
-chmod -R go+rX "$CAIRN_STORE"
-as_other touch "$CAIRN_STORE/x" 2>/dev/null && fail "OTHER can write the store"
+readonly_for_other
 printf '%s\n' "$PASS1" | as_other "$CAIRN" load-key -t 600 enc || fail "load-key as uid $OTHER"
 trap 'as_other "$CAIRN" unload-key enc >/dev/null 2>&1; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
 mkdir "$TESTDIR/out"

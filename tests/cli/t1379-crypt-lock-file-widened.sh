@@ -15,9 +15,7 @@ need_other_user
 new_store
 big_root enc 1
 # the store is root's; OTHER may read it, not write it
-chmod 755 "$TESTDIR"
-chmod -R go+rX "$CAIRN_STORE"
-as_other touch "$CAIRN_STORE/x" 2>/dev/null && fail "OTHER can write the store"
+readonly_for_other
 # the lock file as an earlier build made it
 lock=$CAIRN_STORE/keyusers.lock
 rm -f "$lock"

@@ -12,14 +12,8 @@
 . "$(dirname "$0")/crypt.sh"
 need_other_user
 
-new_store
-one_file_src
-ok mkroot enc "$PASS1" -o source="$SRC"
-ok cairn snapshot enc@1
-ok cairn diff enc@1 enc@1 >/dev/null # makes the lock file
-lock=$CAIRN_STORE/keyusers.lock
-chmod 755 "$TESTDIR"
-chmod -R go+rX "$CAIRN_STORE"
+locked_root
+readonly_for_other
 mkdir "$TESTDIR/o"
 chown $OTHER "$TESTDIR/o"
 

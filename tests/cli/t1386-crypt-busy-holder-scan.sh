@@ -12,12 +12,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
 
-new_store
-one_file_src
-ok mkroot enc "$PASS1" -o source="$SRC"
-ok cairn snapshot enc@1
-ok cairn diff enc@1 enc@1 >/dev/null # makes the lock file
-lock=$CAIRN_STORE/keyusers.lock
+locked_root
 HOLDERS=()
 trap 'for p in "${HOLDERS[@]}"; do kill "$p" 2>/dev/null; done; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
 

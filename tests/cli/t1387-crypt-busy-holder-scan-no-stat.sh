@@ -18,14 +18,9 @@ HOLDER= SLEEPER= MPID=
 trap '[ -n "$MPID" ] && kill -CONT "$MPID" 2>/dev/null; for p in $HOLDER $SLEEPER; do kill "$p" 2>/dev/null; done
 	"$CAIRN" unload-key -a >/dev/null 2>&1; mount_cleanup "$M"; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
 
-new_store
-one_file_src
-ok mkroot enc "$PASS1" -o source="$SRC"
-ok cairn snapshot enc@1
-ok cairn diff enc@1 enc@1 >/dev/null # makes the lock file
+locked_root
 ok cairn create -o source="$SRC" plain
 ok cairn snapshot plain@1
-lock=$CAIRN_STORE/keyusers.lock
 
 # a process with a file of a FUSE mount open, and that mount stopped
 mount_fg "$M" plain "$TESTDIR/mount.err"
