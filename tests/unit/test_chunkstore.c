@@ -905,22 +905,48 @@ static void *read_pending(void *arg)
  * chunk pending read half a blob (CAIRN_ECORRUPT, 7-18 reads of 2,300-
  * 4,000 here); the marker is now a new file and the data file goes after
  * it. */
+/* A chunk store in tmpdir/NAME whose chunks go to the local "bucket"
+ * tmpdir/NAME-bucket (its path in bucket when not NULL). */
+static chunkstore_t *bucket_store(const char *name, char *bucket)
+{
+	char dir[300], b[300], lock[300];
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
+	snprintf(b, sizeof(b), "%s/%s-bucket", tmpdir, name);
+	snprintf(lock, sizeof(lock), "%s/%s.lock", tmpdir, name);
+	chunkstore_t *cs = NULL;
+	backend_t *be = NULL;
+	char why[256];
+	CHECK_EQ(chunkstore_create(dir), 0);
+	CHECK_EQ(chunkstore_open(dir, &cs), 0);
+	CHECK_EQ(backend_local_open(b, true, &be, why, sizeof(why)), 0);
+	CHECK_EQ(chunkstore_set_backend(cs, be, lock), 0);
+	if (bucket)
+		strcpy(bucket, b);
+	return cs;
+}
+
+/* The same with a chunk cache of 1 MiB in the store's directory. */
+static chunkstore_t *remote_store(const char *name, chunkcache_t **cache)
+{
+	chunkstore_t *cs = bucket_store(name, NULL);
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	*cache = NULL;
+	CHECK_EQ(chunkcache_open(dfd, 1 << 20, cache), 0);
+	close(dfd);
+	chunkstore_set_cache(cs, *cache);
+	return cs;
+}
+
 /* One round of test_pending_read_remote in its own store: returns the
  * writer's failed puts and fills *pr (reads, failures) and *during (puts
  * that landed while a flush ran). */
 static int pending_read_round(int round, struct pending_reader *pr, uint64_t *during)
 {
-	char dir[300], bucket[300], lock[300];
-	snprintf(dir, sizeof(dir), "%s/pending-read-%d", tmpdir, round);
-	snprintf(bucket, sizeof(bucket), "%s/pending-read-bucket-%d", tmpdir, round);
-	snprintf(lock, sizeof(lock), "%s/pending-read-%d.lock", tmpdir, round);
-	CHECK_EQ(chunkstore_create(dir), 0);
-	chunkstore_t *cs = NULL;
-	CHECK_EQ(chunkstore_open(dir, &cs), 0);
-	backend_t *be = NULL;
-	char why[256];
-	CHECK_EQ(backend_local_open(bucket, true, &be, why, sizeof(why)), 0);
-	CHECK_EQ(chunkstore_set_backend(cs, be, lock), 0);
+	char name[64];
+	snprintf(name, sizeof(name), "pending-read-%d", round);
+	chunkstore_t *cs = bucket_store(name, NULL);
 	chunkstore_set_batch(cs, PR_BATCH, 1ull << 40);
 	digest_t *d = calloc(PR_CHUNKS, sizeof(*d));
 	*pr = (struct pending_reader){.cs = cs, .d = d, .latest = -1};
@@ -1092,17 +1118,8 @@ static void *remote_fail_thread(void *arg)
 
 static void test_remote_error_per_thread(void)
 {
-	char dir[300], bucket[300], lock[300], obj[600];
-	snprintf(dir, sizeof(dir), "%s/remote-err", tmpdir);
-	snprintf(bucket, sizeof(bucket), "%s/remote-err-bucket", tmpdir);
-	snprintf(lock, sizeof(lock), "%s/remote-err.lock", tmpdir);
-	CHECK_EQ(chunkstore_create(dir), 0);
-	chunkstore_t *cs = NULL;
-	CHECK_EQ(chunkstore_open(dir, &cs), 0);
-	backend_t *be = NULL;
-	char why[256];
-	CHECK_EQ(backend_local_open(bucket, true, &be, why, sizeof(why)), 0);
-	CHECK_EQ(chunkstore_set_backend(cs, be, lock), 0);
+	char bucket[300], obj[600];
+	chunkstore_t *cs = bucket_store("remote-err", bucket);
 	pthread_barrier_t bar;
 	pthread_barrier_init(&bar, NULL, 2);
 	remote_fail_t f[2];
@@ -1163,21 +1180,9 @@ static void *bypass_thread(void *arg)
  * goes to the backend and keeps nothing. */
 static void test_cache_bypass_per_thread(void)
 {
-	char dir[300], bucket[300], lock[300];
-	snprintf(dir, sizeof(dir), "%s/bypass", tmpdir);
-	snprintf(bucket, sizeof(bucket), "%s/bypass-bucket", tmpdir);
-	snprintf(lock, sizeof(lock), "%s/bypass.lock", tmpdir);
-	CHECK_EQ(chunkstore_create(dir), 0);
-	chunkstore_t *cs = NULL;
-	CHECK_EQ(chunkstore_open(dir, &cs), 0);
-	backend_t *be = NULL;
-	char why[256];
-	CHECK_EQ(backend_local_open(bucket, true, &be, why, sizeof(why)), 0);
-	CHECK_EQ(chunkstore_set_backend(cs, be, lock), 0);
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	chunkcache_t *cache = NULL;
-	CHECK_EQ(chunkcache_open(dfd, 1 << 20, &cache), 0);
-	chunkstore_set_cache(cs, cache);
+	chunkcache_t *cache;
+	chunkstore_t *cs = remote_store("bypass", &cache);
+	backend_t *be = chunkstore_backend(cs);
 	buf_t data = {0}, out = {0};
 	digest_t d;
 	uint32_t slen;
@@ -1220,7 +1225,6 @@ static void test_cache_bypass_per_thread(void)
 	CHECK_EQ(c2.inserts, c1.inserts);
 	CHECK_EQ(s1.get, s0.get + 1);
 	chunkstore_close(cs);
-	close(dfd);
 	buf_free(&data);
 	buf_free(&out);
 }
@@ -1231,27 +1235,6 @@ static void test_cache_bypass_per_thread(void)
  * store by its address.  Closing it left them set, so a store opened next
  * at the same address (malloc hands the freed block back) started as if
  * its last read had failed in the bucket, and with its cache bypassed. */
-
-static chunkstore_t *remote_store(const char *name, chunkcache_t **cache)
-{
-	char dir[300], bucket[300], lock[300];
-	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
-	snprintf(bucket, sizeof(bucket), "%s/%s-bucket", tmpdir, name);
-	snprintf(lock, sizeof(lock), "%s/%s.lock", tmpdir, name);
-	chunkstore_t *cs = NULL;
-	backend_t *be = NULL;
-	char why[256];
-	CHECK_EQ(chunkstore_create(dir), 0);
-	CHECK_EQ(chunkstore_open(dir, &cs), 0);
-	CHECK_EQ(backend_local_open(bucket, true, &be, why, sizeof(why)), 0);
-	CHECK_EQ(chunkstore_set_backend(cs, be, lock), 0);
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	*cache = NULL;
-	CHECK_EQ(chunkcache_open(dfd, 1 << 20, cache), 0);
-	close(dfd);
-	chunkstore_set_cache(cs, *cache);
-	return cs;
-}
 
 static void test_thread_state_after_close(void)
 {
