@@ -341,8 +341,14 @@ static bool credential_reads(vctx_t *c)
 	bool have = c->have_good;
 	digest_t d = c->good;
 	pthread_mutex_unlock(&c->lock);
+	/* A HEAD asks the same question as a GET without moving the
+	 * object's body: with many missing chunks, each 403 costs one
+	 * request and no chunk's worth of traffic.  (The claim is a few
+	 * bytes; the backend has no HEAD for meta objects.) */
+	bool exists;
 	buf_t b = {0};
-	int r = have ? backend_get(be, &d, &b) : backend_get_meta(be, "store-id", &b, 4096);
+	int r = have ? backend_have_many(be, 1, &d, &exists)
+		     : backend_get_meta(be, "store-id", &b, 4096);
 	buf_free(&b);
 	return r == 0 || r == -ENOENT;
 }

@@ -51,8 +51,9 @@ request:
   claim-503     GET of meta/store-id (the prefix's claim): HTTP 503
                 SlowDown, every time
   forbid-after-404  GET of a chunk object: forwarded until one is answered
-                404, then every one HTTP 403 AccessDenied (a credential
-                that stops working part way)
+                404, then every one, and every HEAD of one, HTTP 403
+                AccessDenied (a credential that stops working part way;
+                S3 asks the same right, s3:GetObject, for a HEAD)
   list-bomb     ListObjectsV2: a short answer whose DTD makes one key 100 MB
                 once its entities are expanded ("billion laughs")
   late-503      PUT of a chunk object: forwarded 0.1 s late (a slow link);
@@ -209,7 +210,8 @@ class Proxy(BaseHTTPRequestHandler):
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
             return self.answer(503, b"<Error><Code>SlowDown</Code></Error>",
                                [("Content-Type", "application/xml")])
-        if chunk_get and mode == "forbid-after-404" and seen_404:
+        chunk_head = self.command == "HEAD" and "/chunks/" in self.path
+        if (chunk_get or chunk_head) and mode == "forbid-after-404" and seen_404:
             return self.answer(403, b"<Error><Code>AccessDenied</Code></Error>",
                                [("Content-Type", "application/xml")])
         if mode == "list-error-200-always" and listing:
