@@ -94,10 +94,15 @@ typedef struct vctx {
 	int fatal;
 	/* The bucket refused a read (-EACCES) and refuses reads of objects it
 	 * answered before: every chunk would be refused alike, so no chunk is
-	 * judged; refused_d is the one it refused, refused_msg its request. */
+	 * judged; refused_d is the one it refused, refused_msg its request.
+	 * unchecked: the check whether the credential reads other objects
+	 * failed otherwise (its error; unchecked_msg its request), so the
+	 * refusal could be blamed on neither the object nor the credential. */
 	int refused;
 	digest_t refused_d;
 	char refused_msg[512];
+	int unchecked;
+	char unchecked_msg[512];
 	/* A chunk read from the bucket in this verify (have_good): what a
 	 * 403 for another object is checked against (credential_reads). */
 	bool have_good;
@@ -283,15 +288,19 @@ static bool access_refused(const vctx_t *c, int err)
 	return err == -EACCES && chunkstore_read_failed_remotely(c->st->cs);
 }
 
-/* Notes the first refused read (msg: its request and answer), and stops
- * the readers. */
-static void note_refused(vctx_t *c, const digest_t *d, int err, const char *msg)
+/* Notes the first refused read (msg: its request and answer; check, the
+ * error of the check after it when that was no answer, why its request),
+ * and stops the readers. */
+static void note_refused(vctx_t *c, const digest_t *d, int err, const char *msg, int check,
+			 const char *why)
 {
 	pthread_mutex_lock(&c->lock);
 	if (!c->refused) {
 		c->refused = err;
 		c->refused_d = *d;
 		snprintf(c->refused_msg, sizeof(c->refused_msg), "%s", msg);
+		c->unchecked = check == -EACCES ? 0 : check;
+		snprintf(c->unchecked_msg, sizeof(c->unchecked_msg), "%s", why);
 	}
 	pthread_mutex_unlock(&c->lock);
 	atomic_store(&c->stop, true);
@@ -305,6 +314,14 @@ static int refused_err(vctx_t *c)
 	digest_to_hex(&c->refused_d, hex);
 	/* What failed since (credential_reads' own request) is not the news. */
 	chunkstore_remote_error(c->st->cs, later, sizeof(later));
+	/* A check that failed otherwise (503s past the budget, the bucket
+	 * out of reach) says nothing about the credential. */
+	if (c->unchecked)
+		return store_err(c->st, c->unchecked,
+				 "the bucket refused to read chunk %s (bucket: %s), and verify "
+				 "could not check whether the credential reads other objects: "
+				 "%s.  No chunk was judged, nothing was changed",
+				 hex, c->refused_msg, c->unchecked_msg);
 	return store_err(c->st, c->refused,
 			 "the bucket refused to read chunk %s: is the credential wrong, or "
 			 "without read access?  No chunk was judged, nothing was changed "
@@ -333,8 +350,9 @@ static void note_good(vctx_t *c, const digest_t *d)
  * credential.  A 404 here is the bucket answering this credential too
  * (only one that may list and read gets a NoSuchKey): that object went
  * since (a gc), or the prefix has no claim (a store made before claims).
- * A 403 (or any other failure) here too is the credential's. */
-static bool credential_reads(vctx_t *c)
+ * Returns 0 when it reads, -EACCES when it is refused here too, another
+ * error when the check failed otherwise (why: its request and answer). */
+static int credential_reads(vctx_t *c, char *why, size_t whylen)
 {
 	backend_t *be = chunkstore_backend(c->st->cs);
 	pthread_mutex_lock(&c->lock);
@@ -350,7 +368,10 @@ static bool credential_reads(vctx_t *c)
 	int r = have ? backend_have_many(be, 1, &d, &exists)
 		     : backend_get_meta(be, "store-id", &b, 4096);
 	buf_free(&b);
-	return r == 0 || r == -ENOENT;
+	if (r == 0 || r == -ENOENT)
+		return 0;
+	snprintf(why, whylen, "%s", backend_thread_errmsg());
+	return r;
 }
 
 /* A read of d the bucket answered 403 (err): either that object's alone
@@ -456,8 +477,10 @@ static bool judge_refusal(vctx_t *c, const digest_t *d, int err, bool record)
 {
 	char msg[512] = "";
 	chunkstore_remote_error(c->st->cs, msg, sizeof(msg));
-	if (!credential_reads(c)) {
-		note_refused(c, d, err, msg);
+	char why[512] = "";
+	int check = credential_reads(c, why, sizeof(why));
+	if (check < 0) {
+		note_refused(c, d, err, msg, check, why);
 		return true;
 	}
 	if (record)

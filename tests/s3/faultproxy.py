@@ -50,6 +50,8 @@ request:
                 403 AccessDenied (a credential without read rights)
   claim-503     GET of meta/store-id (the prefix's claim): HTTP 503
                 SlowDown, every time
+  missing-403-head-503  missing-403, and every HEAD of a chunk object
+                answered 503 (the check after a 403 cannot be made)
   forbid-after-404  GET of a chunk object: forwarded until one is answered
                 404, then every one, and every HEAD of one, HTTP 403
                 AccessDenied (a credential that stops working part way;
@@ -205,6 +207,10 @@ class Proxy(BaseHTTPRequestHandler):
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
             return self.answer(403, b"<Error><Code>AccessDenied</Code></Error>",
                                [("Content-Type", "application/xml")])
+        if mode == "missing-403-head-503" and self.command == "HEAD" and "/chunks/" in self.path:
+            with open(MODEFILE + ".hits", "a") as f:
+                f.write("%s %s %s\n" % (mode, self.command, self.path))
+            return self.answer(503, b"")
         if mode == "claim-503" and self.command == "GET" and self.path.endswith("/meta/store-id"):
             with open(MODEFILE + ".hits", "a") as f:
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
@@ -259,7 +265,7 @@ class Proxy(BaseHTTPRequestHandler):
         up.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
         r = up.getresponse()
         data = r.read()
-        if chunk_get and r.status == 404 and mode == "missing-403":
+        if chunk_get and r.status == 404 and mode in ("missing-403", "missing-403-head-503"):
             return self.answer(403, b"<Error><Code>AccessDenied</Code>"
                                b"<Message>Access Denied</Message></Error>",
                                [("Content-Type", "application/xml")])
