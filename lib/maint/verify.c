@@ -62,6 +62,7 @@ typedef struct vbad {
 	/* The bucket answered 403 for this object alone (it read others):
 	 * missing, or not readable with this credential; marker kept. */
 	bool forbidden;
+	bool nomarker; /* forbidden, and it had no marker to keep */
 	size_t nusers;
 } vbad_t;
 
@@ -770,6 +771,26 @@ static void collect_uses(vctx_t *c, usectx_t *u)
 	gc_idxwalk_free(w);
 }
 
+/* What was found and done about a bad chunk, after its marker's path. */
+static const char *bad_note(const vbad_t *bd)
+{
+#define FORBIDDEN_NOTE                                                                          \
+	", the bucket answered 403 for its object though this credential reads others: the "  \
+	"object is missing, or this credential may not read it (without the ListBucket right " \
+	"S3 answers 403 for a missing key, so the two look alike); "
+	if (bd->renamed)
+		return ", renamed to .bad";
+	if (bd->unmarked)
+		return ", not in the bucket: marker removed, the next backup of the data stores it "
+		       "again";
+	if (bd->forbidden && bd->nomarker)
+		return FORBIDDEN_NOTE "it has no marker (removed before)";
+	if (bd->forbidden)
+		return FORBIDDEN_NOTE "marker kept";
+	return "";
+#undef FORBIDDEN_NOTE
+}
+
 /* Reports the bad chunks with the snapshots and files that use them.
  * Returns how many of them no longer matter: missing chunks that no target
  * snapshot uses now (its snapshots were destroyed after the chunk set was
@@ -807,16 +828,7 @@ static size_t report(vctx_t *c)
 		char hex[DIGEST_HEX_LEN + 1];
 		digest_to_hex(&bd->d, hex);
 		free(path);
-		if (asprintf(&path, "%s/.chunks/%.4s/%s%s", c->st->path, hex, hex,
-			     bd->renamed    ? ", renamed to .bad"
-			     : bd->unmarked ? ", not in the bucket: marker removed, the next "
-					      "backup of the data stores it again"
-			     : bd->forbidden ? ", the bucket answered 403 for its object though "
-					       "this credential reads others: the object is missing, "
-					       "or this credential may not read it (without the "
-					       "ListBucket right S3 answers 403 for a missing key, so "
-					       "the two look alike); marker kept"
-					    : "") < 0)
+		if (asprintf(&path, "%s/.chunks/%.4s/%s%s", c->st->path, hex, hex, bad_note(bd)) < 0)
 			path = NULL;
 		size_t named = 0, more = 0;
 		for (size_t i = 0; i < u.nuses; i++) {
@@ -910,6 +922,11 @@ static void set_aside(vctx_t *c)
 		snprintf(to, sizeof(to), "%.4s/%s.bad", hex, hex);
 		if (remote && b->err == -ENOENT)
 			b->unmarked = unlinkat(c->chunkfd, from, 0) == 0;
+		else if (remote && b->forbidden)
+			/* The report says "marker kept" only of one there is
+			 * (a gc or an earlier verify may have removed it). */
+			b->nomarker = faccessat(c->chunkfd, from, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+				      errno == ENOENT;
 		else if (b->err == CAIRN_ECORRUPT || (b->err == -EIO && !remote))
 			b->renamed = renameat(c->chunkfd, from, c->chunkfd, to) == 0;
 	}
