@@ -95,12 +95,13 @@ typedef struct vctx {
 	int fatal;
 	/* The bucket refused a read (-EACCES) and refuses reads of objects it
 	 * answered before: every chunk would be refused alike, so no chunk is
-	 * judged; refused_d is the one it refused, refused_msg its request.
+	 * judged; refused_what names what it refused (the chunk, and the
+	 * stream whose it is when known), refused_msg its request.
 	 * unchecked: the check whether the credential reads other objects
 	 * failed otherwise (its error; unchecked_msg its request), so the
 	 * refusal could be blamed on neither the object nor the credential. */
 	int refused;
-	digest_t refused_d;
+	char refused_what[400];
 	char refused_msg[512];
 	int unchecked;
 	char unchecked_msg[512];
@@ -289,16 +290,35 @@ static bool access_refused(const vctx_t *c, int err)
 	return err == -EACCES && chunkstore_read_failed_remotely(c->st->cs);
 }
 
-/* Notes the first refused read (msg: its request and answer; check, the
- * error of the check after it when that was no answer, why its request),
- * and stops the readers. */
-static void note_refused(vctx_t *c, const digest_t *d, int err, const char *msg, int check,
+/* Names a refused read for the error: the chunk d (NULL: not known) and
+ * the stream of the snapshot being collected it belongs to (stream: NULL
+ * for a content chunk).  A walk that cannot say which chunk it failed on
+ * is named by its stream, never by a made-up (all-zero) digest. */
+static void refused_what(const vctx_t *c, const digest_t *d, const char *stream, char *out,
+			 size_t len)
+{
+	char hex[DIGEST_HEX_LEN + 1];
+	if (d)
+		digest_to_hex(d, hex);
+	if (d && stream)
+		snprintf(out, len, "chunk %s (%s of %s)", hex, stream, c->src->name);
+	else if (d)
+		snprintf(out, len, "chunk %s", hex);
+	else
+		snprintf(out, len, "the %s of %s (which of its chunks is not known)", stream,
+			 c->src->name);
+}
+
+/* Notes the first refused read (what: see refused_what; msg: its request
+ * and answer; check, the error of the check after it when that was no
+ * answer, why its request), and stops the readers. */
+static void note_refused(vctx_t *c, const char *what, int err, const char *msg, int check,
 			 const char *why)
 {
 	pthread_mutex_lock(&c->lock);
 	if (!c->refused) {
 		c->refused = err;
-		c->refused_d = *d;
+		snprintf(c->refused_what, sizeof(c->refused_what), "%s", what);
 		snprintf(c->refused_msg, sizeof(c->refused_msg), "%s", msg);
 		c->unchecked = check == -EACCES ? 0 : check;
 		snprintf(c->unchecked_msg, sizeof(c->unchecked_msg), "%s", why);
@@ -311,23 +331,22 @@ static void note_refused(vctx_t *c, const digest_t *d, int err, const char *msg,
  * its status. */
 static int refused_err(vctx_t *c)
 {
-	char hex[DIGEST_HEX_LEN + 1], later[512];
-	digest_to_hex(&c->refused_d, hex);
+	char later[512];
 	/* What failed since (credential_reads' own request) is not the news. */
 	chunkstore_remote_error(c->st->cs, later, sizeof(later));
 	/* A check that failed otherwise (503s past the budget, the bucket
 	 * out of reach) says nothing about the credential. */
 	if (c->unchecked)
 		return store_err(c->st, c->unchecked,
-				 "the bucket refused to read chunk %s (bucket: %s), and verify "
+				 "the bucket refused to read %s (bucket: %s), and verify "
 				 "could not check whether the credential reads other objects: "
 				 "%s.  No chunk was judged, nothing was changed",
-				 hex, c->refused_msg, c->unchecked_msg);
+				 c->refused_what, c->refused_msg, c->unchecked_msg);
 	return store_err(c->st, c->refused,
-			 "the bucket refused to read chunk %s: is the credential wrong, or "
+			 "the bucket refused to read %s: is the credential wrong, or "
 			 "without read access?  No chunk was judged, nothing was changed "
 			 "(bucket: %s)",
-			 hex, c->refused_msg);
+			 c->refused_what, c->refused_msg);
 }
 
 /* Notes a chunk read from the bucket, for credential_reads. */
@@ -377,8 +396,20 @@ static int credential_reads(vctx_t *c, char *why, size_t whylen)
 
 /* A read of d the bucket answered 403 (err): either that object's alone
  * (with record, a bad chunk; the verify goes on) or the credential's (the
- * verify stops judging nothing).  Returns whether it was the latter. */
-static bool judge_refusal(vctx_t *c, const digest_t *d, int err, bool record);
+ * verify stops judging nothing).  stream: the stream d is a chunk of, for
+ * the message (NULL: content); d may be NULL when a stream walk could not
+ * say which chunk failed (then not recorded).  Returns whether it was the
+ * credential's. */
+static bool judge_refusal(vctx_t *c, const digest_t *d, const char *stream, int err,
+			  bool record);
+
+/* The same for a stream walk's failed ref: a ref without a plain length
+ * is one the walk did not record. */
+static bool judge_stream_refusal(vctx_t *c, const chunk_ref_t *failed, const char *stream,
+				 int err)
+{
+	return judge_refusal(c, failed->plain_len ? &failed->digest : NULL, stream, err, false);
+}
 
 static void warn_snapshot(vctx_t *c, const char *what, int err)
 {
@@ -414,14 +445,14 @@ static int collect_source(vctx_t *c, gc_idxwalk_t *w)
 	}
 	/* A 403 for one index chunk is judged with the others (read_range
 	 * reads it again); one the credential gets everywhere ends it here. */
-	if (access_refused(c, r) && judge_refusal(c, &failed.digest, r, false))
+	if (access_refused(c, r) && judge_stream_refusal(c, &failed, "index stream", r))
 		return refused_err(c);
 	/* The index cannot be read (its bad chunk is reported as such): the
 	 * tree still lists the content. */
 	r = gc_tree_refs(c->st->cs, &src->tree, collect_refs, c, &failed);
 	if (c->fatal)
 		return c->fatal;
-	if (access_refused(c, r) && judge_refusal(c, &failed.digest, r, false))
+	if (access_refused(c, r) && judge_stream_refusal(c, &failed, "tree stream", r))
 		return refused_err(c);
 	if (r < 0 && c->first) {
 		warn_snapshot(c, "neither its index nor its tree stream can be read; its content "
@@ -474,17 +505,20 @@ static void record_bad(vctx_t *c, const digest_t *d, int err, bool forbidden)
 	pthread_mutex_unlock(&c->lock);
 }
 
-static bool judge_refusal(vctx_t *c, const digest_t *d, int err, bool record)
+static bool judge_refusal(vctx_t *c, const digest_t *d, const char *stream, int err,
+			  bool record)
 {
 	char msg[512] = "";
 	chunkstore_remote_error(c->st->cs, msg, sizeof(msg));
 	char why[512] = "";
 	int check = credential_reads(c, why, sizeof(why));
 	if (check < 0) {
-		note_refused(c, d, err, msg, check, why);
+		char what[400];
+		refused_what(c, d, stream, what, sizeof(what));
+		note_refused(c, what, err, msg, check, why);
 		return true;
 	}
-	if (record)
+	if (record && d)
 		record_bad(c, d, err, true);
 	return false;
 }
@@ -529,7 +563,7 @@ static void *reader(void *arg)
 			const vitem_t *it = &c->items[i];
 			int r = read_one(c, it, &out);
 			if (access_refused(c, r))
-				judge_refusal(c, &it->d, r, true);
+				judge_refusal(c, &it->d, NULL, r, true);
 			else if (r < 0)
 				record_bad(c, &it->d, r, false);
 			else
