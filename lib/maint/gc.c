@@ -2174,13 +2174,20 @@ static bool bucket_refused(const gcctx_t *c, int err)
  * refused alike, so gc stops before its sweep. */
 static int refused_err(gcctx_t *c, const char *what, const chunk_ref_t *failed, int err)
 {
-	char hex[DIGEST_HEX_LEN + 1];
+	/* A walk that could not say which chunk failed leaves failed zeroed
+	 * (no plain length): the stream is named, not a zero digest. */
+	char obj[DIGEST_HEX_LEN + 300], hex[DIGEST_HEX_LEN + 1];
 	hex_encode(&failed->digest, hex);
+	if (failed->plain_len)
+		snprintf(obj, sizeof(obj), "chunk %s (%s of %s)", hex, what, c->src->name);
+	else
+		snprintf(obj, sizeof(obj), "%s of %s (which of its chunks is not known)", what,
+			 c->src->name);
 	return store_err(c->st, err,
-			 "the bucket refused to read chunk %s (%s of %s): is the credential "
-			 "wrong, or without read access (or, to a credential without "
-			 "ListBucket, is the object missing)?  Nothing was removed",
-			 hex, what, c->src->name);
+			 "the bucket refused to read %s: is the credential wrong, or without "
+			 "read access (or, to a credential without ListBucket, is the object "
+			 "missing)?  Nothing was removed",
+			 obj);
 }
 
 /* Offers roots (packed refs) as references. */

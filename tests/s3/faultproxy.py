@@ -48,6 +48,8 @@ request:
                 answered 503 (late-503's clock, for HEADs)
   forbid-get-head  every GET that is not a listing, and every HEAD: HTTP
                 403 AccessDenied (a credential without read rights)
+  forbid-chunks  every GET and HEAD of a chunk object: HTTP 403
+                AccessDenied (meta objects and listings are forwarded)
   claim-503     GET of meta/store-id (the prefix's claim): HTTP 503
                 SlowDown, every time
   missing-403-head-503  missing-403, and every HEAD of a chunk object
@@ -211,6 +213,12 @@ class Proxy(BaseHTTPRequestHandler):
             with open(MODEFILE + ".hits", "a") as f:
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
             return self.answer(503, b"")
+        if mode == "forbid-chunks" and "/chunks/" in self.path and (chunk_get or
+                                                                    self.command == "HEAD"):
+            with open(MODEFILE + ".hits", "a") as f:
+                f.write("%s %s %s\n" % (mode, self.command, self.path))
+            return self.answer(403, b"<Error><Code>AccessDenied</Code></Error>",
+                               [("Content-Type", "application/xml")])
         if mode == "claim-503" and self.command == "GET" and self.path.endswith("/meta/store-id"):
             with open(MODEFILE + ".hits", "a") as f:
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
