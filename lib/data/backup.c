@@ -677,6 +677,16 @@ static ssize_t xattr_get(const xsrc_t *s, const char *name, void *val, size_t si
 	return s->path ? lgetxattr(s->path, name, val, size) : fgetxattr(s->fd, name, val, size);
 }
 
+/* Whether a listed xattr's read failed because it is not there (removed
+ * since the list, or a namespace this filesystem lists but does not
+ * serve).  Any other error (EIO, EACCES, ...) leaves the object's xattrs
+ * unknown: recording it without that one would restore it without it,
+ * and later snapshots would copy the loss on while the file is unchanged. */
+static bool xattr_gone(int err)
+{
+	return err == ENODATA || err == ENOTSUP || err == EOPNOTSUPP;
+}
+
 static int read_xattrs(const xsrc_t *src, tree_entry_t *e)
 {
 	char names[65536];
@@ -692,6 +702,8 @@ static int read_xattrs(const xsrc_t *src, tree_entry_t *e)
 	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1) {
 		uint8_t val[TREE_MAX_XATTR_VALUE];
 		ssize_t vl = xattr_get(src, names + i, val, sizeof(val));
+		if (vl < 0 && !xattr_gone(errno))
+			return -errno;
 		if (vl < 0 || strlen(names + i) > 255)
 			continue; /* vanished, or too large for the format */
 		tree_xattr_t *x = &e->xattrs[e->nxattr];
@@ -1504,7 +1516,12 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 	} else {
 		tree_entry_from_stat(&p->e, &st);
 		p->e.path = strdup("");
+		/* The root cannot be left out: its xattrs unread fail the
+		 * snapshot, naming the source. */
 		r = read_xattrs(&(xsrc_t){.path = src}, &p->e);
+		if (r < 0 && r != -ENOMEM)
+			store_err(c->st, r, "%s: source %s: reading its xattrs: %s", j->ds.name, src,
+				  cairn_strerror(r));
 		if (r == 0)
 			r = walk_root(c, fd);
 	}
