@@ -1289,14 +1289,33 @@ static size_t path_join(char *buf, size_t size, const char *dir, size_t dirlen, 
 	return need;
 }
 
-/* Enters subdirectory i of d; one that cannot be opened or listed is left
- * out with a warning, like any unreadable object. */
-static int walk_into(bctx_t *c, sa_dir_t *d, size_t i, const char *path)
+/* Whether the opened directory fd is the one the walk stat'ed as st.  The
+ * name may have been renamed over (another directory of the source
+ * swapped in) or mounted on since: its entries would then be recorded
+ * below the old directory's metadata, and a new mount's would be read
+ * although the walk stays on one filesystem. */
+static int same_dir(int fd, const struct stat *st)
+{
+	struct stat now;
+	if (fstat(fd, &now) < 0)
+		return -errno;
+	return now.st_ino == st->st_ino && now.st_dev == st->st_dev ? 0 : CAIRN_ECHANGED;
+}
+
+/* Enters subdirectory i of d (stat'ed as st); one that cannot be opened or
+ * listed, or is another directory by now, is left out with a warning,
+ * like any unreadable object. */
+static int walk_into(bctx_t *c, sa_dir_t *d, size_t i, const char *path, const struct stat *st)
 {
 	sa_dir_t *sub;
 	int r = sa_enter(c->sa, d, i, &sub);
 	if (r < 0)
 		return r == -ENOMEM ? r : skip_item(c, path, r);
+	r = same_dir(sub->dfd, st);
+	if (r < 0) {
+		sa_leave(c->sa, sub);
+		return skip_item(c, path, r);
+	}
 	r = walk(c, sub, path);
 	sa_leave(c->sa, sub);
 	return r;
@@ -1357,7 +1376,7 @@ static int walk(bctx_t *c, sa_dir_t *d, const char *dirpath)
 		r = visit(c, d->dfd, names[i], path, &st);
 		/* Stay on one filesystem, as a ZFS dataset would. */
 		if (r == 0 && S_ISDIR(st.st_mode) && st.st_dev == c->rootdev)
-			r = walk_into(c, d, i, path);
+			r = walk_into(c, d, i, path, &st);
 	}
 	exclude_leave(c->excl);
 	free(path);
