@@ -1171,6 +1171,26 @@ static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *s
 	return r;
 }
 
+/* Reads the target of the symlink the walk stat'ed as st.  Another one
+ * renamed over the name in between has another inode: its target under the
+ * old link's owner and times would be a symlink that never existed, so it
+ * is left out as a replaced file is (the next snapshot records it). */
+static int read_link(int dfd, const char *name, const struct stat *st, char **out)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	struct stat now;
+	if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (now.st_ino != st->st_ino || now.st_dev != st->st_dev)
+		return CAIRN_ECHANGED;
+	target[n] = 0;
+	*out = strdup(target);
+	return *out ? 0 : -ENOMEM;
+}
+
 /* Records one object; regular files get their content here or in the
  * bundle group.  Returns <0 only for errors that stop the snapshot.
  * Not inlined: its buffers (a symlink target, a whole path for the xattr
@@ -1195,14 +1215,7 @@ static __attribute__((noinline)) int visit(bctx_t *c, int dfd, const char *name,
 		e->link = strdup(prev->link);
 		r = e->link ? 0 : -ENOMEM;
 	} else if (e->type == TREE_SYMLINK) {
-		char target[PATH_MAX];
-		ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
-		if (n < 0)
-			r = -errno;
-		else {
-			target[n] = 0;
-			e->link = strdup(target);
-		}
+		r = read_link(dfd, name, st, &e->link);
 	}
 	/* Any object but a directory can have several names: a symlink, FIFO
 	 * or device node too.  Later names point at the first. */
