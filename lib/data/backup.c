@@ -1192,7 +1192,9 @@ static int read_link(int dfd, const char *name, const struct stat *st, char **ou
 }
 
 /* Records one object; regular files get their content here or in the
- * bundle group.  Returns <0 only for errors that stop the snapshot.
+ * bundle group.  Returns <0 only for errors that stop the snapshot, and 1
+ * when the object was left out (reported): a directory left out is not
+ * walked, or its entries would be recorded with no parent to restore into.
  * Not inlined: its buffers (a symlink target, a whole path for the xattr
  * calls) would otherwise sit in every level of the recursive walk, whose
  * frame then limits how deep a tree can be backed up (see walk). */
@@ -1266,7 +1268,8 @@ static __attribute__((noinline)) int visit(bctx_t *c, int dfd, const char *name,
 			c->group_files--;
 			c->group_bytes -= st->st_size;
 		}
-		return skip_item(c, path, r);
+		r = skip_item(c, path, r);
+		return r < 0 ? r : 1;
 	}
 	if (r < 0)
 		return r;
@@ -1390,6 +1393,8 @@ static int walk(bctx_t *c, sa_dir_t *d, const char *dirpath)
 		/* Stay on one filesystem, as a ZFS dataset would. */
 		if (r == 0 && S_ISDIR(st.st_mode) && st.st_dev == c->rootdev)
 			r = walk_into(c, d, i, path, &st);
+		else if (r > 0)
+			r = 0; /* left out, and not entered */
 	}
 	exclude_leave(c->excl);
 	free(path);

@@ -10,7 +10,9 @@ new_store
 use_xattr_dir
 SRC=$XDIR/src
 R=$XDIR/restored
-mkdir -p "$SRC/dir" "$R"
+mkdir -p "$SRC/dir/sub" "$R"
+echo inside >"$SRC/dir/f"
+echo deeper >"$SRC/dir/sub/g"
 head -c 300000 /dev/urandom >"$SRC/big"
 echo small >"$SRC/small"
 echo other >"$SRC/other"
@@ -38,6 +40,9 @@ for f in big small dir; do
 	[ ! -e "$R/one/$f" ] || fail "$f recorded without its xattr"
 done
 [ "$(getfattr --absolute-names --only-values -n user.good "$R/one/other")" = 4 ] || fail "a readable xattr was lost"
+# A directory left out is not entered: entries without their parent
+# could not be restored.
+[ ! -e "$R/one/dir/f" ] && [ ! -e "$R/one/dir/sub" ] || fail "entries of a left-out directory recorded"
 
 : >"$LOG"
 fails_with 1 "Input/output error" env ASAN_OPTIONS="$asan_opts" LD_PRELOAD="$SHIM" XATTR_EIO_NAME=user.bad XATTR_EIO_LOG="$LOG" \
