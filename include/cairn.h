@@ -290,8 +290,10 @@ typedef struct cairn_restore_opts {
  * snapshot is held by a temporary hold while it is restored, as by send,
  * so that a destroy meanwhile is refused (or deferred) and gc leaves its
  * chunks; where no hold can be taken (a user who cannot write to the
- * store, a full disk) that is reported through warn and the restore goes
- * on without one.
+ * store, a full disk, another command's catalog transaction still open
+ * after 5 s) that is reported through warn and the restore goes on
+ * without one.  A hold that cannot be released within 5 s at the end is
+ * left to be reaped once the process has exited.
  * @return 0; CAIRN_ECORRUPT or -ENOENT naming the chunk and file in
  * cairn_store_errdetail (the restore goes on with other files and the
  * first such error is returned); a tree stream chunk that cannot be read

@@ -213,6 +213,14 @@ static void wait_for_writers(sqlite3 *db)
 	sqlite3_busy_handler(db, wait_for_writer, NULL);
 }
 
+void catalog_writer_wait(catalog_t *c, int ms)
+{
+	if (ms >= 0)
+		sqlite3_busy_timeout(c->db, ms);
+	else
+		wait_for_writers(c->db);
+}
+
 /* After a commit that left a large WAL (a hold of 10,000 snapshots),
  * checkpoint and truncate it so the WAL stays bounded.  Best effort: a
  * busy reader just postpones it to a later commit. */

@@ -60,6 +60,10 @@ int catalog_begin_write(catalog_t *c, uint64_t *txg);
  * must not first wait up to 600 s for someone else's commit.  One flag for
  * the process; NULL stops watching. */
 void catalog_stop_waits_on(const volatile int *flag);
+/* How long c's next write transactions wait for another writer's lock:
+ * at most ms milliseconds (-EBUSY after that), or with ms < 0 the usual
+ * 600 s again.  For a write a command can do without (a restore's hold). */
+void catalog_writer_wait(catalog_t *c, int ms);
 int catalog_commit(catalog_t *c);
 void catalog_rollback(catalog_t *c);
 /* Inside a write transaction: calls fn(arg, committed) once the outermost

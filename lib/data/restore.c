@@ -1121,6 +1121,9 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 
 /* ---- the hold ---- */
 
+/* How long a restore waits for another writer to take or release its hold. */
+#define RESTORE_HOLD_WAIT_MS 5000
+
 /* Holds snap for the restore (a temporary hold, as send and mount take):
  * a destroy meanwhile, a prune run by its timer say, is refused or
  * deferred (destroy -d), so gc cannot take the chunks the restore has yet
@@ -1136,11 +1139,20 @@ static bool hold_snap(cairn_store *st, const char *snap, cairn_restore_opts *opt
 		 (unsigned long long)process_start_time(getpid()),
 		 __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED));
 	cairn_hold_item it = {.snapshot = snap, .tag = tag};
+	/* Not the usual 600 s behind another command's long transaction (a
+	 * dry-run receive of a slow stream keeps one open throughout): the
+	 * restore does without. */
+	catalog_writer_wait(st->cat, RESTORE_HOLD_WAIT_MS);
 	int r = cairn_hold(st, &it, 1, true);
+	catalog_writer_wait(st->cat, -1);
 	if (r == 0)
 		return true;
 	if (opts->warn) {
 		char obj[sizeof(st->errdetail) + 256];
+		if (r == -EBUSY)
+			snprintf(st->errdetail, sizeof(st->errdetail),
+				 "another command is writing the catalog (waited %d s)",
+				 RESTORE_HOLD_WAIT_MS / 1000);
 		snprintf(obj, sizeof(obj),
 			 "%s: not held while restored, so a destroy and gc meanwhile can take "
 			 "chunks it still needs: %s",
@@ -1157,7 +1169,12 @@ static void release_snap(cairn_store *st, uint64_t guid, const char *tag)
 {
 	char saved[sizeof(st->errdetail)];
 	memcpy(saved, st->errdetail, sizeof(saved));
+	/* Nor does the restore, done, wait that long to say so: a hold not
+	 * released here goes with this process (the next command to open the
+	 * store reaps it, and destroys a snapshot destroy -d marked). */
+	catalog_writer_wait(st->cat, RESTORE_HOLD_WAIT_MS);
 	cairn_release_temp(st, &guid, 1, tag);
+	catalog_writer_wait(st->cat, -1);
 	memcpy(st->errdetail, saved, sizeof(saved));
 }
 
