@@ -1131,6 +1131,30 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
  * hold can be taken: a user who cannot write to the store, a full disk.
  * So a failed hold is reported through warn and the restore goes on (a
  * store on a read-only filesystem takes none and needs none). */
+struct tag_find {
+	const char *tag;
+	bool found;
+};
+
+static int tag_seen(const char *snap, const char *tag, int64_t when, int pid, void *arg)
+{
+	struct tag_find *f = arg;
+	f->found |= pid && !strcmp(tag, f->tag);
+	return 0;
+}
+
+/* Whether snap has the temporary hold tag (a read: it waits for no one),
+ * keeping the error detail. */
+static bool tag_held(cairn_store *st, const char *snap, const char *tag)
+{
+	char saved[sizeof(st->errdetail)];
+	memcpy(saved, st->errdetail, sizeof(saved));
+	struct tag_find f = {.tag = tag};
+	bool held = cairn_holds_iter(st, snap, tag_seen, &f) == 0 && f.found;
+	memcpy(st->errdetail, saved, sizeof(saved));
+	return held;
+}
+
 static bool hold_snap(cairn_store *st, const char *snap, cairn_restore_opts *opts, char *tag,
 		      size_t len)
 {
@@ -1145,8 +1169,15 @@ static bool hold_snap(cairn_store *st, const char *snap, cairn_restore_opts *opt
 	catalog_writer_wait(st->cat, RESTORE_HOLD_WAIT_MS);
 	int r = cairn_hold(st, &it, 1, true);
 	catalog_writer_wait(st->cat, -1);
-	if (r == 0)
+	/* On a bucket store the hold can be committed here and only its
+	 * catalog copy fail to reach the bucket (a read-only credential): the
+	 * hold is in effect then, and is released at the end like any. */
+	if (r == 0 || (r != -EBUSY && tag_held(st, snap, tag)))
+		r = 0;
+	if (r == 0) {
+		st->errdetail[0] = 0;
 		return true;
+	}
 	if (opts->warn) {
 		char obj[sizeof(st->errdetail) + 256];
 		if (r == -EBUSY)

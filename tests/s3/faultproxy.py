@@ -50,6 +50,8 @@ request:
                 403 AccessDenied (a credential without read rights)
   forbid-chunks  every GET and HEAD of a chunk object: HTTP 403
                 AccessDenied (meta objects and listings are forwarded)
+  forbid-put    every PUT, and every POST (DeleteObjects): HTTP 403
+                AccessDenied (a credential with read rights only)
   claim-503     GET of meta/store-id (the prefix's claim): HTTP 503
                 SlowDown, every time
   missing-403-head-503  missing-403, and every HEAD of a chunk object
@@ -215,6 +217,11 @@ class Proxy(BaseHTTPRequestHandler):
             return self.answer(503, b"")
         if mode == "forbid-chunks" and "/chunks/" in self.path and (chunk_get or
                                                                     self.command == "HEAD"):
+            with open(MODEFILE + ".hits", "a") as f:
+                f.write("%s %s %s\n" % (mode, self.command, self.path))
+            return self.answer(403, b"<Error><Code>AccessDenied</Code></Error>",
+                               [("Content-Type", "application/xml")])
+        if mode == "forbid-put" and self.command in ("PUT", "POST"):
             with open(MODEFILE + ".hits", "a") as f:
                 f.write("%s %s %s\n" % (mode, self.command, self.path))
             return self.answer(403, b"<Error><Code>AccessDenied</Code></Error>",
