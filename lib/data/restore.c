@@ -473,20 +473,35 @@ static void drop_acls(wctx_t *w, int fd, const tree_entry_t *e)
 			     i ? "access" : "default", strerror(errno));
 }
 
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452 /* Linux 6.6; the same number on every architecture */
+#endif
+
+/* chmod of what the O_PATH descriptor pfd pins, never of a name: fchmod
+ * takes no O_PATH descriptor, fchmodat2 with AT_EMPTY_PATH does (Linux
+ * 6.6); before that (or where a seccomp filter refuses it), the pin's
+ * /proc path, which needs /proc. */
+static int chmod_pinned(int pfd, mode_t mode)
+{
+	if (syscall(SYS_fchmodat2, pfd, "", mode, AT_EMPTY_PATH) == 0)
+		return 0;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	return chmod(proc, mode);
+}
+
 /* An existing directory that a user's earlier run left unreadable to
  * that user (the snapshot's mode 0311 or 0000) cannot be opened to be made
  * writable.  It is pinned with O_PATH instead (pfd, taken here) and given
- * mode|0700 through its /proc path (fchmod takes no O_PATH descriptor; a
- * pinned directory cannot be swapped for a symlink), then opened as "."
- * below the pin.  finish_dirs sets the recorded mode at the end. */
+ * mode|0700 through the pin (chmod_pinned; a pinned directory cannot be
+ * swapped for a symlink), then opened as "." below the pin.  finish_dirs
+ * sets the recorded mode at the end. */
 static int open_pinned_dir(int pfd)
 {
 	if (pfd < 0)
 		return pfd;
 	struct stat sb;
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
-	int fd = fstat(pfd, &sb) < 0 || chmod(proc, (sb.st_mode & 07777) | 0700) < 0
+	int fd = fstat(pfd, &sb) < 0 || chmod_pinned(pfd, (sb.st_mode & 07777) | 0700) < 0
 			 ? -1
 			 : openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
