@@ -33,7 +33,7 @@ rpid=$(pgrep -P $pid)
 n=$(find "$R" -type f 2>/dev/null | wc -l)
 [ "$n" -ge 3 ] && [ "$n" -lt 40 ] || fail "the restore is not under way: $n files"
 cairn holds tank@old | grep -q '\.restore-' || fail "no hold on the snapshot being restored: $(cairn holds tank@old 2>&1)"
-fails_with 1 "tank@old" cairn destroy tank@old
+fails_with 1 "^cairn: destroy: tank@old: snapshot is held (tags: \.restore-[0-9]*-[0-9]*-1)" cairn destroy tank@old
 ok cairn destroy -d tank@old
 ok cairn gc >/dev/null
 kill -0 $pid 2>/dev/null || fail "the restore ended before the destroy and gc were done"
