@@ -77,6 +77,7 @@ typedef struct rctx {
 	bool *found; /* per requested path */
 	bool as_root;
 	bool owners; /* as_root, and not told to leave owners (no_owner) */
+	bool root_made; /* the snapshot's root is made: finish_dirs sets its mode */
 	pthread_mutex_t lock;
 	int first_err;
 	uint64_t first_seq; /* stream position of the entry that failed first */
@@ -496,7 +497,7 @@ static int chmod_pinned(int pfd, mode_t mode)
  * mode|0700 through the pin (chmod_pinned; a pinned directory cannot be
  * swapped for a symlink), then opened as "." below the pin.  finish_dirs
  * sets the recorded mode at the end. */
-static int open_pinned_dir(int pfd)
+static int open_pinned_dir(int pfd, mode_t *was)
 {
 	if (pfd < 0)
 		return pfd;
@@ -504,6 +505,8 @@ static int open_pinned_dir(int pfd)
 	int fd = fstat(pfd, &sb) < 0 || chmod_pinned(pfd, (sb.st_mode & 07777) | 0700) < 0
 			 ? -1
 			 : openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (was && fd >= 0)
+		*was = sb.st_mode & 07777;
 	if (fd < 0)
 		fd = -errno;
 	close(pfd);
@@ -540,7 +543,8 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 	int fd = *e->path ? open_beneath(c->rootfd, e->path, O_RDONLY | O_DIRECTORY)
 			  : dup(c->rootfd);
 	if (fd == -EACCES && existed) {
-		int again = open_pinned_dir(open_beneath(c->rootfd, e->path, O_PATH | O_DIRECTORY));
+		int again = open_pinned_dir(open_beneath(c->rootfd, e->path, O_PATH | O_DIRECTORY),
+					    NULL);
 		fd = again >= 0 ? again : fd; /* else: the first reason */
 	}
 	if (fd < 0)
@@ -590,6 +594,7 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 		memcpy(d->default_acl.value, dacl->value, dacl->len);
 	}
 	c->ndirs++;
+	c->root_made |= !*e->path;
 	return 0;
 }
 
@@ -894,14 +899,16 @@ static int wanted(rctx_t *c, const char *path)
 
 /* ---- entry points ---- */
 
-static int open_target_dir(cairn_store *st, const char *target, bool force)
+/* *was: the target's mode before open_pinned_dir changed it, else -1. */
+static int open_target_dir(cairn_store *st, const char *target, bool force, mode_t *was)
 {
+	*was = (mode_t)-1;
 	if (mkdir(target, 0700) < 0 && errno != EEXIST)
 		return store_err(st, -errno, "%s: %s", target, strerror(errno));
 	int fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 && errno == EACCES && force) {
 		int pfd = open(target, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		fd = pfd < 0 ? -1 : open_pinned_dir(pfd);
+		fd = pfd < 0 ? -1 : open_pinned_dir(pfd, was);
 		errno = EACCES; /* if that failed too: the first reason */
 	}
 	if (fd < 0)
@@ -1011,7 +1018,8 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	c.found = calloc(opts->npaths + 1, sizeof(bool));
 	if (!c.found)
 		return -ENOMEM;
-	c.rootfd = open_target_dir(st, target, opts->force);
+	mode_t target_was;
+	c.rootfd = open_target_dir(st, target, opts->force, &target_was);
 	if (c.rootfd < 0) {
 		free(c.found);
 		return c.rootfd;
@@ -1050,6 +1058,10 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	if (dr < 0)
 		r = dr;
 	finish_dirs(&c, &reader);
+	/* A restore that stopped before the snapshot's root (its tree stream
+	 * unreadable from the start) gives back the mode the pin changed. */
+	if (target_was != (mode_t)-1 && !c.root_made)
+		fchmod(c.rootfd, target_was);
 	/* After finish_dirs, whose failures would replace the detail. */
 	if (r < 0 && !dr)
 		tree_fail(st, &t, r, &last);

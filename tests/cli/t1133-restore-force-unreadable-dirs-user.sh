@@ -35,6 +35,22 @@ for run in 1 2; do
 	out=$(as_nobody restore -f tank@1 "$U/r" 2>&1) || fail "restore -f number $run as a user: $out"
 	same_tree "$U/ref" "$U/r"
 done
+# A restore -f that stops before the snapshot's root is reached (its tree
+# stream's first chunk missing) gives the target its mode back: the pin
+# made it 0711 for the run, and nothing set it again.
+tree=""
+for c in $(find "$CAIRN_STORE/.chunks" -type f -size -20k); do
+	mv "$c" "$TESTDIR/aside"
+	as_nobody restore tank@1 "$U/probe" 2>&1 | grep -q "nothing was restored" && tree=$c
+	chmod -R u+rwx "$U/probe" 2>/dev/null; rm -rf "$U/probe"
+	mv "$TESTDIR/aside" "$c"
+	[ -n "$tree" ] && break
+done
+[ -n "$tree" ] || fail "the tree stream's chunk not found"
+mv "$tree" "$TESTDIR/aside"
+as_nobody restore -f tank@1 "$U/r" 2>/dev/null && fail "restore -f without the tree's chunk succeeded"
+[ "$(stat -c %a "$U/r")" = 311 ] || fail "a restore -f that restored nothing left the target at mode $(stat -c %a "$U/r")"
+mv "$TESTDIR/aside" "$tree"
 # Without /proc (a chroot or container that has none) as well: the
 # directory is changed through its O_PATH descriptor by fchmodat2.  Run
 # in a mount namespace of its own whose /proc is unmounted.
