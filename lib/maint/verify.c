@@ -379,14 +379,18 @@ static int credential_reads(vctx_t *c, char *why, size_t whylen)
 	bool have = c->have_good;
 	digest_t d = c->good;
 	pthread_mutex_unlock(&c->lock);
-	/* A HEAD asks the same question as a GET without moving the
-	 * object's body: with many missing chunks, each 403 costs one
-	 * request and no chunk's worth of traffic.  (The claim is a few
-	 * bytes; the backend has no HEAD for meta objects.) */
-	bool exists;
+	/* On S3 a HEAD asks the same question as a GET (the same
+	 * s3:GetObject right) without moving the object's body: with many
+	 * missing chunks, each 403 costs one request and no chunk's worth
+	 * of traffic.  A local directory bucket's "HEAD" is a stat, which
+	 * needs no right to read the file: there the object is read again.
+	 * (The claim is a few bytes; the backend has no HEAD for meta
+	 * objects.) */
+	bool exists, head = have && !strcmp(backend_kind(be), "s3");
 	buf_t b = {0};
-	int r = have ? backend_have_many(be, 1, &d, &exists)
-		     : backend_get_meta(be, "store-id", &b, 4096);
+	int r = head   ? backend_have_many(be, 1, &d, &exists)
+		: have ? backend_get(be, &d, &b)
+		       : backend_get_meta(be, "store-id", &b, 4096);
 	buf_free(&b);
 	if (r == 0 || r == -ENOENT)
 		return 0;
