@@ -78,9 +78,10 @@ request:
                 SlowDown for every key but the last (each try deletes one
                 more); adds "delete-round N" (N keys asked) to
                 MODEFILE.hits
-  missing-403   GET of a chunk object the radosgw answers 404: HTTP 403
-                AccessDenied instead, as AWS answers a credential without
-                the ListBucket right for a missing key
+  missing-403   GET or HEAD of a chunk object the radosgw answers 404: HTTP
+                403 AccessDenied instead, as AWS answers a credential
+                without the ListBucket right for a missing key (a HEAD
+                too: it asks the same s3:GetObject right)
 Each request answered with a fault adds a line to MODEFILE.hits.
 """
 import http.client
@@ -280,7 +281,8 @@ class Proxy(BaseHTTPRequestHandler):
         up.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
         r = up.getresponse()
         data = r.read()
-        if chunk_get and r.status == 404 and mode in ("missing-403", "missing-403-head-503"):
+        if (chunk_get or chunk_head) and r.status == 404 and mode in ("missing-403",
+                                                                      "missing-403-head-503"):
             return self.answer(403, b"<Error><Code>AccessDenied</Code>"
                                b"<Message>Access Denied</Message></Error>",
                                [("Content-Type", "application/xml")])
