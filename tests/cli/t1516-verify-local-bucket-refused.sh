@@ -13,7 +13,7 @@
 #  the bucket): verify, run as that user, fails naming the chunk as
 #  refused ("is the credential wrong"), reports no bad chunk and changes
 #  nothing.
-. "$CAIRN_SRC/tests/cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "needs root (to run as a second user)"; exit 77; }
 command -v setpriv >/dev/null || { echo "setpriv missing"; exit 77; }
 OTHER=60123
