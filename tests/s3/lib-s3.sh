@@ -159,3 +159,20 @@ gc_refuses_listing() {
 	grep -q "$2" "$TESTDIR/gc.err" || fail "gc did not say '$2' ($1): $(cat "$TESTDIR/gc.err")"
 	[ "$(objects)" = "$n" ] || fail "objects went ($1): $(objects) of $n"
 }
+
+# verify_reads N [TIMES]: the keys of the first N chunk objects (by
+# digest) that a logged one-reader verify reads TIMES times (default 1:
+# not the index chunks, which it also reads to list the others; 2: those).
+# Fails unless there are N.  $MODE.hits keeps that verify's log.
+verify_reads() {
+	local n=$1 times=${2:-1} keys
+	echo log >"$MODE"
+	ok cairn verify --threads 1 --order digest >/dev/null
+	echo pass >"$MODE"
+	keys=$(sed -n 's|^log GET /[^/]*/\(.*/chunks/.*\)|\1|p' "$MODE.hits" | sort | uniq -c |
+		awk -v t="$times" '$1 == t {print $2}' | LC_ALL=C sort -t/ -k4 | head -n "$n")
+	[ "$(echo "$keys" | grep -c .)" = "$n" ] ||
+		fail "not $n chunks that verify reads $times times: $(cat "$MODE.hits")"
+	echo "$keys"
+}
+

@@ -18,12 +18,7 @@ random_tank 1000000
 
 # Which chunks verify reads only once (not index chunks, which it reads
 # to list the others first): the first of them in digest order goes.
-echo log >"$MODE"
-ok cairn verify --threads 1 --order digest >/dev/null
-echo pass >"$MODE"
-key=$(sed -n 's|^log GET /[^/]*/\(.*/chunks/.*\)|\1|p' "$MODE.hits" | sort | uniq -c |
-	awk '$1 == 1 {print $2}' | LC_ALL=C sort -t/ -k4 | head -n 1)
-[ -n "$key" ] || fail "no chunk that verify reads once: $(cat "$MODE.hits")"
+key=$(verify_reads 1)
 hex=${key##*/}
 later=$(sed -n 's|^log GET /[^/]*/.*/chunks/[^/]*/||p' "$MODE.hits" | LC_ALL=C sort -u | awk -v h="$hex" '$1 > h' | wc -l)
 [ "$later" -ge 1 ] || fail "no chunk comes after $hex"

@@ -20,12 +20,7 @@ random_tank 1000000
 
 # Two chunks that verify reads only once (not index chunks, which it also
 # reads to list the others) go from the bucket.
-echo log >"$MODE"
-ok cairn verify --threads 1 --order digest >/dev/null
-echo pass >"$MODE"
-keys=$(sed -n 's|^log GET /[^/]*/\(.*/chunks/.*\)|\1|p' "$MODE.hits" | sort | uniq -c |
-	awk '$1 == 1 {print $2}' | LC_ALL=C sort -t/ -k4 | head -n 2)
-[ "$(echo "$keys" | wc -l)" = 2 ] || fail "not two chunks that verify reads once: $(cat "$MODE.hits")"
+keys=$(verify_reads 2)
 hexes=
 for key in $keys; do
 	ok "$S3TOOL" rm "$BUCKET" "$key"

@@ -18,12 +18,7 @@ fault_proxy
 gc_tank
 
 # An index chunk: verify reads it twice (to list the others, then to check it).
-echo log >"$MODE"
-ok cairn verify --threads 1 --order digest >/dev/null
-echo pass >"$MODE"
-key=$(sed -n 's|^log GET /[^/]*/\(.*/chunks/.*\)|\1|p' "$MODE.hits" | sort | uniq -c |
-	awk '$1 == 2 {print $2}' | head -n 1)
-[ -n "$key" ] || fail "no index chunk read twice: $(cat "$MODE.hits")"
+key=$(verify_reads 1 2)
 hex=${key##*/}
 ok "$S3TOOL" rm "$BUCKET" "$key"
 kept=$((n - 1))

@@ -21,12 +21,7 @@ proxied_store
 random_tank 1000000
 
 # The index chunk: the first one verify reads, and read twice.
-echo log >"$MODE"
-ok cairn verify --threads 1 --order digest >/dev/null
-echo pass >"$MODE"
-key=$(sed -n 's|^log GET /[^/]*/\(.*/chunks/.*\)|\1|p' "$MODE.hits" | sort | uniq -c |
-	awk '$1 == 2 {print $2}' | head -n 1)
-[ -n "$key" ] || fail "no chunk read twice: $(cat "$MODE.hits")"
+key=$(verify_reads 1 2)
 first=$(sed -n 's|^log GET /[^/]*/\(.*/chunks/.*\)|\1|p' "$MODE.hits" | head -n 1)
 [ "$key" = "$first" ] || fail "the chunk read twice ($key) is not the first read ($first)"
 hex=${key##*/}

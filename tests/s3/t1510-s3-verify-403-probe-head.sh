@@ -17,13 +17,8 @@ random_tank 1000000
 
 gets() { grep -c "^$1 GET /[^/]*/.*/chunks/" "$MODE.hits"; }
 
-echo log >"$MODE"
-ok cairn verify --threads 1 --order digest >/dev/null
-echo pass >"$MODE"
 # Two chunks that verify reads only once (not index chunks).
-keys=$(sed -n 's|^log GET /[^/]*/\(.*/chunks/.*\)|\1|p' "$MODE.hits" | sort | uniq -c |
-	awk '$1 == 1 {print $2}' | LC_ALL=C sort -t/ -k4 | head -n 2)
-[ "$(echo "$keys" | wc -l)" = 2 ] || fail "not two chunks that verify reads once: $(cat "$MODE.hits")"
+keys=$(verify_reads 2)
 for key in $keys; do
 	ok "$S3TOOL" rm "$BUCKET" "$key"
 done

@@ -15,12 +15,7 @@ proxied_store
 random_tank 1000000
 
 # A chunk that verify reads only once (not an index chunk) goes.
-echo log >"$MODE"
-ok cairn verify --threads 1 --order digest >/dev/null
-echo pass >"$MODE"
-key=$(sed -n 's|^log GET /[^/]*/\(.*/chunks/.*\)|\1|p' "$MODE.hits" | sort | uniq -c |
-	awk '$1 == 1 {print $2}' | LC_ALL=C sort -t/ -k4 | head -n 1)
-[ -n "$key" ] || fail "no chunk that verify reads once: $(cat "$MODE.hits")"
+key=$(verify_reads 1)
 ok "$S3TOOL" rm "$BUCKET" "$key"
 state() {
 	(cd "$CAIRN_STORE/.chunks" && find . | LC_ALL=C sort)

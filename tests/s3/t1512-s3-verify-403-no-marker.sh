@@ -13,12 +13,7 @@ fault_proxy
 proxied_store
 random_tank 1000000
 
-echo log >"$MODE"
-ok cairn verify --threads 1 --order digest >/dev/null
-echo pass >"$MODE"
-keys=$(sed -n 's|^log GET /[^/]*/\(.*/chunks/.*\)|\1|p' "$MODE.hits" | sort | uniq -c |
-	awk '$1 == 1 {print $2}' | LC_ALL=C sort -t/ -k4 | head -n 2)
-[ "$(echo "$keys" | wc -l)" = 2 ] || fail "not two chunks that verify reads once: $(cat "$MODE.hits")"
+keys=$(verify_reads 2)
 for key in $keys; do
 	ok "$S3TOOL" rm "$BUCKET" "$key"
 done
