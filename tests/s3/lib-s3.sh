@@ -176,3 +176,21 @@ verify_reads() {
 	echo "$keys"
 }
 
+# verify_blames_credential: with every read refused (forbid-get-head),
+# verify fails with the credential's refusal and judges no chunk.
+verify_blames_credential() {
+	echo forbid-get-head >"$MODE"
+	cairn verify >/dev/null 2>"$TESTDIR/vc.err" && fail "verify with reads refused succeeded"
+	echo pass >"$MODE"
+	grep -q "refused to read chunk.*credential.*GET .*/chunks/.*HTTP 403" "$TESTDIR/vc.err" ||
+		fail "verify did not blame the credential: $(cat "$TESTDIR/vc.err")"
+	grep -q "bad chunk" "$TESTDIR/vc.err" && fail "verify reported bad chunks: $(cat "$TESTDIR/vc.err")"
+}
+
+# unnamed_stream_chunk: tank's only snapshot loses its index and its tree
+# root's length, so a walk over it cannot say which chunk it failed on.
+unnamed_stream_chunk() {
+	ok sqlite3 "$CAIRN_STORE/catalog.db" "UPDATE snapdata SET idx = x'',
+		tree = substr(tree, 1, 32) || x'00000000' || substr(tree, 37)"
+}
+
