@@ -1172,9 +1172,19 @@ static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *s
 }
 
 /* Reads the target of the symlink the walk stat'ed as st.  Another one
- * renamed over the name in between has another inode: its target under the
- * old link's owner and times would be a symlink that never existed, so it
- * is left out as a replaced file is (the next snapshot records it). */
+ * put on the name in between is another link: its target under the old
+ * link's owner and times would be a symlink that never existed, so it is
+ * left out as a replaced file is (the next snapshot records it).  The
+ * inode number alone does not tell: one removed and made again (rm; ln -s)
+ * gets the freed number back on ext4 at once.  Its times and length do,
+ * the same test that lets an unchanged link keep its previous target. */
+static bool same_link(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
 static int read_link(int dfd, const char *name, const struct stat *st, char **out)
 {
 	char target[PATH_MAX];
@@ -1184,7 +1194,7 @@ static int read_link(int dfd, const char *name, const struct stat *st, char **ou
 	struct stat now;
 	if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
-	if (now.st_ino != st->st_ino || now.st_dev != st->st_dev)
+	if (!S_ISLNK(now.st_mode) || !same_link(&now, st))
 		return CAIRN_ECHANGED;
 	target[n] = 0;
 	*out = strdup(target);
