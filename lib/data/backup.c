@@ -1322,10 +1322,27 @@ static size_t path_join(char *buf, size_t size, const char *dir, size_t dirlen, 
  * although the walk stays on one filesystem. */
 static int same_dir(int fd, const struct stat *st)
 {
-	struct stat now;
-	if (fstat(fd, &now) < 0)
+	struct statx now;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_CTIME | STATX_BTIME,
+		  &now) < 0)
 		return -errno;
-	return now.st_ino == st->st_ino && now.st_dev == st->st_dev ? 0 : CAIRN_ECHANGED;
+	if (now.stx_ino != st->st_ino || makedev(now.stx_dev_major, now.stx_dev_minor) != st->st_dev)
+		return CAIRN_ECHANGED;
+	/* The inode number alone does not tell: one removed and made again
+	 * (rm -r; mkdir) gets the freed number back at once on ext4.  A
+	 * directory that has not changed since the stat is the one stat'ed;
+	 * one that has is another if it was born after the stat's ctime (a
+	 * directory's ctime is never before its birth, and its entries
+	 * changing is no replacement, so ctime alone would not do). */
+	struct timespec c = {now.stx_ctime.tv_sec, now.stx_ctime.tv_nsec};
+	if (c.tv_sec == st->st_ctim.tv_sec && c.tv_nsec == st->st_ctim.tv_nsec)
+		return 0;
+	if (!(now.stx_mask & STATX_BTIME))
+		return 0;
+	bool born_after = now.stx_btime.tv_sec > st->st_ctim.tv_sec ||
+			  (now.stx_btime.tv_sec == st->st_ctim.tv_sec &&
+			   now.stx_btime.tv_nsec > (uint32_t)st->st_ctim.tv_nsec);
+	return born_after ? CAIRN_ECHANGED : 0;
 }
 
 /* Enters subdirectory i of d (stat'ed as st); one that cannot be opened or

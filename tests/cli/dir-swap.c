@@ -13,14 +13,49 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static atomic_int done;
+
+/* $SWAP_RECREATE=1: the empty directory $SWAP_A is removed and made again
+ * (mode 705) with a file "fresh" in it, as `rm -r a; mkdir a` would; on a
+ * filesystem that hands a freed inode number straight out again (ext4) it
+ * is a new directory under the old one's number, and the log says so. */
+static void recreate(int dirfd, const char *a, const char *log)
+{
+	struct stat before, after;
+	if (fstatat(dirfd, a, &before, AT_SYMLINK_NOFOLLOW) < 0 || unlinkat(dirfd, a, AT_REMOVEDIR) < 0 ||
+	    mkdirat(dirfd, a, 0705) < 0 || fstatat(dirfd, a, &after, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	char fresh[4096];
+	snprintf(fresh, sizeof(fresh), "%s/fresh", a);
+	int fd = -1;
+	{
+		int (*real)(int, const char *, int, ...) =
+			(int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+		fd = real(dirfd, fresh, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	}
+	if (fd < 0)
+		return;
+	close(fd);
+	FILE *f = fopen(log, "a");
+	if (f) {
+		fprintf(f, "recreated %s %s\n", a, before.st_ino == after.st_ino ? "same-inode" : "new-inode");
+		fclose(f);
+	}
+}
 
 static void swap_once(int dirfd, const char *path, int flags)
 {
 	const char *a = getenv("SWAP_A"), *b = getenv("SWAP_B"), *log = getenv("SWAP_LOG");
-	if (!a || !b || !log || !(flags & O_DIRECTORY) || strcmp(path, a) || atomic_exchange(&done, 1))
+	const char *again = getenv("SWAP_RECREATE");
+	if (!a || (!b && !again) || !log || !(flags & O_DIRECTORY) || strcmp(path, a) ||
+	    atomic_exchange(&done, 1))
 		return;
+	if (again) {
+		recreate(dirfd, a, log);
+		return;
+	}
 	if (renameat2(dirfd, a, dirfd, b, RENAME_EXCHANGE) == 0) {
 		FILE *f = fopen(log, "a");
 		if (f) {
