@@ -1278,7 +1278,15 @@ static __attribute__((noinline)) int visit(bctx_t *c, int dfd, const char *name,
 			c->group_files--;
 			c->group_bytes -= st->st_size;
 		}
-		r = skip_item(c, path, r);
+		/* A directory goes with its whole subtree (see walk): the
+		 * report says so, or one line would hide any number of files. */
+		if (S_ISDIR(st->st_mode) && !c->opts->strict) {
+			char obj[PATH_MAX + 64];
+			snprintf(obj, sizeof(obj), "%s (a directory, left out with everything below it)", path);
+			r = skip_item(c, obj, r);
+		} else {
+			r = skip_item(c, path, r);
+		}
 		return r < 0 ? r : 1;
 	}
 	if (r < 0)
