@@ -1332,8 +1332,13 @@ static int same_dir(int fd, const struct stat *st)
 {
 	struct statx now;
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_CTIME | STATX_BTIME,
-		  &now) < 0)
-		return -errno;
+		  &now) < 0) {
+		/* No statx (an old kernel, a sandbox refusing it): the inode. */
+		struct stat old;
+		if ((errno != ENOSYS && errno != EPERM) || fstat(fd, &old) < 0)
+			return -errno;
+		return old.st_ino == st->st_ino && old.st_dev == st->st_dev ? 0 : CAIRN_ECHANGED;
+	}
 	if (now.stx_ino != st->st_ino || makedev(now.stx_dev_major, now.stx_dev_minor) != st->st_dev)
 		return CAIRN_ECHANGED;
 	/* The inode number alone does not tell: one removed and made again
