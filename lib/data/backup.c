@@ -1239,6 +1239,17 @@ static __attribute__((noinline)) int visit(bctx_t *c, int dfd, const char *name,
 	p->xattrs_later = !unchanged && !first && e->type == TREE_REG && e->size;
 	if (r == 0 && !p->xattrs_later)
 		r = unchanged ? copy_xattrs(e, prev) : read_xattrs_at(c, path, e);
+	/* A directory's xattrs are read by name: one renamed or exchanged
+	 * onto it since the stat would lend its xattrs (its ACL) to this
+	 * one's mode, owner and times.  walk_into's check comes only after
+	 * the entry is recorded, so the name is checked here too. */
+	if (r == 0 && !unchanged && e->type == TREE_DIR) {
+		struct stat now;
+		if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) < 0)
+			r = -errno;
+		else if (now.st_ino != st->st_ino || now.st_dev != st->st_dev)
+			r = CAIRN_ECHANGED;
+	}
 	/* Only a name read so far becomes the inode's first name: if this
 	 * one failed, the next name takes its place. */
 	if (r == 0 && first) {

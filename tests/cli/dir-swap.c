@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 static atomic_int done;
@@ -49,7 +50,8 @@ static void swap_once(int dirfd, const char *path, int flags)
 {
 	const char *a = getenv("SWAP_A"), *b = getenv("SWAP_B"), *log = getenv("SWAP_LOG");
 	const char *again = getenv("SWAP_RECREATE");
-	if (!a || (!b && !again) || !log || !(flags & O_DIRECTORY) || strcmp(path, a) ||
+	if (!a || (!b && !again) || !log || getenv("SWAP_AT_XATTR") || !(flags & O_DIRECTORY) ||
+	    strcmp(path, a) ||
 	    atomic_exchange(&done, 1))
 		return;
 	if (again) {
@@ -84,3 +86,28 @@ static void swap_once(int dirfd, const char *path, int flags)
 	}
 OPEN_SHIM(openat)
 OPEN_SHIM(openat64)
+
+/* $SWAP_AT_XATTR=1: the exchange is made at the first llistxattr of a
+ * path ending in /$SWAP_A instead (a new or changed directory's xattrs are
+ * read by path, between the walk's stat and its open). */
+ssize_t llistxattr(const char *path, char *list, size_t size)
+{
+	static ssize_t (*real)(const char *, char *, size_t);
+	if (!real)
+		real = (ssize_t(*)(const char *, char *, size_t))dlsym(RTLD_NEXT, "llistxattr");
+	const char *a = getenv("SWAP_A"), *b = getenv("SWAP_B"), *log = getenv("SWAP_LOG");
+	size_t n = strlen(path), an = a ? strlen(a) : 0;
+	if (getenv("SWAP_AT_XATTR") && a && b && log && n > an && path[n - an - 1] == '/' &&
+	    !strcmp(path + n - an, a) && !atomic_exchange(&done, 1)) {
+		char other[4096];
+		snprintf(other, sizeof(other), "%.*s%s", (int)(n - an), path, b);
+		if (renameat2(AT_FDCWD, path, AT_FDCWD, other, RENAME_EXCHANGE) == 0) {
+			FILE *f = fopen(log, "a");
+			if (f) {
+				fprintf(f, "swapped %s %s at xattrs\n", a, b);
+				fclose(f);
+			}
+		}
+	}
+	return real(path, list, size);
+}

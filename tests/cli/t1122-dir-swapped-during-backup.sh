@@ -123,4 +123,36 @@ fi
 ok cairn snapshot redo@four
 ok cairn restore redo@four "$R/redo-four"
 same_tree "$RD/src" "$R/redo-four"
+
+# Exchanged between the stat and the reading of a's xattrs (by path): the
+# entry would get b's xattrs (its ACL) under a's mode, owner and times.
+# a is left out, with what is below it.
+use_xattr_dir
+XS=$XDIR/xsrc
+mkdir -p "$XS/a" "$XS/b"
+echo from-a >"$XS/a/fa"
+echo from-b >"$XS/b/fb"
+chmod 750 "$XS/a"
+chmod 705 "$XS/b"
+setfattr -n user.who -v a "$XS/a"
+setfattr -n user.who -v b "$XS/b"
+ok cairn create -o source="$XS" xswap
+rm -f "$TESTDIR/swap.log"
+out=$(ASAN_OPTIONS=$asan_opts LD_PRELOAD=$SHIM SWAP_A=a SWAP_B=b SWAP_AT_XATTR=1 SWAP_LOG=$TESTDIR/swap.log \
+	"$CAIRN" snapshot xswap@one 2>&1)
+rc=$?
+grep -q "swapped a b at xattrs" "$TESTDIR/swap.log" 2>/dev/null || fail "xswap@one: no swap happened"
+[ $rc -eq 1 ] || fail "xswap@one: a directory swapped at its xattrs exited $rc: $out"
+echo "$out" | grep -q "$XS/a .*changed during the backup" || fail "xswap@one: a not reported: $out"
+ok cairn restore xswap@one "$R/xswap-one"
+for d in a b; do
+	[ -d "$R/xswap-one/$d" ] || continue
+	case "$(stat -c %a "$R/xswap-one/$d"):$(getfattr --absolute-names --only-values -n user.who "$R/xswap-one/$d" 2>/dev/null)" in
+	750:a | 705:b) ;;
+	*) fail "xswap@one: $d has mode $(stat -c %a "$R/xswap-one/$d") and the xattr of $(getfattr --absolute-names --only-values -n user.who "$R/xswap-one/$d")" ;;
+	esac
+done
+ok cairn snapshot xswap@two
+ok cairn restore xswap@two "$R/xswap-two"
+same_tree "$XS" "$R/xswap-two"
 done_test
