@@ -25,13 +25,37 @@ ok cairn create -o source="$SRC" tank
 # wraps openat, so the order does not matter here.
 asan_opts=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0
 
-# swapped SNAP: snapshot tank@SNAP with a and b exchanged at a's open;
-# sets $out and $rc; fails if the shim made no swap.
-swapped() {
+# shimmed DS@SNAP LOGGED VAR=VALUE...: snapshot DS@SNAP under the shim,
+# set up by the VAR=VALUEs; sets $out and $rc; fails unless the shim
+# logged LOGGED (it acted).
+shimmed() {
+	local snap=$1 logged=$2
+	shift 2
 	rm -f "$TESTDIR/swap.log"
-	out=$(ASAN_OPTIONS=$asan_opts LD_PRELOAD=$SHIM SWAP_A=a SWAP_B=b SWAP_LOG=$TESTDIR/swap.log "$CAIRN" snapshot "tank@$1" 2>&1)
+	out=$(env ASAN_OPTIONS="$asan_opts" LD_PRELOAD="$SHIM" SWAP_LOG="$TESTDIR/swap.log" "$@" \
+		"$CAIRN" snapshot "$snap" 2>&1)
 	rc=$?
-	grep -q "swapped a b" "$TESTDIR/swap.log" 2>/dev/null || fail "@$1: no swap happened"
+	grep -q "$logged" "$TESTDIR/swap.log" 2>/dev/null || fail "$snap: the shim did not act ($logged)"
+}
+
+# reported DS@SNAP WHAT: that snapshot exited 1 naming WHAT (a pattern)
+# as changed during the backup.
+reported() {
+	[ $rc -eq 1 ] || fail "$1: a swapped directory exited $rc: $out"
+	echo "$out" | grep -q "$2.*changed during the backup" || fail "$1: not reported: $out"
+}
+
+# settles DS@SNAP SRC: the next snapshot, taken undisturbed, restores as
+# SRC is.
+settles() {
+	ok cairn snapshot "$1"
+	ok cairn restore "$1" "$R/$1"
+	same_tree "$2" "$R/$1"
+}
+
+# swapped SNAP: tank@SNAP with a and b exchanged at a's open.
+swapped() {
+	shimmed "tank@$1" "swapped a b" SWAP_A=a SWAP_B=b
 }
 
 # no_mix SNAP: in the restore of tank@SNAP, a directory holds only the
@@ -50,24 +74,17 @@ no_mix() {
 }
 
 swapped one
-[ $rc -eq 1 ] || fail "@one: a swapped directory exited $rc: $out"
-echo "$out" | grep -q "$SRC/a: .*changed during the backup" || fail "@one: a not reported: $out"
+reported tank@one "$SRC/a: "
 no_mix one
-
-ok cairn snapshot tank@two
-ok cairn restore tank@two "$R/two"
-same_tree "$SRC" "$R/two"
+settles tank@two "$SRC"
 
 # Incremental: the helper may stat and open a ahead of the walk.  Whoever
 # opens a does it after a's stat (the helper makes only directories whose
 # stat it has), so the swap always falls inside the window: reported.
 swapped three
-[ $rc -eq 1 ] || fail "@three: a swapped directory exited $rc: $out"
-echo "$out" | grep -q "$SRC/a: .*changed during the backup" || fail "@three: a not reported: $out"
+reported tank@three "$SRC/a: "
 no_mix three
-ok cairn snapshot tank@four
-ok cairn restore tank@four "$R/four"
-same_tree "$SRC" "$R/four"
+settles tank@four "$SRC"
 
 # A directory removed and made again (rm -r; mkdir) between the stat and
 # the open: on ext4 the new one usually gets the old inode number back, so
@@ -82,15 +99,10 @@ chmod 750 "$RD/src/a"
 # filesystem's timestamp granularity (a tick).
 sleep 0.1
 ok cairn create -o source="$RD/src" redo
-rm -f "$TESTDIR/swap.log"
-out=$(ASAN_OPTIONS=$asan_opts LD_PRELOAD=$SHIM SWAP_A=a SWAP_RECREATE=1 SWAP_LOG=$TESTDIR/swap.log \
-	"$CAIRN" snapshot redo@one 2>&1)
-rc=$?
-grep -q "recreated a" "$TESTDIR/swap.log" 2>/dev/null || fail "redo@one: a was not made again"
+shimmed redo@one "recreated a" SWAP_A=a SWAP_RECREATE=1
 grep -q "same-inode" "$TESTDIR/swap.log" ||
 	echo "note: the new directory got a new inode number here; the inode check alone catches it" >&2
-[ $rc -eq 1 ] || fail "redo@one: a directory made again exited $rc: $out"
-echo "$out" | grep -q "$RD/src/a: .*changed during the backup" || fail "redo@one: a not reported: $out"
+reported redo@one "$RD/src/a: "
 ok cairn restore redo@one "$R/redo-one"
 if [ -d "$R/redo-one/a" ]; then
 	case "$(stat -c %a "$R/redo-one/a"):$(ls "$R/redo-one/a" | tr '\n' ' ')" in
@@ -98,21 +110,14 @@ if [ -d "$R/redo-one/a" ]; then
 	*) fail "redo@one: a has mode $(stat -c %a "$R/redo-one/a") and entries $(ls "$R/redo-one/a")" ;;
 	esac
 fi
-ok cairn snapshot redo@two
-ok cairn restore redo@two "$R/redo-two"
-same_tree "$RD/src" "$R/redo-two"
+settles redo@two "$RD/src"
 
 # Incremental: the statahead helper stats and opens a ahead of the walk.
 rm "$RD/src/a/fresh"
 chmod 750 "$RD/src/a"
 sleep 0.1
-rm -f "$TESTDIR/swap.log"
-out=$(ASAN_OPTIONS=$asan_opts LD_PRELOAD=$SHIM SWAP_A=a SWAP_RECREATE=1 SWAP_LOG=$TESTDIR/swap.log \
-	"$CAIRN" snapshot redo@three 2>&1)
-rc=$?
-grep -q "recreated a" "$TESTDIR/swap.log" 2>/dev/null || fail "redo@three: a was not made again"
-[ $rc -eq 1 ] || fail "redo@three: a directory made again exited $rc: $out"
-echo "$out" | grep -q "$RD/src/a: .*changed during the backup" || fail "redo@three: a not reported: $out"
+shimmed redo@three "recreated a" SWAP_A=a SWAP_RECREATE=1
+reported redo@three "$RD/src/a: "
 ok cairn restore redo@three "$R/redo-three"
 if [ -d "$R/redo-three/a" ]; then
 	case "$(stat -c %a "$R/redo-three/a"):$(ls "$R/redo-three/a" | tr '\n' ' ')" in
@@ -120,9 +125,7 @@ if [ -d "$R/redo-three/a" ]; then
 	*) fail "redo@three: a has mode $(stat -c %a "$R/redo-three/a") and entries $(ls "$R/redo-three/a")" ;;
 	esac
 fi
-ok cairn snapshot redo@four
-ok cairn restore redo@four "$R/redo-four"
-same_tree "$RD/src" "$R/redo-four"
+settles redo@four "$RD/src"
 
 # Exchanged between the stat and the reading of a's xattrs (by path): the
 # entry would get b's xattrs (its ACL) under a's mode, owner and times.
@@ -137,13 +140,8 @@ chmod 705 "$XS/b"
 setfattr -n user.who -v a "$XS/a"
 setfattr -n user.who -v b "$XS/b"
 ok cairn create -o source="$XS" xswap
-rm -f "$TESTDIR/swap.log"
-out=$(ASAN_OPTIONS=$asan_opts LD_PRELOAD=$SHIM SWAP_A=a SWAP_B=b SWAP_AT_XATTR=1 SWAP_LOG=$TESTDIR/swap.log \
-	"$CAIRN" snapshot xswap@one 2>&1)
-rc=$?
-grep -q "swapped a b at xattrs" "$TESTDIR/swap.log" 2>/dev/null || fail "xswap@one: no swap happened"
-[ $rc -eq 1 ] || fail "xswap@one: a directory swapped at its xattrs exited $rc: $out"
-echo "$out" | grep -q "$XS/a .*changed during the backup" || fail "xswap@one: a not reported: $out"
+shimmed xswap@one "swapped a b at xattrs" SWAP_A=a SWAP_B=b SWAP_AT_XATTR=1
+reported xswap@one "$XS/a "
 ok cairn restore xswap@one "$R/xswap-one"
 for d in a b; do
 	[ -d "$R/xswap-one/$d" ] || continue
@@ -152,7 +150,5 @@ for d in a b; do
 	*) fail "xswap@one: $d has mode $(stat -c %a "$R/xswap-one/$d") and the xattr of $(getfattr --absolute-names --only-values -n user.who "$R/xswap-one/$d")" ;;
 	esac
 done
-ok cairn snapshot xswap@two
-ok cairn restore xswap@two "$R/xswap-two"
-same_tree "$XS" "$R/xswap-two"
+settles xswap@two "$XS"
 done_test
