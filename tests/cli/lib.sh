@@ -320,6 +320,45 @@ open(sys.argv[2], "wb").write(data[:12] + b"".join(r for i, (_, _, r) in enumera
 PY
 }
 
+# ---- LD_PRELOAD shims that disturb a backup (dir-swap.c, link-swap.c) ----
+
+# build_shim NAME: compiles tests/cli/NAME.c into $SHIM.  ASan insists on
+# coming first among preloaded libraries; these shims only wrap a call or
+# two, so the order does not matter ($SHIM_ASAN says so).
+build_shim() {
+	SHIM=$TESTDIR/$1.so
+	cc -shared -fPIC -o "$SHIM" "$(dirname "$0")/$1.c" -ldl || fail "cannot build the shim $1"
+	SHIM_ASAN=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0
+}
+
+# shimmed DS@SNAP LOGGED VAR=VALUE...: snapshot DS@SNAP under $SHIM, set
+# up by the VAR=VALUEs; sets $out and $rc; fails unless the shim logged
+# LOGGED (it acted).
+shimmed() {
+	local snap=$1 logged=$2
+	shift 2
+	rm -f "$TESTDIR/swap.log"
+	out=$(env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" SWAP_LOG="$TESTDIR/swap.log" "$@" \
+		"$CAIRN" snapshot "$snap" 2>&1)
+	rc=$?
+	grep -q "$logged" "$TESTDIR/swap.log" 2>/dev/null || fail "$snap: the shim did not act ($logged)"
+}
+
+# reported DS@SNAP WHAT: that snapshot exited 1 naming WHAT (a pattern)
+# as changed during the backup.
+reported() {
+	[ $rc -eq 1 ] || fail "$1: a disturbed snapshot exited $rc: $out"
+	echo "$out" | grep -q "$2.*changed during the backup" || fail "$1: not reported: $out"
+}
+
+# settles DS@SNAP SRC: the next snapshot, taken undisturbed, restores
+# (into $R/DS@SNAP) as SRC is.
+settles() {
+	ok cairn snapshot "$1"
+	ok cairn restore "$1" "$R/$1"
+	same_tree "$2" "$R/$1"
+}
+
 done_test() {
 	local noted
 	noted=$(cat "$TESTDIR/.fails" 2>/dev/null | wc -l)

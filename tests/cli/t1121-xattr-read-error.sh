@@ -20,15 +20,11 @@ setfattr -n user.bad -v 1 "$SRC/big"
 setfattr -n user.bad -v 2 "$SRC/small"
 setfattr -n user.bad -v 3 "$SRC/dir"
 setfattr -n user.good -v 4 "$SRC/other"
-SHIM=$TESTDIR/xattr-eio.so
-cc -shared -fPIC -o "$SHIM" "$(dirname "$0")/xattr-eio.c" -ldl || fail "cannot build the shim"
+build_shim xattr-eio
 LOG=$TESTDIR/eio.log
-# ASan insists on coming first among preloaded libraries; the shim only
-# wraps two xattr calls, so the order does not matter here.
-asan_opts=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0
 ok cairn create -o source="$SRC" tank
 
-out=$(ASAN_OPTIONS=$asan_opts LD_PRELOAD=$SHIM XATTR_EIO_NAME=user.bad XATTR_EIO_LOG=$LOG cairn snapshot tank@one 2>&1)
+out=$(ASAN_OPTIONS=$SHIM_ASAN LD_PRELOAD=$SHIM XATTR_EIO_NAME=user.bad XATTR_EIO_LOG=$LOG cairn snapshot tank@one 2>&1)
 rc=$?
 [ -s "$LOG" ] || fail "the shim failed no xattr read"
 [ $rc -ne 0 ] || fail "a snapshot with unreadable xattrs exited 0: $out"
@@ -48,7 +44,7 @@ done
 [ ! -e "$R/one/dir/f" ] && [ ! -e "$R/one/dir/sub" ] || fail "entries of a left-out directory recorded"
 
 : >"$LOG"
-fails_with 1 "Input/output error" env ASAN_OPTIONS="$asan_opts" LD_PRELOAD="$SHIM" XATTR_EIO_NAME=user.bad XATTR_EIO_LOG="$LOG" \
+fails_with 1 "Input/output error" env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" XATTR_EIO_NAME=user.bad XATTR_EIO_LOG="$LOG" \
 	"$CAIRN" snapshot --strict tank@strict
 [ -s "$LOG" ] || fail "the shim failed no xattr read under --strict"
 cairn list -H -o name -t snapshot tank@strict >/dev/null 2>&1 && fail "--strict recorded a snapshot"
@@ -56,7 +52,7 @@ cairn list -H -o name -t snapshot tank@strict >/dev/null 2>&1 && fail "--strict 
 # The root cannot be left out: the snapshot fails, naming the source.
 setfattr -n user.bad -v 5 "$SRC"
 : >"$LOG"
-fails_with 1 "source $SRC: reading its xattrs: Input/output error" env ASAN_OPTIONS="$asan_opts" \
+fails_with 1 "source $SRC: reading its xattrs: Input/output error" env ASAN_OPTIONS="$SHIM_ASAN" \
 	LD_PRELOAD="$SHIM" XATTR_EIO_NAME=user.bad XATTR_EIO_LOG="$LOG" "$CAIRN" snapshot tank@root
 [ -s "$LOG" ] || fail "the shim failed no xattr read of the root"
 cairn list -H -o name -t snapshot tank@root >/dev/null 2>&1 && fail "a snapshot without the root's xattr"

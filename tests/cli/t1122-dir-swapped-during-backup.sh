@@ -18,40 +18,8 @@ echo from-a >"$SRC/a/fa"
 echo from-b >"$SRC/b/fb"
 chmod 750 "$SRC/a"
 chmod 705 "$SRC/b"
-SHIM=$TESTDIR/dir-swap.so
-cc -shared -fPIC -o "$SHIM" "$(dirname "$0")/dir-swap.c" -ldl || fail "cannot build the shim"
+build_shim dir-swap
 ok cairn create -o source="$SRC" tank
-# ASan insists on coming first among preloaded libraries; the shim only
-# wraps openat, so the order does not matter here.
-asan_opts=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0
-
-# shimmed DS@SNAP LOGGED VAR=VALUE...: snapshot DS@SNAP under the shim,
-# set up by the VAR=VALUEs; sets $out and $rc; fails unless the shim
-# logged LOGGED (it acted).
-shimmed() {
-	local snap=$1 logged=$2
-	shift 2
-	rm -f "$TESTDIR/swap.log"
-	out=$(env ASAN_OPTIONS="$asan_opts" LD_PRELOAD="$SHIM" SWAP_LOG="$TESTDIR/swap.log" "$@" \
-		"$CAIRN" snapshot "$snap" 2>&1)
-	rc=$?
-	grep -q "$logged" "$TESTDIR/swap.log" 2>/dev/null || fail "$snap: the shim did not act ($logged)"
-}
-
-# reported DS@SNAP WHAT: that snapshot exited 1 naming WHAT (a pattern)
-# as changed during the backup.
-reported() {
-	[ $rc -eq 1 ] || fail "$1: a swapped directory exited $rc: $out"
-	echo "$out" | grep -q "$2.*changed during the backup" || fail "$1: not reported: $out"
-}
-
-# settles DS@SNAP SRC: the next snapshot, taken undisturbed, restores as
-# SRC is.
-settles() {
-	ok cairn snapshot "$1"
-	ok cairn restore "$1" "$R/$1"
-	same_tree "$2" "$R/$1"
-}
 
 # swapped SNAP: tank@SNAP with a and b exchanged at a's open.
 swapped() {
