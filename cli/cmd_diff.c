@@ -88,6 +88,8 @@ static int print_line(const cairn_diff_change *c, const dout_t *o)
  * name that is not UTF-8 gets U+FFFD, since JSON strings cannot hold it. */
 static int json_path(dout_t *o, const char *key, const char *path)
 {
+	free(o->path); /* open_memstream makes a new buffer each time */
+	o->path = NULL;
 	FILE *m = open_memstream(&o->path, &o->pathcap);
 	if (!m)
 		return -1;
