@@ -1171,34 +1171,29 @@ static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *s
 	return r;
 }
 
-/* Reads the target of the symlink the walk stat'ed as st.  Another one
+/* Reads the target of the symlink e (as the walk stat'ed it).  Another one
  * put on the name in between is another link: its target under the old
  * link's owner and times would be a symlink that never existed, so it is
  * left out as a replaced file is (the next snapshot records it).  The
  * inode number alone does not tell: one removed and made again (rm; ln -s)
- * gets the freed number back on ext4 at once.  Its times and length do,
- * the same test that lets an unchanged link keep its previous target. */
-static bool same_link(const struct stat *a, const struct stat *b)
-{
-	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
-	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
-}
-
-static int read_link(int dfd, const char *name, const struct stat *st, char **out)
+ * gets the freed number back on ext4 at once.  Its times do: same_file,
+ * the test that lets an unchanged link keep its previous target. */
+static int read_link(int dfd, const char *name, tree_entry_t *e)
 {
 	char target[PATH_MAX];
 	ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
 	if (n < 0)
 		return -errno;
-	struct stat now;
-	if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) < 0)
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
-	if (!S_ISLNK(now.st_mode) || !same_link(&now, st))
+	tree_entry_t now = {0};
+	tree_entry_from_stat(&now, &st);
+	if (!same_file(&now, e) || now.dev != e->dev)
 		return CAIRN_ECHANGED;
 	target[n] = 0;
-	*out = strdup(target);
-	return *out ? 0 : -ENOMEM;
+	e->link = strdup(target);
+	return e->link ? 0 : -ENOMEM;
 }
 
 /* Records one object; regular files get their content here or in the
@@ -1227,7 +1222,7 @@ static __attribute__((noinline)) int visit(bctx_t *c, int dfd, const char *name,
 		e->link = strdup(prev->link);
 		r = e->link ? 0 : -ENOMEM;
 	} else if (e->type == TREE_SYMLINK) {
-		r = read_link(dfd, name, st, &e->link);
+		r = read_link(dfd, name, e);
 	}
 	/* Any object but a directory can have several names: a symlink, FIFO
 	 * or device node too.  Later names point at the first. */
