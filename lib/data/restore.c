@@ -1151,13 +1151,6 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 /* How long a restore waits for another writer to take or release its hold. */
 #define RESTORE_HOLD_WAIT_MS 5000
 
-/* Holds snap for the restore (a temporary hold, as send and mount take):
- * a destroy meanwhile, a prune run by its timer say, is refused or
- * deferred (destroy -d), so gc cannot take the chunks the restore has yet
- * to read.  A restore only reads, and must bring files back also where no
- * hold can be taken: a user who cannot write to the store, a full disk.
- * So a failed hold is reported through warn and the restore goes on (a
- * store on a read-only filesystem takes none and needs none). */
 struct tag_find {
 	const char *tag;
 	bool found;
@@ -1182,6 +1175,13 @@ static bool tag_held(cairn_store *st, const char *snap, const char *tag)
 	return held;
 }
 
+/* Holds snap for the restore (a temporary hold, as send and mount take):
+ * a destroy meanwhile, a prune run by its timer say, is refused or
+ * deferred (destroy -d), so gc cannot take the chunks the restore has yet
+ * to read.  A restore only reads, and must bring files back also where no
+ * hold can be taken: a user who cannot write to the store, a full disk.
+ * So a failed hold is reported through warn and the restore goes on (a
+ * store on a read-only filesystem takes none and needs none). */
 static bool hold_snap(cairn_store *st, const char *snap, cairn_restore_opts *opts, char *tag,
 		      size_t len)
 {
