@@ -570,6 +570,21 @@ static void count_request(s3_t *s, const struct req *q)
 	}
 }
 
+/* The retry budget, time without progress: whether a retry after wait
+ * still fits in retry_seconds since *since (the first failure since the
+ * last progress; set to now if 0).  If not, the error says so. */
+static bool retry_fits(s3_t *s, int64_t *since, int64_t now, int64_t wait, int tries)
+{
+	if (!*since)
+		*since = now;
+	if (now + wait < *since + (int64_t)s->retry_seconds * 1000000000)
+		return true;
+	size_t l = strlen(s->err);
+	snprintf(s->err + l, sizeof(s->err) - l, " (gave up after %d tries, %d s without a success)",
+		 tries + 1, s->retry_seconds);
+	return false;
+}
+
 /* Decides what a finished attempt means: done (result set) or retry. */
 static void settle(s3_t *s, struct req *q)
 {
@@ -658,19 +673,13 @@ static void settle(s3_t *s, struct req *q)
 		 * and a transient failure late in it still deserves its retries.
 		 * A server that is gone fails every request, so the call still
 		 * ends one budget after the last success. */
-		if (!s->failing_since)
-			s->failing_since = now;
 		int64_t wait = backoff_ns(q->tries);
-		if (now + wait < s->failing_since + (int64_t)s->retry_seconds * 1000000000) {
+		if (retry_fits(s, &s->failing_since, now, wait, q->tries)) {
 			q->tries++;
 			s->st.retries++;
 			q->not_before = now + wait;
 			return;
 		}
-		size_t l = strlen(s->err);
-		snprintf(s->err + l, sizeof(s->err) - l,
-			 " (gave up after %d tries, %d s without a success)", q->tries + 1,
-			 s->retry_seconds);
 		r = -ETIMEDOUT;
 	}
 	q->done = true;
@@ -1110,15 +1119,8 @@ static int delete_round(s3_t *s, size_t n, char *const *keys, char **retry, size
 static int delete_backoff(s3_t *s, int64_t *since, int tries)
 {
 	int64_t now = mono_ns(), wait = backoff_ns(tries);
-	if (!*since)
-		*since = now;
-	if (now + wait >= *since + (int64_t)s->retry_seconds * 1000000000) {
-		size_t l = strlen(s->err);
-		snprintf(s->err + l, sizeof(s->err) - l,
-			 " (gave up after %d tries, %d s without a success)", tries + 1,
-			 s->retry_seconds);
+	if (!retry_fits(s, since, now, wait, tries))
 		return -ETIMEDOUT;
-	}
 	s->st.retries++;
 	for (int64_t end = now + wait; mono_ns() < end;) {
 		if (stop_flag && __atomic_load_n(stop_flag, __ATOMIC_RELAXED)) {
