@@ -328,6 +328,25 @@ static int resume_partial(cairn_store *st, const endpoint_t *dst, const dest_hav
 	return 1;
 }
 
+/* Which of sync's refusals of the destination top h, judged from
+ * find_common's findings, applies (the ones that name no child; the
+ * first that does, in the order sync_endpoints says them), or none. */
+enum top_refusal { TOP_FITS, TOP_NO_SNAPSHOTS, TOP_UNRELATED, TOP_ONLY_BOOKMARKS, TOP_KIDS_UNRELATED };
+
+static enum top_refusal top_refusal(const dest_have_t *h, const char *newest, const char *common,
+				    bool related, bool any_common)
+{
+	if (!newest)
+		return TOP_NO_SNAPSHOTS;
+	if (h->top_example && !related)
+		return TOP_UNRELATED;
+	if (h->top_snap && !common)
+		return TOP_ONLY_BOOKMARKS;
+	if (h->sub_example && !any_common)
+		return TOP_KIDS_UNRELATED;
+	return TOP_FITS;
+}
+
 /* sync -R: a dataset below the destination top can hold the partial state
  * of a stream of its own (a cut `sync SRC/kid DEST/kid`, or a `recv -s`
  * into it by hand).  The -R stream, which receives into it too, would be
@@ -379,8 +398,7 @@ static int resume_children(cairn_store *st, const endpoint_t *src, const endpoin
 			      remap_renamed(st, src->dataset, &hr, NULL) >= 0 &&
 			      find_common(st, src->dataset, true, &hr, &common, &newest, &current,
 					  &related, &any_common) == 0 &&
-			      newest && !(hr.top_example && !related) &&
-			      !(hr.top_snap && !common) && !(hr.sub_example && !any_common);
+			      top_refusal(&hr, newest, common, related, any_common) == TOP_FITS;
 			dest_have_free(&hr);
 			free(common);
 			free(newest);
@@ -502,6 +520,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	/* A dataset renamed on the source is renamed there by a stream,
 	 * even one with no snapshot to send. */
 	int renamed = 0, extra = 0, stale = 0;
+	enum top_refusal refusal = TOP_FITS;
 	long unrel = -1;
 	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
 	int r = dest_guids(&dst, &h);
@@ -530,10 +549,11 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 	else if ((r = find_common(st, src.dataset, recursive, &h, &common, &newest, &current,
 				  &related, &any_common)) < 0)
 		rc = cli_fail(st, src.dataset, r);
-	else if (!newest) {
+	else if ((refusal = top_refusal(&h, newest, common, related, any_common)) ==
+		 TOP_NO_SNAPSHOTS) {
 		cli_err(src.dataset, "has no snapshots to sync");
 		rc = 1;
-	} else if (h.top_example && !related) {
+	} else if (refusal == TOP_UNRELATED) {
 		/* Named by one of them: the refusal is about this dataset's own
 		 * snapshots or bookmarks, not its children's. */
 		bool bm = strchr(h.top_example, '#') != NULL;
@@ -541,7 +561,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "(destroy them or pick another destination)",
 			bm ? "bookmarks" : "snapshots", h.top_example, src.dataset);
 		rc = 1;
-	} else if (h.top_snap && !common) {
+	} else if (refusal == TOP_ONLY_BOOKMARKS) {
 		/* Only a bookmark there is the source's: the full stream that
 		 * would follow is refused onto a dataset with snapshots. */
 		cli_err(dst.dataset, "has snapshots (eg. %s) but none in common with %s, only "
@@ -557,7 +577,7 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 				     "stream is full; refusing (destroy them)",
 			h.names[unrel], src.dataset, h.rels[unrel]);
 		rc = 1;
-	} else if (recursive && h.sub_example && !any_common) {
+	} else if (recursive && refusal == TOP_KIDS_UNRELATED) {
 		/* The top has none, but datasets under it do, and none of them
 		 * is a copy of this source's: a -R stream into it is not a
 		 * sync of a copy (-F would destroy them). */
