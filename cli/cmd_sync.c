@@ -10,7 +10,8 @@
  * (by guid; the same guid in another dataset there does not count, nor
  * does a bookmark there: a receive needs its source's data), with every
  * snapshot after it, in groups (one `snapshot -r` commits together).  A
- * partial receive on the destination is resumed by its token first,
+ * partial receive on the destination is resumed by its token once the
+ * checks of the destination pass (a refused sync changes nothing there),
  * planned the same way.  Running sync again
  * after any failure converges. */
 #include <errno.h>
@@ -352,19 +353,19 @@ static enum top_refusal top_refusal(const dest_have_t *h, const char *newest, co
  * into it by hand).  The -R stream, which receives into it too, would be
  * refused there ("contains partially-complete state") on every run, so
  * each such dataset that is a copy of the source dataset of its name
- * (dest_copy_of: no snapshot yet, or one of the source's) is first
+ * (dest_copy_of, judged on the destination as listed, without the
+ * source's renames: no snapshot yet, or one of the source's) is first
  * finished from its own token as a sync of that dataset alone would, or
  * its state is discarded when the token is unusable (resume_partial, as
- * for the top).  Not below a destination top that sync refuses (h, as
- * find_common judges it for the checks that follow), nor in a dataset
- * there with snapshots none of which is the source's (another source's
- * copy, whose partial receive is not this sync's: the -R stream is
- * refused there anyway, and a refused sync changes nothing), nor in one
- * of no source dataset: their state stays.  1 when a state was resumed or
- * discarded (the destination then has to be listed again), 0 when none
- * was, or -1 (said). */
+ * for the top).  Only once sync has found nothing to refuse (refused): a
+ * refused sync changes nothing.  Not in a dataset there with snapshots
+ * none of which is the source's (another source's copy, whose partial
+ * receive is not this sync's: the -R stream is refused there anyway),
+ * nor in one of no source dataset: their state stays.  1 when a state
+ * was resumed or discarded (the destination then has to be listed
+ * again), 0 when none was, or -1 (said). */
 static int resume_children(cairn_store *st, const endpoint_t *src, const endpoint_t *dst,
-			   const dest_have_t *h, bool force, bool verbose)
+			   bool force, bool verbose)
 {
 	const char *verb[] = {"get", "-r", "-t", "filesystem,volume", "-H", "-o", "name,value",
 			      "receive_resume_token", dst->dataset, NULL};
@@ -377,7 +378,9 @@ static int resume_children(cairn_store *st, const endpoint_t *src, const endpoin
 	}
 	size_t dl = strlen(dst->dataset);
 	src_tree_t tree = {0};
-	int r = 0, acted = 0, top = -1; /* top: -1 not judged yet, 0 refused, 1 a copy */
+	dest_have_t h = {0};
+	int r = 0, acted = 0;
+	bool loaded = false; /* h and tree, once a child holds a state */
 	for (char *line = strtok_r(out, "\n", &save); r >= 0 && line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *tab = strchr(line, '\t');
@@ -386,24 +389,16 @@ static int resume_children(cairn_store *st, const endpoint_t *src, const endpoin
 		*tab = 0;
 		if (strncmp(line, dst->dataset, dl) || line[dl] != '/')
 			continue;
-		if (top < 0) {
-			/* the checks after this refuse such a top (find_common,
-			 * on what the destination has with the source's renames
-			 * applied, as they see it) */
-			char *common = NULL, *newest = NULL;
-			bool current, related = false, any_common = false;
-			dest_have_t hr = {0};
-			top = src_tree_load(st, src->dataset, &tree) == 0 &&
-			      dest_guids(dst, &hr) >= 0 &&
-			      remap_renamed(st, src->dataset, &hr, NULL) >= 0 &&
-			      find_common(st, src->dataset, true, &hr, &common, &newest, &current,
-					  &related, &any_common) == 0 &&
-			      top_refusal(&hr, newest, common, related, any_common) == TOP_FITS;
-			dest_have_free(&hr);
-			free(common);
-			free(newest);
+		if (!loaded) {
+			loaded = true;
+			if ((r = src_tree_load(st, src->dataset, &tree)) < 0) {
+				cli_fail(st, src->dataset, r);
+				break;
+			}
+			if ((r = dest_guids(dst, &h)) < 0)
+				break;
 		}
-		if (!top || !dest_copy_of(h, &tree, line + dl))
+		if (!dest_copy_of(&h, &tree, line + dl))
 			continue;
 		endpoint_t kid = *dst; /* borrowed, with the child's name */
 		kid.dataset = line;
@@ -414,6 +409,7 @@ static int resume_children(cairn_store *st, const endpoint_t *src, const endpoin
 		dest_have_free(&kh);
 		acted |= r >= 0;
 	}
+	dest_have_free(&h);
 	src_tree_free(&tree);
 	free(out);
 	return r < 0 ? -1 : acted;
@@ -483,6 +479,115 @@ int cmd_sync(int argc, char **argv)
 	return rc;
 }
 
+/* What sync decides about a destination from its listing h (remapped for
+ * -R renames): find_common's findings, and the source's subtree (-R). */
+typedef struct judged {
+	char *common, *newest;
+	bool current, related, any_common;
+	src_tree_t tree;
+} judged_t;
+
+static void judged_free(judged_t *j)
+{
+	free(j->common);
+	free(j->newest);
+	src_tree_free(&j->tree);
+	*j = (judged_t){0};
+}
+
+/* sync's refusals of the destination, judged from h: 0 when it may be
+ * synced, 1 after saying why not.  Made before anything is resumed or
+ * discarded there, so that a refused sync leaves the destination exactly
+ * as it was (another store's partial receive included), and again after
+ * a resume, which changes what the destination has. */
+static int refused(cairn_store *st, const endpoint_t *src, const endpoint_t *dst,
+		   const dest_have_t *h, bool recursive, bool force, judged_t *j)
+{
+	judged_free(j);
+	enum top_refusal refusal;
+	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
+	long unrel;
+	int r = find_common(st, src->dataset, recursive, h, &j->common, &j->newest, &j->current,
+			    &j->related, &j->any_common);
+	if (r < 0)
+		return cli_fail(st, src->dataset, r);
+	refusal = top_refusal(h, j->newest, j->common, j->related, j->any_common);
+	if (refusal == TOP_NO_SNAPSHOTS) {
+		cli_err(src->dataset, "has no snapshots to sync");
+		return 1;
+	}
+	if (refusal == TOP_UNRELATED) {
+		/* Named by one of them: the refusal is about this dataset's own
+		 * snapshots or bookmarks, not its children's. */
+		bool bm = strchr(h->top_example, '#') != NULL;
+		cli_err(dst->dataset, "has %s (eg. %s) but none in common with %s; refusing "
+				      "(destroy them or pick another destination)",
+			bm ? "bookmarks" : "snapshots", h->top_example, src->dataset);
+		return 1;
+	}
+	if (refusal == TOP_ONLY_BOOKMARKS) {
+		/* Only a bookmark there is the source's: the full stream that
+		 * would follow is refused onto a dataset with snapshots. */
+		cli_err(dst->dataset, "has snapshots (eg. %s) but none in common with %s, only "
+				      "bookmarks, which a receive cannot start from; refusing "
+				      "(destroy the snapshots or pick another destination)",
+			h->top_snap, src->dataset);
+		return 1;
+	}
+	if (!recursive)
+		return 0;
+	if ((r = src_tree_load(st, src->dataset, &j->tree)) < 0)
+		return cli_fail(st, src->dataset, r);
+	if (j->common && (unrel = child_unrelated(st, src->dataset, h, &j->tree)) >= 0) {
+		cli_err(dst->dataset, "%s has snapshots but none in common with %s%s, whose "
+				      "stream is full; refusing (destroy them)",
+			h->names[unrel], src->dataset, h->rels[unrel]);
+		return 1;
+	}
+	if (refusal == TOP_KIDS_UNRELATED) {
+		/* The top has none, but datasets under it do, and none of them
+		 * is a copy of this source's: a -R stream into it is not a
+		 * sync of a copy (-F would destroy them). */
+		cli_err(dst->dataset, "has no snapshots of its own, but datasets under it %s (eg. %s), "
+				      "none in common with %s; refusing (destroy them or pick "
+				      "another destination)",
+			strchr(h->sub_example, '#') ? "have bookmarks" : "do", h->sub_example,
+			src->dataset);
+		return 1;
+	}
+	if (force && !j->common && h->nds > 1 && (r = dest_extra(&j->tree, h, NULL, &gone)) != 0) {
+		/* The top gets a full stream, which destroys nothing (as in zfs);
+		 * but once the top is in common, the next -R -F would destroy
+		 * what is not the source's under it.  Not without being asked
+		 * in so many words. */
+		if (r < 0)
+			return cli_fail(st, src->dataset, r);
+		cli_err(dst->dataset, "has no snapshots of its own; once it has, sync -R -F "
+				      "would destroy %s%s, which is not on %s; refusing "
+				      "(destroy it there, or sync without -F)",
+			dst->dataset, gone, src->dataset);
+		return 1;
+	}
+	return 0;
+}
+
+/* The destination listed again after a resume changed it (with -R, the
+ * source's renames applied to it again).  The renames counted, or <0
+ * (said). */
+static int relist(cairn_store *st, const endpoint_t *src, const endpoint_t *dst,
+		  dest_have_t *h, bool recursive)
+{
+	dest_have_free(h);
+	int r = dest_guids(dst, h);
+	if (r < 0 || !recursive)
+		return r < 0 ? -1 : 0;
+	if ((r = remap_renamed(st, src->dataset, h, NULL)) < 0) {
+		cli_fail(st, src->dataset, r);
+		return -1;
+	}
+	return r;
+}
+
 /* sync between parsed endpoints; names[0] and names[1] are them as typed. */
 static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool recursive,
 			  bool force, bool dry, bool verbose)
@@ -512,110 +617,48 @@ static int sync_endpoints(endpoint_t *srcp, endpoint_t *dstp, char **names, bool
 		return 1;
 	int rc = 0;
 	dest_have_t h = {0};
-	src_tree_t tree = {0};
-	char *common = NULL, *newest = NULL;
-	bool current = false, related = false, any_common = false;
-	/* A resume is planned from what the destination has; after one, it
-	 * has more, so it is asked again. */
+	judged_t j = {0};
 	/* A dataset renamed on the source is renamed there by a stream,
 	 * even one with no snapshot to send. */
-	int renamed = 0, extra = 0, stale = 0;
-	enum top_refusal refusal = TOP_FITS;
-	long unrel = -1;
-	const char *gone = NULL; /* -F: a destination dataset a full stream would destroy */
+	int renamed = 0, extra = 0, stale = 0, acted = 0;
 	int r = dest_guids(&dst, &h);
-	if (r >= 0 && recursive && !dry && (r = resume_children(st, &src, &dst, &h, force, verbose)) > 0) {
-		dest_have_free(&h);
-		r = dest_guids(&dst, &h);
-	}
 	if (r >= 0 && recursive &&
 	    (r = renamed = remap_renamed(st, src.dataset, &h, dry ? dst.dataset : NULL)) < 0) {
 		cli_fail(st, src.dataset, r);
 		r = -1;
 	}
-	if (r >= 0 && !dry)
-		r = resume_partial(st, &dst, &h, force, verbose);
-	if (r > 0) {
-		dest_have_free(&h);
-		r = dest_guids(&dst, &h);
-		if (r >= 0 && recursive &&
-		    (r = renamed = remap_renamed(st, src.dataset, &h, NULL)) < 0) {
-			cli_fail(st, src.dataset, r);
-			r = -1;
-		}
+	/* The checks first: a refused sync resumes (or discards) nothing. */
+	if (r < 0 || (rc = refused(st, &src, &dst, &h, recursive, force, &j)))
+		goto out;
+	/* A resume is planned from what the destination has; after one, it
+	 * has more, so it is asked again (and judged again). */
+	if (!dry && recursive && (acted = r = resume_children(st, &src, &dst, force, verbose)) > 0)
+		r = renamed = relist(st, &src, &dst, &h, recursive);
+	if (r >= 0 && !dry && (r = resume_partial(st, &dst, &h, force, verbose)) > 0) {
+		acted = 1;
+		r = renamed = relist(st, &src, &dst, &h, recursive);
 	}
-	if (r < 0)
-		rc = 1; /* said */
-	else if ((r = find_common(st, src.dataset, recursive, &h, &common, &newest, &current,
-				  &related, &any_common)) < 0)
-		rc = cli_fail(st, src.dataset, r);
-	else if ((refusal = top_refusal(&h, newest, common, related, any_common)) ==
-		 TOP_NO_SNAPSHOTS) {
-		cli_err(src.dataset, "has no snapshots to sync");
-		rc = 1;
-	} else if (refusal == TOP_UNRELATED) {
-		/* Named by one of them: the refusal is about this dataset's own
-		 * snapshots or bookmarks, not its children's. */
-		bool bm = strchr(h.top_example, '#') != NULL;
-		cli_err(dst.dataset, "has %s (eg. %s) but none in common with %s; refusing "
-				     "(destroy them or pick another destination)",
-			bm ? "bookmarks" : "snapshots", h.top_example, src.dataset);
-		rc = 1;
-	} else if (refusal == TOP_ONLY_BOOKMARKS) {
-		/* Only a bookmark there is the source's: the full stream that
-		 * would follow is refused onto a dataset with snapshots. */
-		cli_err(dst.dataset, "has snapshots (eg. %s) but none in common with %s, only "
-				     "bookmarks, which a receive cannot start from; refusing "
-				     "(destroy the snapshots or pick another destination)",
-			h.top_snap, src.dataset);
-		rc = 1;
-	} else if (recursive && (r = src_tree_load(st, src.dataset, &tree)) < 0) {
-		rc = cli_fail(st, src.dataset, r);
-	} else if (recursive && common &&
-		   (unrel = child_unrelated(st, src.dataset, &h, &tree)) >= 0) {
-		cli_err(dst.dataset, "%s has snapshots but none in common with %s%s, whose "
-				     "stream is full; refusing (destroy them)",
-			h.names[unrel], src.dataset, h.rels[unrel]);
-		rc = 1;
-	} else if (recursive && refusal == TOP_KIDS_UNRELATED) {
-		/* The top has none, but datasets under it do, and none of them
-		 * is a copy of this source's: a -R stream into it is not a
-		 * sync of a copy (-F would destroy them). */
-		cli_err(dst.dataset, "has no snapshots of its own, but datasets under it %s (eg. %s), "
-				     "none in common with %s; refusing (destroy them or pick "
-				     "another destination)",
-			strchr(h.sub_example, '#') ? "have bookmarks" : "do", h.sub_example,
-			src.dataset);
-		rc = 1;
-	} else if (recursive && force && !common && h.nds > 1 &&
-		   (extra = dest_extra(&tree, &h, NULL, &gone)) != 0) {
-		/* The top gets a full stream, which destroys nothing (as in zfs);
-		 * but once the top is in common, the next -R -F would destroy
-		 * what is not the source's under it.  Not without being asked
-		 * in so many words. */
-		rc = extra < 0 ? cli_fail(st, src.dataset, extra) : 1;
-		if (extra > 0)
-			cli_err(dst.dataset, "has no snapshots of its own; once it has, sync -R -F "
-						  "would destroy %s%s, which is not on %s; refusing "
-						  "(destroy it there, or sync without -F)",
-				dst.dataset, gone, src.dataset);
-	} else if (recursive && force && ((current && renamed <= 0) || dry) &&
-		   (extra = dest_extra(&tree, &h, dry ? dst.dataset : NULL, NULL)) < 0) {
+	if (r < 0 || (acted && (rc = refused(st, &src, &dst, &h, recursive, force, &j))))
+		goto out;
+	if (recursive && force && ((j.current && renamed <= 0) || dry) &&
+	    (extra = dest_extra(&j.tree, &h, dry ? dst.dataset : NULL, NULL)) < 0) {
 		rc = cli_fail(st, src.dataset, extra);
-	} else if (recursive && force && common && ((current && renamed <= 0 && !extra) || dry) &&
-		   (stale = dest_stale(&tree, &h, dry ? dst.dataset : NULL)) < 0) {
+	} else if (recursive && force && j.common &&
+		   ((j.current && renamed <= 0 && !extra) || dry) &&
+		   (stale = dest_stale(&j.tree, &h, dry ? dst.dataset : NULL)) < 0) {
 		/* (a top not in common gets a full stream, which destroys none) */
 		rc = cli_fail(st, src.dataset, stale);
-	} else if (current && renamed <= 0 && extra == 0 && stale == 0) {
+	} else if (j.current && renamed <= 0 && extra == 0 && stale == 0) {
 		if (verbose || dry)
-			printf("%s is up to date (%s)\n", dst.dataset, strchr(newest, '@'));
+			printf("%s is up to date (%s)\n", dst.dataset, strchr(j.newest, '@'));
 	} else {
-		rc = send_to(st, &dst, newest, &h, recursive, force, dry, verbose, common);
+		rc = send_to(st, &dst, j.newest, &h, recursive, force, dry, verbose, j.common);
 	}
+out:
+	if (r < 0)
+		rc = 1; /* said */
 	dest_have_free(&h);
-	src_tree_free(&tree);
-	free(common);
-	free(newest);
+	judged_free(&j);
 	cairn_store_close(st);
 	return rc;
 }

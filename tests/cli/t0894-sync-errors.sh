@@ -109,8 +109,11 @@ ok ca sync -R tank "$B:bk"
 
 # ---- partial state on the target, and a refusal: no "run sync again" ----
 # A cut receive leaves a token; then the target gets a snapshot of its own,
-# so resuming that full stream is refused (destination has snapshots).  The
-# refusal is the same on every retry: sync must not suggest one.
+# none of the source's.  sync refuses it before it resumes anything (a
+# refused sync changes nothing: the token stays, t1750), on every retry
+# alike: sync must not suggest one.  (It used to resume the token first,
+# and the receiver refused the full stream onto bk2@mine on two lines,
+# which sync joined into one.)
 ca send tank@4 >"$TESTDIR/full4" || fail "send tank@4"
 head -c $(($(stat -c %s "$TESTDIR/full4") / 2)) "$TESTDIR/full4" | cb recv -s bk2 2>/dev/null &&
 	fail "a cut receive succeeded"
@@ -119,14 +122,11 @@ tok=$(cb get -H -o value receive_resume_token bk2)
 ok cb snapshot bk2@mine
 for try in 1 2; do
 	out=$(ca sync tank "$B:bk2" 2>&1) && fail "try $try: resuming onto a dataset with snapshots succeeded"
-	echo "$out" | grep -q "^cairn: sync: bk2: receiving tank@4 (resumed): destination has snapshots" ||
+	echo "$out" | grep -q "^cairn: sync: bk2: has snapshots (eg. bk2@mine) but none in common with tank; refusing" ||
 		fail "try $try: the refusal is not reported: $out"
 	echo "$out" | grep -q "sync again" && fail "try $try: a refusal says to run sync again: $out"
-	# recv says it on two lines (zfs's words); sync's one line has both,
-	# and nothing comes before it (the second line was printed first)
-	echo "$out" | head -1 | grep -q "^cairn: sync: bk2: .*destination has snapshots (eg. bk2@mine); must destroy them to overwrite it$" ||
-		fail "try $try: recv's two-line refusal is not one line, in order: $out"
 	[ "$(echo "$out" | wc -l)" = 1 ] || fail "try $try: more than one line: $out"
+	[ "$(cb get -H -o value receive_resume_token bk2)" = "$tok" ] || fail "try $try: the refusal changed the token"
 done
 ok cb destroy bk2@mine
 ok ca sync tank "$B:bk2"
