@@ -730,6 +730,38 @@ static bool excluded(rctx_t *c, const char *prop, bool top)
 	return false;
 }
 
+static int crypt_refused(rctx_t *c, int r);
+
+/* A plain stream never lands below an encryption root (recv_crypt_apply
+ * refuses it at the commit: docs/SECURITY.md).  Where the stream's top
+ * goes is known from its DATASET record, and no -R rename moves the top:
+ * so it is refused there, before any chunk is read, not after all of
+ * them (a raw stream, whose top may yet get a CRYPTKEY, at its first
+ * snapshot record: sync sends a plain dataset raw).  Judged on the top's
+ * dataset or, when it is yet to be made, on its nearest existing
+ * ancestor, whose encryption it would inherit. */
+static int plain_top_fits(rctx_t *c, const char *local)
+{
+	char up[NAME_BUF];
+	snprintf(up, sizeof(up), "%s", local);
+	ds_row_t row = {0}, root = {0};
+	int r;
+	while ((r = catalog_ds_by_name(c->st->cat, up, &row)) == -ENOENT) {
+		char *slash = strrchr(up, '/');
+		if (!slash)
+			return 0;
+		*slash = 0;
+	}
+	if (r == 0 && (r = encroot_find(c->st, &row, &root)) == 1)
+		r = crypt_refused(c, store_err(c->st, -EINVAL,
+					       "%s: cannot receive unencrypted data below "
+					       "encryption root %s",
+					       local, root.name));
+	ds_row_clear(&row);
+	ds_row_clear(&root);
+	return r == -EINVAL ? r : 0; /* (a catalog error: the commit reports it) */
+}
+
 static int read_dataset(rctx_t *c)
 {
 	if (c->any_snap)
@@ -831,6 +863,8 @@ static int read_dataset(rctx_t *c)
 	    catalog_ds_by_name(c->st->cat, d->local, &row) == -ENOENT)
 		r = recv_create_check_parent(c, d->local);
 	ds_row_clear(&row);
+	if (r == 0 && top && !(c->flags & STREAM_F_RAW))
+		r = plain_top_fits(c, d->local);
 	return r;
 }
 
@@ -1869,6 +1903,11 @@ static int read_snap(rctx_t *c)
 	cur->group_mark = txg;
 	if (token_group_add(&c->gids, s->guid, s->fromguid) < 0)
 		return -ENOMEM;
+	/* A raw stream's top is plain when no CRYPTKEY gave it a key: they
+	 * all come before the first snapshot. */
+	if (!c->any_snap && (c->flags & STREAM_F_RAW) && !stream_key(c, &c->ds[0]) &&
+	    (r = plain_top_fits(c, c->ds[0].local)) < 0)
+		return r;
 	c->any_snap = true;
 	r = target_has(c, s);
 	if (r < 0)
