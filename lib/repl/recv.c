@@ -762,11 +762,29 @@ static int plain_top_fits(rctx_t *c, const char *local)
 	return r == -EINVAL ? r : 0; /* (a catalog error: the commit reports it) */
 }
 
+static int find_by_guid(rctx_t *c, uint64_t guid, char *out);
+static int load_local_guids(rctx_t *c);
+
+/* The dataset there that stream dataset d will write into, as named now:
+ * with -R, the one with its guid in the stream's scope, which the commit
+ * renames to d->local (apply_dataset); else the one named d->local.  So
+ * that a check made before the renames looks at the right dataset (the
+ * guids are read once, at the first child: nothing changes there before
+ * the commit, which reads them again). */
+static const char *receives_into(rctx_t *c, const rds_t *d, char old[NAME_BUF])
+{
+	if ((c->flags & STREAM_F_RECURSIVE) &&
+	    (c->local_guids_loaded || load_local_guids(c) == 0) &&
+	    find_by_guid(c, d->guid, old) == 0)
+		return old;
+	return d->local;
+}
+
 static int read_dataset(rctx_t *c)
 {
 	if (c->any_snap)
 		return bad(c, "DATASET record after the first snapshot");
-	char why[256];
+	char why[256], old[NAME_BUF];
 	char *name = sr_strdup(&c->rd, NAME_BUF - 1);
 	int type = sr_u8(&c->rd);
 	uint64_t guid = sr_u64(&c->rd);
@@ -817,7 +835,7 @@ static int read_dataset(rctx_t *c)
 	if (r == 0 && c->nds == 1)
 		r = check_state(c);
 	else if (r == 0)
-		r = check_no_state(c, d->local);
+		r = check_no_state(c, receives_into(c, d, old));
 	/* A parent must be declared before its children. */
 	const char *slash = strrchr(name, '/');
 	if (r == 0 && c->nds > 1 && slash) {
@@ -1471,6 +1489,10 @@ static int apply_dataset(rctx_t *c, const rds_t *d, bool top)
 		if (r == 0)
 			note_rename(c, old, d->local);
 	}
+	/* read_dataset checked before the renames; another command may have
+	 * left a partial state since (only the top's can be this stream's). */
+	if (r == 0 && !top)
+		r = check_no_state(c, d->local);
 	/* -o is a local value; the stream's are received values (below).
 	 * keylocation for the root a raw stream brings is set once it is
 	 * one (recv_crypt_apply), as zfs allows. */
