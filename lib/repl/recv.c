@@ -780,6 +780,20 @@ static const char *receives_into(rctx_t *c, const rds_t *d, char old[NAME_BUF])
 	return d->local;
 }
 
+/* A child d of the stream must find no partial state in the dataset it
+ * writes into (receives_into), nor in one that stays in the way at its
+ * new name, which the commit cannot rename it over ("dataset already
+ * exists" there, once every chunk has come).  A dataset at the new name
+ * that the stream moves away is one of its own, checked by its guid. */
+static int check_no_state_child(rctx_t *c, const rds_t *d, char old[NAME_BUF])
+{
+	const char *into = receives_into(c, d, old);
+	int r = check_no_state(c, into);
+	if (r == 0 && into != d->local)
+		r = check_no_state(c, d->local);
+	return r;
+}
+
 static int read_dataset(rctx_t *c)
 {
 	if (c->any_snap)
@@ -835,7 +849,7 @@ static int read_dataset(rctx_t *c)
 	if (r == 0 && c->nds == 1)
 		r = check_state(c);
 	else if (r == 0)
-		r = check_no_state(c, receives_into(c, d, old));
+		r = check_no_state_child(c, d, old);
 	/* A parent must be declared before its children. */
 	const char *slash = strrchr(name, '/');
 	if (r == 0 && c->nds > 1 && slash) {
