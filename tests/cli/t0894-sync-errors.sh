@@ -132,4 +132,25 @@ ok cb destroy bk2@mine
 ok ca sync tank "$B:bk2"
 [ "$(cb list -H -p -o guid bk2@4)" = "$(ca list -H -p -o guid tank@4)" ] ||
 	fail "sync did not finish the partial receive once the refusal was gone"
+
+# ---- the receiver's refusal on two lines: one sync line, in order ----
+# bk3 has no snapshots of its own, so sync -R sends the tree whole; bk3/a
+# is a copy of tank/a, but bk3/c has a snapshot of its own, and the
+# receiver refuses the full stream onto it on two lines (zfs's words).
+mkdir -p "$S/tank/c"
+ok ca create -o source="$S/tank/c" tank/c
+ok ca snapshot -r tank@5
+ok cb create bk3
+ca send tank/a@1 | ok cb recv bk3/a
+ok cb create -o source="$S/tank/c" bk3/c
+ok cb snapshot bk3/c@mine
+L3=$(cb list -H -p -t all -r -o name,guid bk3/c)
+out=$(ca sync -R tank "$B:bk3" 2>&1) && fail "sync -R onto bk3/c@mine succeeded"
+[ "$(sync_lines "$out")" = 1 ] || fail "two-line refusal: not one sync line: $out"
+[ "$(echo "$out" | wc -l)" = 1 ] || fail "two-line refusal: more than one line: $out"
+# nothing comes before it (the second line was printed first)
+echo "$out" | grep -q "^cairn: sync: bk3: .*destination has snapshots (eg. bk3/c@mine); must destroy them to overwrite it$" ||
+	fail "recv's two-line refusal is not one line, in order: $out"
+# (the groups before tank/c's first one were committed: a sync's progress)
+[ "$(cb list -H -p -t all -r -o name,guid bk3/c)" = "$L3" ] || fail "the refused sync changed bk3/c"
 done_test
