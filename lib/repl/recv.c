@@ -739,8 +739,13 @@ static int crypt_refused(rctx_t *c, int r);
  * them (a raw stream, whose top may yet get a CRYPTKEY, at its first
  * snapshot record: sync sends a plain dataset raw).  Judged on the top's
  * dataset or, when it is yet to be made, on its nearest existing
- * ancestor, whose encryption it would inherit. */
-static int plain_top_fits(rctx_t *c, const char *local)
+ * ancestor, whose encryption it would inherit.  A -R child is judged the
+ * same way on the dataset it writes into (receives_into): when that one,
+ * or the ancestor a new child goes below, is encrypted, the commit is
+ * sure to refuse it too (a rename never crosses an encryption root, and
+ * an encrypted dataset the stream moves is written into, and refused,
+ * itself). */
+static int plain_fits(rctx_t *c, const char *local)
 {
 	char up[NAME_BUF];
 	snprintf(up, sizeof(up), "%s", local);
@@ -895,8 +900,8 @@ static int read_dataset(rctx_t *c)
 	    catalog_ds_by_name(c->st->cat, d->local, &row) == -ENOENT)
 		r = recv_create_check_parent(c, d->local);
 	ds_row_clear(&row);
-	if (r == 0 && top && !(c->flags & STREAM_F_RAW))
-		r = plain_top_fits(c, d->local);
+	if (r == 0 && !(c->flags & STREAM_F_RAW))
+		r = plain_fits(c, top ? d->local : receives_into(c, d, old));
 	return r;
 }
 
@@ -1863,6 +1868,19 @@ static int crypt_fits_target(rctx_t *c, const psnap_t *s, bool anyway)
 	return r;
 }
 
+/* A raw stream's datasets that no CRYPTKEY gave a key (they all come
+ * before the first snapshot) are plain: plain_fits, at that first
+ * snapshot record, before any chunk. */
+static int raw_plain_fit(rctx_t *c)
+{
+	char old[NAME_BUF];
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < c->nds; i++)
+		if (!stream_key(c, &c->ds[i]))
+			r = plain_fits(c, i ? receives_into(c, &c->ds[i], old) : c->ds[i].local);
+	return r;
+}
+
 static int read_snap(rctx_t *c)
 {
 	char why[256], dsname[NAME_BUF], full[NAME_BUF * 2];
@@ -1939,10 +1957,7 @@ static int read_snap(rctx_t *c)
 	cur->group_mark = txg;
 	if (token_group_add(&c->gids, s->guid, s->fromguid) < 0)
 		return -ENOMEM;
-	/* A raw stream's top is plain when no CRYPTKEY gave it a key: they
-	 * all come before the first snapshot. */
-	if (!c->any_snap && (c->flags & STREAM_F_RAW) && !stream_key(c, &c->ds[0]) &&
-	    (r = plain_top_fits(c, c->ds[0].local)) < 0)
+	if (!c->any_snap && (c->flags & STREAM_F_RAW) && (r = raw_plain_fit(c)) < 0)
 		return r;
 	c->any_snap = true;
 	r = target_has(c, s);
