@@ -348,13 +348,35 @@ static enum top_refusal top_refusal(const dest_have_t *h, const char *newest, co
 	return TOP_FITS;
 }
 
+/* A copy of h's dataset rels (as listed, before remap_renamed changes
+ * them in place) in *out: 0, or -ENOMEM. */
+static int listed_rels(const dest_have_t *h, char ***out)
+{
+	*out = calloc(h->nds + 1, sizeof(**out));
+	for (size_t i = 0; *out && i < h->nds; i++)
+		if (!((*out)[i] = strdup(h->dsrels[i])))
+			return -ENOMEM;
+	return *out ? 0 : -ENOMEM;
+}
+
+/* The rel that dataset rel there (as listed) has once the source's renames
+ * are applied to h (remap_renamed keeps each dataset's index). */
+static const char *as_renamed(const dest_have_t *h, char *const *listed, const char *rel)
+{
+	for (size_t i = 0; i < h->nds; i++)
+		if (!strcmp(listed[i], rel))
+			return h->dsrels[i];
+	return rel;
+}
+
 /* sync -R: a dataset below the destination top can hold the partial state
  * of a stream of its own (a cut `sync SRC/kid DEST/kid`, or a `recv -s`
  * into it by hand).  The -R stream, which receives into it too, would be
  * refused there ("contains partially-complete state") on every run, so
  * each such dataset that is a copy of the source dataset of its name
- * (dest_copy_of, judged on the destination as listed, without the
- * source's renames: no snapshot yet, or one of the source's) is first
+ * (dest_copy_of, judged with the source's renames applied, as the -R
+ * stream will: a child the source renamed is a copy of the dataset of
+ * its new name; no snapshot yet, or one of the source's) is first
  * finished from its own token as a sync of that dataset alone would, or
  * its state is discarded when the token is unusable (resume_partial, as
  * for the top).  Only once sync has found nothing to refuse (refused): a
@@ -379,6 +401,7 @@ static int resume_children(cairn_store *st, const endpoint_t *src, const endpoin
 	size_t dl = strlen(dst->dataset);
 	src_tree_t tree = {0};
 	dest_have_t h = {0};
+	char **listed = NULL; /* h's dataset rels as listed, before the renames */
 	int r = 0, acted = 0;
 	bool loaded = false; /* h and tree, once a child holds a state */
 	for (char *line = strtok_r(out, "\n", &save); r >= 0 && line;
@@ -395,10 +418,15 @@ static int resume_children(cairn_store *st, const endpoint_t *src, const endpoin
 				cli_fail(st, src->dataset, r);
 				break;
 			}
-			if ((r = dest_guids(dst, &h)) < 0)
+			if ((r = dest_guids(dst, &h)) < 0) /* (said) */
 				break;
+			if ((r = listed_rels(&h, &listed)) < 0 ||
+			    (r = remap_renamed(st, src->dataset, &h, NULL)) < 0) {
+				cli_fail(st, src->dataset, r);
+				break;
+			}
 		}
-		if (!dest_copy_of(&h, &tree, line + dl))
+		if (!dest_copy_of(&h, &tree, as_renamed(&h, listed, line + dl)))
 			continue;
 		endpoint_t kid = *dst; /* borrowed, with the child's name */
 		kid.dataset = line;
@@ -409,6 +437,9 @@ static int resume_children(cairn_store *st, const endpoint_t *src, const endpoin
 		dest_have_free(&kh);
 		acted |= r >= 0;
 	}
+	for (size_t i = 0; listed && i < h.nds; i++)
+		free(listed[i]);
+	free(listed);
 	dest_have_free(&h);
 	src_tree_free(&tree);
 	free(out);
