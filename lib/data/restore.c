@@ -368,12 +368,36 @@ static void set_owner(wctx_t *w, int fd, int dfd, const char *name, const tree_e
  * the mode's group bits, so chmod after the ACL keeps both as recorded).
  * By path (fd < 0) as set_xattr: a symlink's own, or a pinned node's
  * /proc path (a symlink has no mode of its own). */
+/* Set-id bits grant their file's owner's or group's rights to whoever
+ * runs it.  Where the file did not get the recorded owner (--no-same-owner,
+ * a user's restore, a chown that failed), keeping them would grant the
+ * restoring user's or root's rights, which the snapshot never did: as
+ * cp -p does when it cannot keep an owner, each bit is cleared unless its
+ * owner (setuid: the user, setgid: the group) is the recorded one.  A
+ * directory keeps its setgid bit: it only passes the group on to new
+ * children, and grants no rights (cp and tar keep it too). */
+static mode_t setid_kept(int fd, const char *path, const tree_entry_t *e)
+{
+	mode_t mode = e->mode;
+	if (e->type == TREE_DIR || !(mode & (S_ISUID | S_ISGID)))
+		return mode;
+	struct stat sb;
+	if ((fd >= 0 ? fstat(fd, &sb) : stat(path, &sb)) < 0)
+		return mode & ~(S_ISUID | S_ISGID);
+	if (sb.st_uid != e->uid)
+		mode &= ~S_ISUID;
+	if (sb.st_gid != e->gid)
+		mode &= ~S_ISGID;
+	return mode;
+}
+
 static void set_mode_times(wctx_t *w, int fd, const char *path, const tree_entry_t *e)
 {
 	struct timespec t[2] = {ts_of(e->atime_ns ? e->atime_ns : e->mtime_ns), ts_of(e->mtime_ns)};
 	bool symlink = e->type == TREE_SYMLINK;
-	if (!symlink && (fd >= 0 ? fchmod(fd, e->mode) : chmod(path, e->mode)) < 0)
-		fail(w, e->path, -errno, "mode %o: %s", e->mode & 07777, strerror(errno));
+	mode_t mode = symlink ? 0 : setid_kept(fd, path, e);
+	if (!symlink && (fd >= 0 ? fchmod(fd, mode) : chmod(path, mode)) < 0)
+		fail(w, e->path, -errno, "mode %o: %s", mode & 07777, strerror(errno));
 	if ((fd >= 0 ? futimens(fd, t)
 		     : utimensat(AT_FDCWD, path, t, symlink ? AT_SYMLINK_NOFOLLOW : 0)) < 0)
 		fail(w, e->path, -errno, "times: %s", strerror(errno));
