@@ -319,18 +319,35 @@ static int write_bundle_part(wctx_t *w, int fd, const tree_entry_t *e)
 #define DEFAULT_ACL "system.posix_acl_default"
 #define ACCESS_ACL "system.posix_acl_access"
 
-/* One extended attribute, on an open file or by path (fd < 0): a
- * symlink's own path, never followed, or the /proc path of an O_PATH
- * descriptor pinning a node (followed: to that node).  One that cannot be
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452 /* Linux 6.6; the same number on every architecture */
+#endif
+
+/* chmod of what the O_PATH descriptor pfd pins, never of a name: fchmod
+ * takes no O_PATH descriptor, fchmodat2 with AT_EMPTY_PATH does (Linux
+ * 6.6); before that (or where a seccomp filter refuses it), the pin's
+ * /proc path, which needs /proc. */
+static int chmod_pinned(int pfd, mode_t mode)
+{
+	if (syscall(SYS_fchmodat2, pfd, "", mode, AT_EMPTY_PATH) == 0)
+		return 0;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	return chmod(proc, mode);
+}
+
+/* One extended attribute, on an open file or (fd < 0) by the /proc path
+ * of an O_PATH descriptor pinning a node (pin_made; followed: to that
+ * node, a symlink itself included, since xattr calls take no O_PATH
+ * descriptor).  One that cannot be
  * set is a per-file failure naming it: the data is restored, but the
  * restore does not claim full fidelity.  As with owners, a non-root
  * restore skips the namespaces only root may write. */
 static void set_xattr(wctx_t *w, int fd, const char *pathfd, const tree_entry_t *e,
 		      const tree_xattr_t *x)
 {
-	int r = fd >= 0			     ? fsetxattr(fd, x->name, x->value, x->len, 0)
-		: e->type == TREE_SYMLINK ? lsetxattr(pathfd, x->name, x->value, x->len, 0)
-					  : setxattr(pathfd, x->name, x->value, x->len, 0);
+	int r = fd >= 0 ? fsetxattr(fd, x->name, x->value, x->len, 0)
+			: setxattr(pathfd, x->name, x->value, x->len, 0);
 	if (r == 0)
 		return;
 	bool root_only = !strncmp(x->name, "trusted.", 8) || !strncmp(x->name, "security.", 9);
@@ -364,10 +381,22 @@ static void set_owner(wctx_t *w, int fd, int dfd, const char *name, const tree_e
 		fail(w, e->path, -errno, "owner %u:%u: %s", e->uid, e->gid, strerror(errno));
 }
 
+/* A pinned node's times: utimensat takes an O_PATH descriptor with
+ * AT_EMPTY_PATH (not a NULL path, which wants one opened for I/O); where
+ * that is refused, its /proc path, followed to the node. */
+static int utimens_pinned(int pfd, const struct timespec t[2])
+{
+	if (utimensat(pfd, "", t, AT_EMPTY_PATH) == 0)
+		return 0;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	return utimensat(AT_FDCWD, proc, t, 0);
+}
+
 /* Mode and times, last: after the owner and the xattrs (an ACL's mask is
  * the mode's group bits, so chmod after the ACL keeps both as recorded).
- * By path (fd < 0) as set_xattr: a symlink's own, or a pinned node's
- * /proc path (a symlink has no mode of its own). */
+ * Through an open file, or (fd < 0) the O_PATH pin pfd of a node that
+ * cannot be opened (pin_made; a symlink has no mode of its own). */
 /* Set-id bits grant their file's owner's or group's rights to whoever
  * runs it.  Where the file did not get the recorded owner (--no-same-owner,
  * a user's restore, a chown that failed), keeping them would grant the
@@ -376,13 +405,13 @@ static void set_owner(wctx_t *w, int fd, int dfd, const char *name, const tree_e
  * owner (setuid: the user, setgid: the group) is the recorded one.  A
  * directory keeps its setgid bit: it only passes the group on to new
  * children, and grants no rights (cp and tar keep it too). */
-static mode_t setid_kept(int fd, const char *path, const tree_entry_t *e)
+static mode_t setid_kept(int fd, const tree_entry_t *e)
 {
 	mode_t mode = e->mode;
 	if (e->type == TREE_DIR || !(mode & (S_ISUID | S_ISGID)))
 		return mode;
 	struct stat sb;
-	if ((fd >= 0 ? fstat(fd, &sb) : stat(path, &sb)) < 0)
+	if (fstat(fd, &sb) < 0)
 		return mode & ~(S_ISUID | S_ISGID);
 	if (sb.st_uid != e->uid)
 		mode &= ~S_ISUID;
@@ -391,15 +420,14 @@ static mode_t setid_kept(int fd, const char *path, const tree_entry_t *e)
 	return mode;
 }
 
-static void set_mode_times(wctx_t *w, int fd, const char *path, const tree_entry_t *e)
+static void set_mode_times(wctx_t *w, int fd, int pfd, const tree_entry_t *e)
 {
 	struct timespec t[2] = {ts_of(e->atime_ns ? e->atime_ns : e->mtime_ns), ts_of(e->mtime_ns)};
 	bool symlink = e->type == TREE_SYMLINK;
-	mode_t mode = symlink ? 0 : setid_kept(fd, path, e);
-	if (!symlink && (fd >= 0 ? fchmod(fd, mode) : chmod(path, mode)) < 0)
+	mode_t mode = symlink ? 0 : setid_kept(fd >= 0 ? fd : pfd, e);
+	if (!symlink && (fd >= 0 ? fchmod(fd, mode) : chmod_pinned(pfd, mode)) < 0)
 		fail(w, e->path, -errno, "mode %o: %s", mode & 07777, strerror(errno));
-	if ((fd >= 0 ? futimens(fd, t)
-		     : utimensat(AT_FDCWD, path, t, symlink ? AT_SYMLINK_NOFOLLOW : 0)) < 0)
+	if ((fd >= 0 ? futimens(fd, t) : utimens_pinned(pfd, t)) < 0)
 		fail(w, e->path, -errno, "times: %s", strerror(errno));
 }
 
@@ -477,7 +505,7 @@ static int make_reg(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 	if (r == 0) {
 		set_owner(w, fd, -1, NULL, e);
 		set_xattrs(w, fd, NULL, e);
-		set_mode_times(w, fd, NULL, e);
+		set_mode_times(w, fd, -1, e);
 	}
 	close(fd);
 	return 0;
@@ -496,23 +524,6 @@ static void drop_acls(wctx_t *w, int fd, const tree_entry_t *e)
 		if (fgetxattr(fd, acl[i], NULL, 0) >= 0 && fremovexattr(fd, acl[i]) < 0)
 			fail(w, e->path, -errno, "removing the directory's %s ACL: %s",
 			     i ? "access" : "default", strerror(errno));
-}
-
-#ifndef SYS_fchmodat2
-#define SYS_fchmodat2 452 /* Linux 6.6; the same number on every architecture */
-#endif
-
-/* chmod of what the O_PATH descriptor pfd pins, never of a name: fchmod
- * takes no O_PATH descriptor, fchmodat2 with AT_EMPTY_PATH does (Linux
- * 6.6); before that (or where a seccomp filter refuses it), the pin's
- * /proc path, which needs /proc. */
-static int chmod_pinned(int pfd, mode_t mode)
-{
-	if (syscall(SYS_fchmodat2, pfd, "", mode, AT_EMPTY_PATH) == 0)
-		return 0;
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
-	return chmod(proc, mode);
 }
 
 /* An existing directory that a user's earlier run left unreadable to
@@ -622,22 +633,42 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 	return 0;
 }
 
-/* Owner, xattrs, mode and times of a new FIFO, device or socket, which
- * cannot be opened for them.  The node is pinned first by an O_PATH
- * descriptor and checked to be what was made: its name could have been
- * swapped for a symlink meanwhile (in a target others can write to), and
- * a chmod by that name would follow it out of the target. */
-static int set_node_meta(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
+/* Whether the node pinned by pfd is the one just made for e: of its type
+ * and, a symlink, pointing where e's does (one swapped in that matches
+ * both only gets what the one made would have).  Not by its owner: where
+ * the filesystem picks it (root squashed to nobody on NFS), the node made
+ * is not this process's either. */
+static bool is_made(int pfd, const tree_entry_t *e)
 {
-	mode_t want = e->type == TREE_CHR   ? S_IFCHR
-		      : e->type == TREE_BLK ? S_IFBLK
-		      : e->type == TREE_FIFO ? S_IFIFO
-					     : S_IFSOCK;
-	int pfd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	mode_t want = e->type == TREE_SYMLINK ? S_IFLNK
+		      : e->type == TREE_CHR   ? S_IFCHR
+		      : e->type == TREE_BLK   ? S_IFBLK
+		      : e->type == TREE_FIFO  ? S_IFIFO
+					      : S_IFSOCK;
 	struct stat sb;
-	int err = pfd < 0 || fstat(pfd, &sb) < 0 ? -errno : 0;
-	if (!err && (sb.st_mode & S_IFMT) != want)
-		err = -EEXIST;
+	if (fstat(pfd, &sb) < 0 || (sb.st_mode & S_IFMT) != want)
+		return false;
+	if (e->type != TREE_SYMLINK)
+		return true;
+	size_t len = strlen(e->link);
+	char *got = malloc(len + 2);
+	bool same = got && readlinkat(pfd, "", got, len + 2) == (ssize_t)len &&
+		    !memcmp(got, e->link, len);
+	free(got);
+	return same;
+}
+
+/* Owner, xattrs, mode and times of a new symlink, FIFO, device or socket,
+ * which cannot be opened for them.  The node is pinned first by an O_PATH
+ * descriptor and checked to be what was made (is_made): in a target others
+ * can write to, its name could have been swapped meanwhile for a symlink
+ * that a chmod by name would follow out of the target, or for another
+ * file, which would get the snapshot's owner and times.  Everything then
+ * goes through the pin. */
+static int pin_made(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
+{
+	int pfd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int err = pfd < 0 ? -errno : is_made(pfd, e) ? 0 : -EEXIST;
 	if (err) {
 		if (pfd >= 0)
 			close(pfd);
@@ -649,7 +680,7 @@ static int set_node_meta(wctx_t *w, int dfd, const char *name, const tree_entry_
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
 	set_owner(w, -1, pfd, "", e);
 	set_xattrs(w, -1, proc, e);
-	set_mode_times(w, -1, proc, e);
+	set_mode_times(w, -1, pfd, e);
 	close(pfd);
 	return 0;
 }
@@ -704,16 +735,7 @@ static int make_other(wctx_t *w, int dfd, const char *name, const tree_entry_t *
 	}
 	if (r < 0)
 		return fail(w, e->path, -errno, "create: %s", strerror(errno));
-	if (e->type == TREE_SYMLINK) {
-		/* By name, never following it: lchown, lsetxattr, lutimes. */
-		char full[4200];
-		snprintf(full, sizeof(full), "/proc/self/fd/%d/%s", dfd, name);
-		set_owner(w, -1, dfd, name, e);
-		set_xattrs(w, -1, full, e);
-		set_mode_times(w, -1, full, e);
-		return 0;
-	}
-	return set_node_meta(w, dfd, name, e);
+	return pin_made(w, dfd, name, e);
 }
 
 static int restore_entry(wctx_t *w, const tree_entry_t *e)
@@ -881,7 +903,7 @@ static void finish_dirs(rctx_t *c, wctx_t *w)
 			set_owner(w, fd, -1, NULL, &e);
 			if (d->default_acl.value)
 				set_xattr(w, fd, NULL, &e, &d->default_acl);
-			set_mode_times(w, fd, NULL, &e);
+			set_mode_times(w, fd, -1, &e);
 			close(fd);
 		}
 		free(d->default_acl.value);
