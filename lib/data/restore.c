@@ -511,19 +511,50 @@ static int make_reg(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 	return 0;
 }
 
+static bool recorded(const tree_entry_t *e, const char *name)
+{
+	for (uint16_t i = 0; i < e->nxattr; i++)
+		if (!strcmp(e->xattrs[i].name, name))
+			return true;
+	return false;
+}
+
 /* A directory restore did not just make (the target, made by the user or
  * by a mkdir that inherited its parent's default ACL, or one kept with
- * --force) may carry ACLs the snapshot does not record: a default ACL,
- * which every child would inherit, and an access ACL, which would give
- * users access the snapshot does not.  Both go; set_xattrs sets the
- * recorded access ACL, and finish_dirs the recorded default one. */
-static void drop_acls(wctx_t *w, int fd, const tree_entry_t *e)
+ * --force) may carry xattrs the snapshot does not record: it ends with
+ * exactly the recorded ones, so every other one goes.  So does its default
+ * ACL even when recorded, which every child would inherit meanwhile
+ * (finish_dirs sets the recorded one at the end); set_xattrs sets the
+ * other recorded ones.  The security.* attributes belong to the security
+ * modules (an SELinux label cannot be removed, only replaced): one that
+ * cannot be removed stays, and is no failure. */
+static void drop_unrecorded_xattrs(wctx_t *w, int fd, const tree_entry_t *e)
 {
-	static const char *const acl[] = {DEFAULT_ACL, ACCESS_ACL};
-	for (size_t i = 0; i < 2; i++)
-		if (fgetxattr(fd, acl[i], NULL, 0) >= 0 && fremovexattr(fd, acl[i]) < 0)
-			fail(w, e->path, -errno, "removing the directory's %s ACL: %s",
-			     i ? "access" : "default", strerror(errno));
+	char small[1024], *names = small;
+	ssize_t n = flistxattr(fd, small, sizeof(small));
+	if (n < 0 && errno == ERANGE) {
+		ssize_t need = flistxattr(fd, NULL, 0);
+		names = need > 0 ? malloc(need) : NULL;
+		n = names ? flistxattr(fd, names, need) : (errno = need < 0 ? errno : ENOMEM, -1);
+		if (!names)
+			names = small;
+	}
+	if (n < 0) {
+		if (errno != ENOTSUP)
+			fail(w, e->path, -errno, "listing the directory's extended attributes: %s",
+			     strerror(errno));
+		n = 0;
+	}
+	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1) {
+		const char *name = names + i;
+		if ((strcmp(name, DEFAULT_ACL) && recorded(e, name)) || fremovexattr(fd, name) == 0 ||
+		    errno == ENODATA || !strncmp(name, "security.", 9))
+			continue;
+		fail(w, e->path, -errno, "removing the extended attribute %s: %s", name,
+		     strerror(errno));
+	}
+	if (names != small)
+		free(names);
 }
 
 /* An existing directory that a user's earlier run left unreadable to
@@ -592,7 +623,7 @@ static int make_dir(wctx_t *w, int dfd, const char *name, const tree_entry_t *e)
 	else if (!*e->path)
 		open_root(c, fd);
 	if (!*e->path || existed)
-		drop_acls(w, fd, e);
+		drop_unrecorded_xattrs(w, fd, e);
 	set_xattrs(w, fd, NULL, e);
 	close(fd);
 	const tree_xattr_t *dacl = NULL;
