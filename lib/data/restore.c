@@ -1179,25 +1179,79 @@ static int volume_entry(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	return r < 0 ? r : 0;
 }
 
+/* Whether a volume may be written onto target as stat found it (exists:
+ * whether it did): a regular file that is empty or a block device, whose
+ * contents are overwritten, only with --force, as a non-empty target
+ * directory is refused; nothing else at all (a character device, FIFO or
+ * socket cannot hold an image). */
+static int volume_target_ok(cairn_store *st, const char *target, bool exists,
+			    const struct stat *sb, bool force)
+{
+	if (!exists)
+		return 0;
+	if (S_ISBLK(sb->st_mode) && !force)
+		return store_err(st, -EEXIST,
+				 "%s: target is a block device, whose contents would be "
+				 "overwritten (use --force)",
+				 target);
+	if (S_ISREG(sb->st_mode) && sb->st_size > 0 && !force)
+		return store_err(st, -EEXIST, "%s: target exists and is not empty (use --force)",
+				 target);
+	if (!S_ISREG(sb->st_mode) && !S_ISBLK(sb->st_mode))
+		return store_err(st, -EINVAL, "%s: target is not a file or block device", target);
+	return 0;
+}
+
+/* Opens the volume's target, judged by volume_target_ok, for writing.  It
+ * is opened without waiting (a FIFO swapped in meanwhile would block the
+ * open) and must still be what was judged: made here (O_EXCL) if there
+ * was none, else of the same kind and inode; a regular file is truncated
+ * only then (the image's holes must read as zeros). */
+static int open_volume_target(cairn_store *st, const char *target, bool exists,
+			      const struct stat *was)
+{
+	int fd = open(target, O_WRONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
+				      (exists ? 0 : O_CREAT | O_EXCL),
+		      0600);
+	if (fd < 0)
+		return store_err(st, -errno, "%s: %s", target, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) < 0) {
+		int e = -errno;
+		close(fd);
+		return store_err(st, e, "%s: %s", target, strerror(-e));
+	}
+	if (exists && (sb.st_dev != was->st_dev || sb.st_ino != was->st_ino ||
+		       (sb.st_mode & S_IFMT) != (was->st_mode & S_IFMT))) {
+		close(fd);
+		return store_err(st, -EEXIST, "%s: target replaced by another file meanwhile",
+				 target);
+	}
+	if (S_ISREG(sb.st_mode) && ftruncate(fd, 0) < 0) {
+		int e = -errno;
+		close(fd);
+		return store_err(st, e, "%s: %s", target, strerror(-e));
+	}
+	return fd;
+}
+
 static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
 			  const char *target, cairn_restore_opts *opts)
 {
 	struct stat sb;
 	bool exists = stat(target, &sb) == 0;
 	bool blockdev = exists && S_ISBLK(sb.st_mode);
-	if (exists && !blockdev && S_ISREG(sb.st_mode) && sb.st_size > 0 && !opts->force)
-		return store_err(st, -EEXIST, "%s: target exists and is not empty (use --force)",
-				 target);
-	if (exists && !blockdev && !S_ISREG(sb.st_mode))
-		return store_err(st, -EINVAL, "%s: target is not a file or block device", target);
-	tree_entry_t e = {0};
-	int r = volume_entry(st, key, roots, &e);
+	int r = volume_target_ok(st, target, exists, &sb, opts->force);
 	if (r < 0)
 		return r;
-	int fd = open(target, O_WRONLY | O_CLOEXEC | (blockdev ? 0 : O_CREAT | O_TRUNC), 0600);
+	tree_entry_t e = {0};
+	r = volume_entry(st, key, roots, &e);
+	if (r < 0)
+		return r;
+	int fd = open_volume_target(st, target, exists, &sb);
 	if (fd < 0) {
 		tree_entry_clear(&e);
-		return store_err(st, -errno, "%s: %s", target, strerror(errno));
+		return fd;
 	}
 	rctx_t c = {.st = st, .opts = opts, .rootfd = -1, .key = key,
 		    .lock = PTHREAD_MUTEX_INITIALIZER};

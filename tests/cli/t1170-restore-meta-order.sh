@@ -6,7 +6,7 @@
 # devices and sockets get their xattrs (ACLs) too.  A root restore that
 # cannot set an owner (a user namespace) says so and fails, unless told
 # --no-same-owner.  A volume
-# restores onto a block device (no truncate of a device).
+# restores onto a block device with --force (no truncate of a device).
 . "$(dirname "$0")/lib.sh"
 new_store
 SRC=$TESTDIR/src
@@ -71,7 +71,7 @@ ok cairn snapshot vol@a
 truncate -s 4M "$TESTDIR/tgt.img"
 loop=$(losetup -f --show "$TESTDIR/tgt.img") || fail "losetup"
 if [ -n "$loop" ]; then
-	ok cairn restore vol@a "$loop"
+	ok cairn restore -f vol@a "$loop"
 	cmp -n 3000000 "$TESTDIR/vol.img" "$loop" || fail "the block device holds other bytes"
 	losetup -d "$loop"
 fi

@@ -1,0 +1,44 @@
+#!/bin/bash
+# A volume restores onto a block device only with --force, as onto a
+# non-empty image file: without it the device's contents would be
+# overwritten unasked, so the restore refuses, naming the device and the
+# reason, and leaves it as it was.  A character device, FIFO or socket at
+# the target is refused with or without --force (the FIFO without hanging
+# in its open), and so is each as the target of a filesystem's restore.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || { echo "needs root for a loop device"; exit 77; }
+new_store
+head -c 3000000 /dev/urandom >"$TESTDIR/vol.img"
+ok cairn create -V -o source="$TESTDIR/vol.img" vol
+ok cairn snapshot vol@a
+one_file_src
+ok cairn create -o source="$SRC" fs
+ok cairn snapshot fs@a
+
+head -c 4194304 /dev/urandom >"$TESTDIR/tgt.img"
+cp "$TESTDIR/tgt.img" "$TESTDIR/tgt.orig"
+loop=$(losetup -f --show "$TESTDIR/tgt.img") || fail "losetup"
+if [ -n "$loop" ]; then
+	fails_with 1 "$loop: target is a block device, whose contents would be overwritten (use --force)" \
+		cairn restore vol@a "$loop"
+	cmp "$TESTDIR/tgt.orig" "$loop" || fail "a refused restore wrote to the block device"
+	fails_with 1 "$loop: Not a directory" cairn restore -f fs@a "$loop"
+	ok cairn restore -f vol@a "$loop"
+	cmp -n 3000000 "$TESTDIR/vol.img" "$loop" || fail "the block device holds other bytes"
+	losetup -d "$loop"
+fi
+
+mknod "$TESTDIR/chr" c 1 3
+mkfifo "$TESTDIR/fifo"
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$TESTDIR/sock" ||
+	fail "making a socket"
+for t in chr fifo sock; do
+	for f in "" -f; do
+		fails_with 1 "$TESTDIR/$t: target is not a file or block device" \
+			timeout 20 "$CAIRN" restore $f vol@a "$TESTDIR/$t"
+		fails_with 1 "$TESTDIR/$t: Not a directory" timeout 20 "$CAIRN" restore $f fs@a "$TESTDIR/$t"
+	done
+done
+[ "$(stat -c %F:%t:%T "$TESTDIR/chr")" = "character special file:1:3" ] || fail "the device changed"
+[ -p "$TESTDIR/fifo" ] && [ -S "$TESTDIR/sock" ] || fail "the FIFO or socket changed"
+done_test
