@@ -11,9 +11,18 @@
 
 static const char *u = "holds [-r] [-H] [-p] [-j|--json [--json-int]] SNAPSHOT...";
 
+/* A table row, kept until every row is known: the columns are as wide
+ * as their longest value (a restore's temporary tag is long). */
+typedef struct hrow {
+	char *snap, *tag, *ts;
+	int pid;
+} hrow_t;
+
 typedef struct hopts {
 	bool scripted, exact, json, json_int;
 	char *open_snap; /* -j: the snapshot whose object is open (a copy) */
+	hrow_t *rows;    /* the table (not -H, not -j) */
+	size_t nrows, caprows;
 } hopts_t;
 
 /* -j: a snapshot's object opens at its first hold and closes at the next
@@ -55,6 +64,56 @@ static int json_hold(hopts_t *o, const char *snap, const char *tag, const char *
 	return 0;
 }
 
+static int keep_row(hopts_t *o, const char *snap, const char *tag, const char *ts, int pid)
+{
+	if (o->nrows == o->caprows) {
+		size_t n = o->caprows ? o->caprows * 2 : 16;
+		hrow_t *p = realloc(o->rows, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		o->rows = p;
+		o->caprows = n;
+	}
+	hrow_t *r = &o->rows[o->nrows];
+	*r = (hrow_t){.snap = strdup(snap), .tag = strdup(tag), .ts = strdup(ts), .pid = pid};
+	if (!r->snap || !r->tag || !r->ts) {
+		free(r->snap);
+		free(r->tag);
+		free(r->ts);
+		return -ENOMEM;
+	}
+	o->nrows++;
+	return 0;
+}
+
+static size_t widest(size_t w, const char *s)
+{
+	size_t n = strlen(s);
+	return n > w ? n : w;
+}
+
+/* The table, its columns sized from the rows kept (keep_row). */
+static void print_table(hopts_t *o)
+{
+	size_t wname = strlen("NAME"), wtag = strlen("TAG");
+	for (size_t i = 0; i < o->nrows; i++) {
+		wname = widest(wname, o->rows[i].snap);
+		wtag = widest(wtag, o->rows[i].tag);
+	}
+	printf("%-*s  %-*s  %s\n", (int)wname, "NAME", (int)wtag, "TAG", "TIMESTAMP");
+	for (size_t i = 0; i < o->nrows; i++) {
+		hrow_t *r = &o->rows[i];
+		printf("%-*s  %-*s  %s", (int)wname, r->snap, (int)wtag, r->tag, r->ts);
+		if (r->pid)
+			printf("  (temporary, pid %d)", r->pid);
+		putchar('\n');
+		free(r->snap);
+		free(r->tag);
+		free(r->ts);
+	}
+	free(o->rows);
+}
+
 static int print_hold(const char *snap, const char *tag, int64_t t, int pid, void *arg)
 {
 	hopts_t *o = arg;
@@ -69,13 +128,11 @@ static int print_hold(const char *snap, const char *tag, int64_t t, int pid, voi
 	}
 	if (o->json)
 		return json_hold(o, snap, tag, ts, t, pid);
+	if (!o->scripted)
+		return keep_row(o, snap, tag, ts, pid);
 	if (pid)
-		snprintf(owner, sizeof(owner), "%s(temporary, pid %d)", o->scripted ? "\t" : "  ",
-			 pid);
-	if (o->scripted)
-		printf("%s\t%s\t%s%s\n", snap, tag, ts, owner);
-	else
-		printf("%-32s %-20s %s%s\n", snap, tag, ts, owner);
+		snprintf(owner, sizeof(owner), "\t(temporary, pid %d)", pid);
+	printf("%s\t%s\t%s%s\n", snap, tag, ts, owner);
 	return 0;
 }
 
@@ -104,8 +161,6 @@ int cmd_holds(int argc, char **argv)
 		return 1;
 	if (o.json)
 		json_begin_section("holds", "snapshots");
-	else if (!o.scripted)
-		printf("%-32s %-20s %s\n", "NAME", "TAG", "TIMESTAMP");
 	int rc = 0;
 	for (int i = optind; i < argc && !rc; i++) {
 		char **names = NULL;
@@ -129,6 +184,8 @@ int cmd_holds(int argc, char **argv)
 	}
 	if (o.json)
 		json_end();
+	else if (!o.scripted)
+		print_table(&o);
 	cairn_store_close(st);
 	return rc;
 }
