@@ -1086,8 +1086,29 @@ static int tree_fail(cairn_store *st, const snaptree_t *t, int r, const buf_t *l
 	return store_err(st, r, "tree stream chunk %s: %s; %s", hex, why, where);
 }
 
+/* The target as judged before the snapshot is held and read (judge_target):
+ * a tree's open directory, or what stat found at a volume's. */
+typedef struct rtarget {
+	int rootfd;      /* a tree's target, or -1 */
+	mode_t was;      /* open_target_dir's */
+	bool exists;     /* a volume's target existed ... */
+	struct stat sb;  /* ... as this */
+} rtarget_t;
+
+/* Gives back the mode a pin changed (open_target_dir) if the restore did
+ * not reach the snapshot's root, and closes the target. */
+static void target_close(rtarget_t *tg, bool root_made)
+{
+	if (tg->rootfd < 0)
+		return;
+	if (tg->was != (mode_t)-1 && !root_made)
+		fchmod(tg->rootfd, tg->was);
+	close(tg->rootfd);
+	tg->rootfd = -1;
+}
+
 static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
-			const char *target, cairn_restore_opts *opts)
+			rtarget_t *tg, cairn_restore_opts *opts)
 {
 	rctx_t c = {.st = st, .opts = opts, .as_root = geteuid() == 0, .key = key,
 		    .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -1095,12 +1116,7 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	c.found = calloc(opts->npaths + 1, sizeof(bool));
 	if (!c.found)
 		return -ENOMEM;
-	mode_t target_was;
-	c.rootfd = open_target_dir(st, target, opts->force, &target_was);
-	if (c.rootfd < 0) {
-		free(c.found);
-		return c.rootfd;
-	}
+	c.rootfd = tg->rootfd;
 	wctx_t reader = {.c = &c, .reader = true, .pdir_fd = -1}, lane[RESTORE_LANES_MAX];
 	int nlanes = lane_count();
 	start_lanes(&c, lane, nlanes);
@@ -1137,8 +1153,7 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	finish_dirs(&c, &reader);
 	/* A restore that stopped before the snapshot's root (its tree stream
 	 * unreadable from the start) gives back the mode the pin changed. */
-	if (target_was != (mode_t)-1 && !c.root_made)
-		fchmod(c.rootfd, target_was);
+	target_close(tg, c.root_made);
 	/* After finish_dirs, whose failures would replace the detail. */
 	if (r < 0 && !dr)
 		tree_fail(st, &t, r, &last);
@@ -1151,7 +1166,6 @@ static int restore_tree(cairn_store *st, const crypt_keys_t *key, const buf_t *r
 	progress(&c, true);
 	wctx_free(&reader);
 	free(c.found);
-	close(c.rootfd);
 	if (r < 0)
 		return r;
 	return c.first_err;
@@ -1236,19 +1250,14 @@ static int open_volume_target(cairn_store *st, const char *target, bool exists,
 }
 
 static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t *roots,
-			  const char *target, cairn_restore_opts *opts)
+			  const char *target, const rtarget_t *tg, cairn_restore_opts *opts)
 {
-	struct stat sb;
-	bool exists = stat(target, &sb) == 0;
-	bool blockdev = exists && S_ISBLK(sb.st_mode);
-	int r = volume_target_ok(st, target, exists, &sb, opts->force);
-	if (r < 0)
-		return r;
+	bool blockdev = tg->exists && S_ISBLK(tg->sb.st_mode);
 	tree_entry_t e = {0};
-	r = volume_entry(st, key, roots, &e);
+	int r = volume_entry(st, key, roots, &e);
 	if (r < 0)
 		return r;
-	int fd = open_volume_target(st, target, exists, &sb);
+	int fd = open_volume_target(st, target, tg->exists, &tg->sb);
 	if (fd < 0) {
 		tree_entry_clear(&e);
 		return fd;
@@ -1275,6 +1284,21 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 		r = store_err(st, -errno, "%s: %s", target, strerror(errno));
 	close(fd);
 	return r < 0 ? r : c.first_err;
+}
+
+/* Judges the target before the snapshot is held: a refused restore (a
+ * target not empty, not a directory, a device without --force) takes no
+ * hold. */
+static int judge_target(cairn_store *st, const ds_row_t *ds, const char *target,
+			const cairn_restore_opts *opts, rtarget_t *tg)
+{
+	*tg = (rtarget_t){.rootfd = -1, .was = (mode_t)-1};
+	if (ds->type != CAIRN_TYPE_VOLUME) {
+		tg->rootfd = open_target_dir(st, target, opts->force, &tg->was);
+		return tg->rootfd < 0 ? tg->rootfd : 0;
+	}
+	tg->exists = stat(target, &tg->sb) == 0;
+	return volume_target_ok(st, target, tg->exists, &tg->sb, opts->force);
 }
 
 /* ---- the hold ---- */
@@ -1367,6 +1391,48 @@ static void release_snap(cairn_store *st, uint64_t guid, const char *tag)
 	memcpy(st->errdetail, saved, sizeof(saved));
 }
 
+/* The snapshot snap names now: its dataset and catalog row. */
+static int find_snap(cairn_store *st, const char *snap, ds_row_t *ds, snap_row_t *row)
+{
+	const char *sname;
+	int r = snapshot_split(st, snap, ds, &sname);
+	if (r == 0 && (r = catalog_snap_lookup(st->cat, ds->id, sname, row)) == -ENOENT)
+		store_err(st, r, "%s: snapshot does not exist", snap);
+	return r;
+}
+
+/* Holds row, the snapshot found as snap.  cairn_hold takes a name, not
+ * an id, and a rename (or a destroy and a new snapshot of that name)
+ * between the lookup and the hold would have it hold another snapshot
+ * than the one restored: so the name is looked up again once held, and
+ * if it names another snapshot now the hold is released (wherever it
+ * went: by both guids, the tag being this restore's own).
+ * @return 1: held; 0: not held (hold_snap warned); -EAGAIN: snap names
+ * another snapshot now, and nothing is held. */
+static int hold_found(cairn_store *st, const char *snap, const snap_row_t *row,
+		      cairn_restore_opts *opts, char *tag, size_t len)
+{
+	if (!hold_snap(st, snap, opts, tag, len))
+		return 0;
+	ds_row_t ds = {0};
+	snap_row_t now = {0};
+	int r = find_snap(st, snap, &ds, &now);
+	bool same = r == 0 && now.id == row->id;
+	if (!same) {
+		release_snap(st, row->guid, tag);
+		if (r == 0)
+			release_snap(st, now.guid, tag);
+	}
+	snap_row_clear(&now);
+	ds_row_clear(&ds);
+	st->errdetail[0] = 0;
+	return same ? 1 : -EAGAIN;
+}
+
+/* How often a restore looks its snapshot up again when the name moved
+ * to another snapshot while it was held (hold_found). */
+#define RESTORE_FIND_TRIES 3
+
 int cairn_restore(cairn_store *st, const char *snap, const char *target,
 		  cairn_restore_opts *opts)
 {
@@ -1379,26 +1445,42 @@ int cairn_restore(cairn_store *st, const char *snap, const char *target,
 	if (r < 0)
 		return r;
 	ds_row_t ds = {0};
-	const char *sname;
-	r = snapshot_split(st, snap, &ds, &sname);
 	snap_row_t row = {0};
-	if (r == 0) {
-		r = catalog_snap_lookup(st->cat, ds.id, sname, &row);
-		if (r == -ENOENT)
-			store_err(st, r, "%s: snapshot does not exist", snap);
-	}
+	crypt_keys_t *key = NULL;
+	rtarget_t tg = {.rootfd = -1};
 	char tag[128];
-	bool held = r == 0 && hold_snap(st, snap, opts, tag, sizeof(tag));
+	bool held = false;
+	for (int tries = 1;; tries++) {
+		r = find_snap(st, snap, &ds, &row);
+		/* Before the target is touched: an encrypted snapshot needs its key. */
+		if (r == 0)
+			r = encroot_keys(st, &ds, &key);
+		if (r == 0)
+			r = judge_target(st, &ds, target, opts, &tg);
+		int h = r == 0 ? hold_found(st, snap, &row, opts, tag, sizeof(tag)) : 0;
+		held = h == 1;
+		if (h != -EAGAIN)
+			break;
+		if (tries == RESTORE_FIND_TRIES) {
+			r = store_err(st, -EAGAIN,
+				      "%s: the name moved to another snapshot each time the "
+				      "restore held it (%d times); run it again",
+				      snap, tries);
+			break;
+		}
+		target_close(&tg, false);
+		crypt_keys_free(key);
+		key = NULL;
+		snap_row_clear(&row);
+		ds_row_clear(&ds);
+	}
 	buf_t tree = {0}, idx = {0};
 	if (r == 0)
 		r = catalog_snap_roots(st->cat, row.id, &tree, &idx);
-	/* Before the target is touched: an encrypted snapshot needs its key. */
-	crypt_keys_t *key = NULL;
 	if (r == 0)
-		r = encroot_keys(st, &ds, &key);
-	if (r == 0)
-		r = ds.type == CAIRN_TYPE_VOLUME ? restore_volume(st, key, &tree, target, opts)
-						 : restore_tree(st, key, &tree, target, opts);
+		r = ds.type == CAIRN_TYPE_VOLUME ? restore_volume(st, key, &tree, target, &tg, opts)
+						 : restore_tree(st, key, &tree, &tg, opts);
+	target_close(&tg, false); /* (not reached the tree restore) */
 	if (held)
 		release_snap(st, row.guid, tag);
 	crypt_keys_free(key);
