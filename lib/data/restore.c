@@ -393,10 +393,6 @@ static int utimens_pinned(int pfd, const struct timespec t[2])
 	return utimensat(AT_FDCWD, proc, t, 0);
 }
 
-/* Mode and times, last: after the owner and the xattrs (an ACL's mask is
- * the mode's group bits, so chmod after the ACL keeps both as recorded).
- * Through an open file, or (fd < 0) the O_PATH pin pfd of a node that
- * cannot be opened (pin_made; a symlink has no mode of its own). */
 /* Set-id bits grant their file's owner's or group's rights to whoever
  * runs it.  Where the file did not get the recorded owner (--no-same-owner,
  * a user's restore, a chown that failed), keeping them would grant the
@@ -420,6 +416,10 @@ static mode_t setid_kept(int fd, const tree_entry_t *e)
 	return mode;
 }
 
+/* Mode and times, last: after the owner and the xattrs (an ACL's mask is
+ * the mode's group bits, so chmod after the ACL keeps both as recorded).
+ * Through an open file, or (fd < 0) the O_PATH pin pfd of a node that
+ * cannot be opened (pin_made; a symlink has no mode of its own). */
 static void set_mode_times(wctx_t *w, int fd, int pfd, const tree_entry_t *e)
 {
 	struct timespec t[2] = {ts_of(e->atime_ns ? e->atime_ns : e->mtime_ns), ts_of(e->mtime_ns)};
@@ -1219,10 +1219,11 @@ static int volume_target_ok(cairn_store *st, const char *target, bool exists,
 /* Opens the volume's target, judged by volume_target_ok, for writing.  It
  * is opened without waiting (a FIFO swapped in meanwhile would block the
  * open) and must still be what was judged: made here (O_EXCL) if there
- * was none, else of the same kind and inode; a regular file is truncated
- * only then (the image's holes must read as zeros). */
+ * was none, else the same inode, judged again as it is now (an empty
+ * image written to meanwhile); a regular file is truncated only then (the
+ * image's holes must read as zeros). */
 static int open_volume_target(cairn_store *st, const char *target, bool exists,
-			      const struct stat *was)
+			      const struct stat *was, bool force)
 {
 	int fd = open(target, O_WRONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
 				      (exists ? 0 : O_CREAT | O_EXCL),
@@ -1241,6 +1242,11 @@ static int open_volume_target(cairn_store *st, const char *target, bool exists,
 		return store_err(st, -EEXIST, "%s: target replaced by another file meanwhile",
 				 target);
 	}
+	int r = exists ? volume_target_ok(st, target, true, &sb, force) : 0;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
 	if (S_ISREG(sb.st_mode) && ftruncate(fd, 0) < 0) {
 		int e = -errno;
 		close(fd);
@@ -1257,7 +1263,7 @@ static int restore_volume(cairn_store *st, const crypt_keys_t *key, const buf_t 
 	int r = volume_entry(st, key, roots, &e);
 	if (r < 0)
 		return r;
-	int fd = open_volume_target(st, target, tg->exists, &tg->sb);
+	int fd = open_volume_target(st, target, tg->exists, &tg->sb, opts->force);
 	if (fd < 0) {
 		tree_entry_clear(&e);
 		return fd;

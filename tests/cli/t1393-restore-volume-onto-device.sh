@@ -5,6 +5,8 @@
 # reason, and leaves it as it was.  A character device, FIFO or socket at
 # the target is refused with or without --force (the FIFO without hanging
 # in its open), and so is each as the target of a filesystem's restore.
+# The target is judged again as it is opened: an empty image written to
+# between the two (a shim writes it just before the open) is refused.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "needs root for a loop device"; exit 77; }
 new_store
@@ -41,4 +43,15 @@ for t in chr fifo sock; do
 done
 [ "$(stat -c %F:%t:%T "$TESTDIR/chr")" = "character special file:1:3" ] || fail "the device changed"
 [ -p "$TESTDIR/fifo" ] && [ -S "$TESTDIR/sock" ] || fail "the FIFO or socket changed"
+
+: >"$TESTDIR/img"
+build_shim run-before
+rm -f "$TESTDIR/run.log"
+out=$(env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" RUN_CALL=open RUN_AT="$TESTDIR/img" \
+	RUN_LOG="$TESTDIR/run.log" RUN_CMD="echo precious >'$TESTDIR/img'" \
+	"$CAIRN" restore vol@a "$TESTDIR/img" 2>&1) && fail "a restore onto an image written meanwhile succeeded"
+grep -q "^ran 0$" "$TESTDIR/run.log" 2>/dev/null || fail "the image was not written before the open"
+[ "$out" = "cairn: restore: $TESTDIR/img: target exists and is not empty (use --force)" ] ||
+	fail "the image written meanwhile: $out"
+[ "$(cat "$TESTDIR/img")" = precious ] || fail "the image written meanwhile was overwritten"
 done_test
