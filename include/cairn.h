@@ -259,11 +259,15 @@ int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
 /** @defgroup restore Restore
  * @{ */
 typedef struct cairn_restore_opts {
-	bool force;                 /**< allow a non-empty target */
+	/** Allow a non-empty target: a directory, an image file, or a block
+	 * device (whose contents a volume overwrites). */
+	bool force;
 	/** Leave every object owned by the restoring user, as tar's
 	 * --no-same-owner.  Without it a root restore sets the recorded
 	 * owners and names each one it cannot set (a user namespace, an NFS
-	 * export with root squash); a restore by another user never does. */
+	 * export with root squash); a restore by another user never does.
+	 * Where a file does not get its recorded owner, its setuid (setgid)
+	 * bit is cleared unless its user (group) is the recorded one. */
 	bool no_owner;
 	/** Restore only these paths (and below).  A hardlink among them
 	 * whose inode's first name is not among them gets the content, and
@@ -286,7 +290,8 @@ typedef struct cairn_restore_opts {
 /** Restores snapshot snap ("ds@name") into target.  A filesystem snapshot
  * becomes a directory tree (created if missing; must be empty unless
  * force); a volume snapshot is written to target as an image (a file, or a
- * block device).  Every chunk is verified against its digest.  The
+ * block device; a non-empty file or a device only with force).  Every
+ * chunk is verified against its digest.  Once the target is judged, the
  * snapshot is held by a temporary hold while it is restored, as by send,
  * so that a destroy meanwhile is refused (or deferred) and gc leaves its
  * chunks; where no hold can be taken (a user who cannot write to the
@@ -298,8 +303,10 @@ typedef struct cairn_restore_opts {
  * cairn_store_errdetail (the restore goes on with other files and the
  * first such error is returned); a tree stream chunk that cannot be read
  * stops the restore and is the error returned, naming the chunk and the
- * last entry read, even when files failed before it; -ENOTEMPTY; -ENOENT
- * (snapshot or path).  opts may be NULL. */
+ * last entry read, even when files failed before it; -ENOTEMPTY; -EEXIST
+ * (a volume's target without force); -EINVAL (a volume's target is not a
+ * file or block device); -EAGAIN (the name moved to another snapshot each
+ * time it was held); -ENOENT (snapshot or path).  opts may be NULL. */
 int cairn_restore(cairn_store *st, const char *snap, const char *target,
 		  cairn_restore_opts *opts);
 /** @} */
