@@ -1304,6 +1304,12 @@ static int judge_target(cairn_store *st, const ds_row_t *ds, const char *target,
 		return tg->rootfd < 0 ? tg->rootfd : 0;
 	}
 	tg->exists = stat(target, &tg->sb) == 0;
+	/* A symlink to nothing (or to itself) would be written through by
+	 * the create: as cp, the restore does not let a symlink someone
+	 * planted choose where the image goes. */
+	if (!tg->exists && lstat(target, &tg->sb) == 0 && S_ISLNK(tg->sb.st_mode))
+		return store_err(st, -EEXIST,
+				 "%s: target is a symlink to nothing, not written through", target);
 	return volume_target_ok(st, target, tg->exists, &tg->sb, opts->force);
 }
 
