@@ -304,7 +304,8 @@ typedef struct cairn_restore_opts {
  * first such error is returned); a tree stream chunk that cannot be read
  * stops the restore and is the error returned, naming the chunk and the
  * last entry read, even when files failed before it; -ENOTEMPTY; -EEXIST
- * (a volume's target without force); -EINVAL (a volume's target is not a
+ * (a volume's target without force); -EBUSY (a volume's
+ * target is a block device in use, mounted say); -EINVAL (a volume's target is not a
  * file or block device); -EAGAIN (the name moved to another snapshot each
  * time it was held); -ENOENT (snapshot or path).  opts may be NULL. */
 int cairn_restore(cairn_store *st, const char *snap, const char *target,

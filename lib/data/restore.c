@@ -1225,9 +1225,16 @@ static int volume_target_ok(cairn_store *st, const char *target, bool exists,
 static int open_volume_target(cairn_store *st, const char *target, bool exists,
 			      const struct stat *was, bool force)
 {
+	/* A block device exclusively, as mkfs opens one: one in use (a
+	 * mounted filesystem) is refused, EBUSY, not written under its user. */
+	bool blockdev = exists && S_ISBLK(was->st_mode);
 	int fd = open(target, O_WRONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
-				      (exists ? 0 : O_CREAT | O_EXCL),
+				      (!exists ? O_CREAT | O_EXCL : blockdev ? O_EXCL : 0),
 		      0600);
+	if (fd < 0 && blockdev && errno == EBUSY)
+		return store_err(st, -EBUSY,
+				 "%s: target is a block device in use (mounted, say); not written",
+				 target);
 	if (fd < 0)
 		return store_err(st, -errno, "%s: %s", target, strerror(errno));
 	struct stat sb;
