@@ -1235,6 +1235,11 @@ static int open_volume_target(cairn_store *st, const char *target, bool exists,
 		return store_err(st, -EBUSY,
 				 "%s: target is a block device in use (mounted, say); not written",
 				 target);
+	if (fd < 0 && !exists && errno == EEXIST)
+		return store_err(st, -EEXIST,
+				 "%s: target made by another program meanwhile; not written "
+				 "(run it again)",
+				 target);
 	if (fd < 0)
 		return store_err(st, -errno, "%s: %s", target, strerror(errno));
 	struct stat sb;
