@@ -445,18 +445,35 @@ static int key_use_range(int64_t id, int32_t key, short type, struct flock *fl)
 }
 
 /* Locks (type) that range (key_use_range) in the lock file fd: 0, -EAGAIN
- * (held elsewhere, !wait) or -errno. */
-static int key_use_lock(int fd, int64_t id, int32_t key, short type, bool wait)
+ * (held elsewhere) or -errno.  Never waits: a wait is key_use_lock_within's,
+ * bounded. */
+static int key_use_lock(int fd, int64_t id, int32_t key, short type)
 {
 	struct flock fl;
 	int r = key_use_range(id, key, type, &fl);
 	if (r < 0)
 		return r;
+	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+		return 0;
+	return errno == EACCES || errno == EAGAIN ? -EAGAIN : -errno;
+}
+
+/* key_use_lock, tried again for up to ms milliseconds while the range is
+ * held elsewhere: 0, -EAGAIN (still held then) or -errno.  Polled, not
+ * F_OFD_SETLKW: a blocking wait has no timeout, and whoever may write the
+ * store's directory may hold the write lock for ever (t1760). */
+static int key_use_lock_within(int fd, int64_t id, int32_t key, short type, int64_t ms)
+{
+	int64_t until = mono_ns() + ms * 1000000;
+	int64_t nap_us = 1000;
 	for (;;) {
-		if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0)
-			return 0;
-		if (errno != EINTR || !wait)
-			return errno == EACCES || errno == EAGAIN ? -EAGAIN : -errno;
+		int r = key_use_lock(fd, id, key, type);
+		int64_t left_us = (until - mono_ns()) / 1000;
+		if (r != -EAGAIN || left_us <= 0)
+			return r;
+		usleep((useconds_t)(nap_us < left_us ? nap_us : left_us));
+		if (nap_us < 100000)
+			nap_us *= 2;
 	}
 }
 
@@ -469,7 +486,7 @@ static int key_use_check(int fd, int64_t id, int32_t key)
 {
 	int acc = fcntl(fd, F_GETFL);
 	if (acc >= 0 && (acc & O_ACCMODE) == O_RDWR)
-		return key_use_lock(fd, id, key, F_WRLCK, false);
+		return key_use_lock(fd, id, key, F_WRLCK);
 	struct flock fl;
 	int r = key_use_range(id, key, F_WRLCK, &fl);
 	if (r < 0)
@@ -504,17 +521,34 @@ static void key_use_holders(cairn_store *st, int fd, int64_t id, int32_t key, ch
 			 st->path, KEYUSERS_FILE, first, last, (unsigned long long)sb.st_ino);
 }
 
-/* Marks root's key of serial key (0: a key file's) in use: an fd holding
- * the read lock, or -1 (best effort).  Waits only while an unload-key
- * (or a destroy) holds the write lock. */
-static int key_use_begin(cairn_store *st, const ds_row_t *root, int32_t key)
+/* Marks root's key of serial key (0: a key file's) in use: *fd holding the
+ * read lock, or -1 (best effort: no file this user may open, or no lock
+ * it can take there).  Waits while an unload-key or a destroy holds the
+ * write lock, but at most key_lock_wait_seconds: a holder that never
+ * lets go (anyone who may write the store can take it) must not make
+ * every command on the root hang.  Then -EBUSY, naming the holder. */
+static int key_use_begin(cairn_store *st, const ds_row_t *root, int32_t key, int *fd)
 {
-	int fd = key_use_open(st, false);
-	if (fd >= 0 && key_use_lock(fd, root->id, key, F_RDLCK, true) < 0) {
-		close(fd);
-		fd = -1;
+	*fd = key_use_open(st, false);
+	if (*fd < 0) {
+		*fd = -1;
+		return 0;
 	}
-	return fd < 0 ? -1 : fd;
+	int64_t secs = store_setting(st, "key_lock_wait_seconds");
+	int r = key_use_lock_within(*fd, root->id, key, F_RDLCK, secs * 1000);
+	if (r == -EAGAIN) {
+		char who[1024];
+		key_use_holders(st, *fd, root->id, key, who, sizeof(who));
+		r = store_err(st, -EBUSY,
+			      "%s: key is busy: an unload-key or destroy of the encryption "
+			      "root holds it (waited %lld s, key_lock_wait_seconds); %s",
+			      root->name, (long long)secs, who);
+	}
+	if (r < 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return r == -EBUSY ? r : 0;
 }
 
 void encroot_keys_unmark(crypt_keys_t *k)
@@ -599,7 +633,7 @@ int encroot_key_claim(cairn_store *st, const ds_row_t *root, int *fd)
 					 root->name, st->path, KEYUSERS_FILE, strerror(-f));
 		*fd = f;
 	}
-	int r = key_use_lock(*fd, root->id, -1, F_WRLCK, false);
+	int r = key_use_lock(*fd, root->id, -1, F_WRLCK);
 	/* A row id past 2^32 has no range: no command could mark it either. */
 	if (r == -EOVERFLOW)
 		return 0;
@@ -633,7 +667,12 @@ int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
 	 * serial: an unload-key that got its byte first invalidated it, and
 	 * the read finds it gone (ENOKEY). */
 	int32_t key = r == 0 ? keyring_key_serial(desc) : 0;
-	int usefd = key_use_begin(st, &root, key > 0 ? key : 0);
+	int usefd = -1;
+	int busy = key_use_begin(st, &root, key > 0 ? key : 0, &usefd);
+	if (busy < 0) {
+		ds_row_clear(&root);
+		return busy;
+	}
 	if (r == 0)
 		r = key > 0 ? keyring_find_serial(key, out) : key;
 	if (r == -ENOKEY) {
@@ -1046,7 +1085,7 @@ int encroot_keyset_load(cairn_store *st, encroot_keyset_t *ks)
 				ks->marking = ks->usefd >= 0;
 			}
 			if (ks->marking &&
-			    key_use_lock(ks->usefd, root.id, k->usekey, F_RDLCK, false) == 0)
+			    key_use_lock(ks->usefd, root.id, k->usekey, F_RDLCK) == 0)
 				encroot_keys_unmark(k);
 		}
 		ds_row_clear(&root);

@@ -38,6 +38,8 @@ static const cairn_config_info config_table[] = {
 	 "seconds"},
 	{"s3_cache_mb", "local cache of chunks read from the bucket (0 = off)", 0, 1 << 24, 256,
 	 "MiB"},
+	{"key_lock_wait_seconds", "how long a command waits for its key while an unload-key or "
+	 "destroy holds it", 0, 86400, 30, "seconds"},
 	{NULL, NULL, 0, 0, 0, NULL},
 };
 
