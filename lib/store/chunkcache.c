@@ -247,7 +247,14 @@ void chunkcache_drop(chunkcache_t *c, const digest_t *d)
 		return;
 	char hex[DIGEST_HEX_LEN + 1];
 	digest_to_hex(d, hex);
-	unlinkat(c->dirfd, hex, 0);
+	/* Under the lock, as inserts size what they replace: the copy gone
+	 * comes off the estimate, or it outgrows the directory and the next
+	 * inserts evict blobs the cache had room for. */
+	pthread_mutex_lock(&c->lock);
+	uint64_t size = held_size(c, hex);
+	if (unlinkat(c->dirfd, hex, 0) == 0 && c->sized)
+		c->bytes -= MIN(c->bytes, size);
+	pthread_mutex_unlock(&c->lock);
 }
 
 void chunkcache_get_stats(chunkcache_t *c, chunkcache_stats *out)

@@ -101,8 +101,57 @@ static void replace_races_eviction(void)
 	rmdir(dir);
 }
 
+/* Blobs 0..8 fill the cache to 9000 bytes (limit 10000); dropping five
+ * of them (and one never cached) must take 5000 off the estimate, which
+ * then follows the directory through two more inserts (evicting nothing)
+ * and the drop of everything.  The drop left the estimate at 9000: it
+ * stayed above the directory, and every insert past the limit as the
+ * estimate saw it rescanned the cache for nothing. */
+static void drop_lowers_estimate(void)
+{
+	char dir[] = "/tmp/test_chunkcache.XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(dfd >= 0 && chunkcache_open(dfd, LIMIT, &cache) == 0 && cache);
+	if (!cache)
+		return;
+	int cfd = openat(dfd, "cache", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(cfd >= 0);
+	for (int i = 0; i < NBLOBS; i++) {
+		memset(blob[i], 'a' + i, BLOB);
+		digest_of(blob[i], BLOB, &d[i]);
+	}
+	for (int i = 0; i < 9; i++)
+		chunkcache_put(cache, &d[i], blob[i], BLOB);
+	for (int i = 0; i < 5; i++)
+		chunkcache_drop(cache, &d[i]);
+	chunkcache_drop(cache, &d[9]); /* not cached: nothing to take off */
+	chunkcache_stats st;
+	chunkcache_get_stats(cache, &st);
+	CHECK_EQ(st.bytes, 4 * BLOB);
+	CHECK_EQ(st.bytes, dir_bytes(cfd));
+
+	chunkcache_put(cache, &d[9], blob[9], BLOB);
+	chunkcache_put(cache, &d[10], blob[10], BLOB);
+	chunkcache_get_stats(cache, &st);
+	CHECK_EQ(st.evictions, 0);
+	CHECK_EQ(st.bytes, 6 * BLOB);
+	CHECK_EQ(st.bytes, dir_bytes(cfd));
+
+	for (int i = 0; i < NBLOBS; i++)
+		chunkcache_drop(cache, &d[i]);
+	chunkcache_get_stats(cache, &st);
+	CHECK_EQ(st.bytes, 0);
+	chunkcache_close(cache);
+	close(cfd);
+	unlinkat(dfd, "cache", AT_REMOVEDIR);
+	close(dfd);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	replace_races_eviction();
+	drop_lowers_estimate();
 	UNIT_DONE();
 }
