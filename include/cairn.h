@@ -53,6 +53,7 @@ extern "C" {
 #define CAIRN_EHELD -10009     /**< the snapshot has holds */
 #define CAIRN_EEXIST_DS -10010 /**< reserved */
 #define CAIRN_ECHANGED -10011  /**< a source file was replaced (another inode or kind of object) before it was read */
+#define CAIRN_EFORBIDDEN -10012 /**< the bucket answered 403 for one object while this credential reads others: missing, or not readable with it */
 #define CAIRN_EBADKEY -10020  /**< incorrect key (wrong passphrase or key file) */
 #define CAIRN_ENOKEY -10021   /**< the encryption key is not loaded */
 #define CAIRN_E_LAST -10099
@@ -754,7 +755,8 @@ typedef struct cairn_verify_opts {
 	cairn_gc_order order;       /**< read order (inode or digest) */
 	int threads;                /**< 0 = number of cores */
 	cairn_progress_fn progress;
-	/** Each bad chunk: object "chunk HEX (snapshot S, file F)", err. */
+	/** Each bad chunk: object "chunk HEX (snapshot S, file F)", err
+	 * (CAIRN_EFORBIDDEN: the bucket answered 403 for its object alone). */
 	cairn_warn_fn warn;
 	void *arg;
 	uint64_t chunks, bytes, bad; /**< results */

@@ -809,24 +809,30 @@ static void collect_uses(vctx_t *c, usectx_t *u)
 	gc_idxwalk_free(w);
 }
 
-/* What was found and done about a bad chunk, after its marker's path. */
+/* What was found and done about a bad chunk, after its marker's path.  Of
+ * one the bucket answered 403 for, only its marker: the reason is the
+ * warning's error (CAIRN_EFORBIDDEN), which says the rest. */
 static const char *bad_note(const vbad_t *bd)
 {
-#define FORBIDDEN_NOTE                                                                          \
-	", the bucket answered 403 for its object though this credential reads others: the "  \
-	"object is missing, or this credential may not read it (without the ListBucket right " \
-	"S3 answers 403 for a missing key, so the two look alike); "
 	if (bd->renamed)
 		return ", renamed to .bad";
 	if (bd->unmarked)
 		return ", not in the bucket: marker removed, the next backup of the data stores it "
 		       "again";
 	if (bd->forbidden && bd->nomarker)
-		return FORBIDDEN_NOTE "it has no marker (removed before)";
+		return ", no marker (removed before)";
 	if (bd->forbidden)
-		return FORBIDDEN_NOTE "marker kept";
+		return ", marker kept";
 	return "";
-#undef FORBIDDEN_NOTE
+}
+
+/* The error a bad chunk is reported with: the bucket's 403 for its
+ * object alone has an error of its own, not EACCES, whose "Permission
+ * denied" would repeat half of it and drop that the object may as well
+ * be missing. */
+static int bad_err(const vbad_t *bd)
+{
+	return bd->forbidden ? CAIRN_EFORBIDDEN : bd->err;
 }
 
 /* Reports the bad chunks with the snapshots and files that use them.
@@ -889,19 +895,19 @@ static size_t report(vctx_t *c)
 			snprintf(obj, sizeof(obj), "chunk %s (snapshot %s%s): %s", hex,
 				 sname ? sname : "?", files, path ? path : "");
 			if (c->o->warn)
-				c->o->warn(obj, bd->err, c->o->arg);
+				c->o->warn(obj, bad_err(bd), c->o->arg);
 			free(sname);
 		}
 		if (!named && c->o->warn) {
 			char obj[512];
 			snprintf(obj, sizeof(obj), "chunk %s: %s", hex, path ? path : "");
-			c->o->warn(obj, bd->err, c->o->arg);
+			c->o->warn(obj, bad_err(bd), c->o->arg);
 		}
 		if (more && c->o->warn) {
 			char obj[512];
 			snprintf(obj, sizeof(obj), "chunk %s: also used by %zu more snapshots", hex,
 				 more);
-			c->o->warn(obj, bd->err, c->o->arg);
+			c->o->warn(obj, bad_err(bd), c->o->arg);
 		}
 	}
 	free(path);

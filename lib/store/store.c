@@ -81,6 +81,10 @@ const char *cairn_strerror(int err)
 		return "snapshot has holds";
 	case CAIRN_ECHANGED:
 		return "replaced by another file or no longer a regular file (changed during the backup)";
+	case CAIRN_EFORBIDDEN:
+		return "the bucket answered 403 for the object though this credential reads "
+		       "others: missing, or this credential may not read it (without the "
+		       "ListBucket right S3 answers 403 for a missing key, so the two look alike)";
 	case CAIRN_EBADKEY:
 		return "incorrect key";
 	case CAIRN_ENOKEY:
