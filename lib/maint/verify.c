@@ -105,6 +105,9 @@ typedef struct vctx {
 	char refused_msg[512];
 	int unchecked;
 	char unchecked_msg[512];
+	/* The refusal was no refusal: the bucket does not exist (a deleted
+	 * or misnamed one).  Every chunk would fail alike. */
+	bool no_bucket;
 	/* A chunk read from the bucket in this verify (have_good): what a
 	 * 403 for another object is checked against (credential_reads). */
 	bool have_good;
@@ -290,6 +293,15 @@ static bool access_refused(const vctx_t *c, int err)
 	return err == -EACCES && chunkstore_read_failed_remotely(c->st->cs);
 }
 
+/* Whether err, the result of this thread's last chunk read, is the
+ * bucket not existing: the store out of reach, which no chunk is to be
+ * blamed for (each would be reported bad, one line each). */
+static bool bucket_missing(const vctx_t *c, int err)
+{
+	return err < 0 && chunkstore_read_failed_remotely(c->st->cs) &&
+	       backend_thread_no_bucket();
+}
+
 /* Names a refused read for the error: the chunk d (NULL: not known) and
  * the stream of the snapshot being collected it belongs to (stream: NULL
  * for a content chunk).  A walk that cannot say which chunk it failed on
@@ -313,6 +325,21 @@ static void refused_what(const vctx_t *c, const digest_t *d, const char *stream,
  * and answer; check, the error of the check after it when that was no
  * answer, why its request), and stops the readers. */
 static void note_refused(vctx_t *c, const char *what, int err, const char *msg, int check,
+			 const char *why);
+
+/* Notes that the bucket does not exist (bucket_missing), reading what
+ * (see refused_what), and stops the readers. */
+static void note_no_bucket(vctx_t *c, const char *what, int err)
+{
+	char msg[512] = "";
+	chunkstore_remote_error(c->st->cs, msg, sizeof(msg));
+	pthread_mutex_lock(&c->lock);
+	c->no_bucket |= !c->refused;
+	pthread_mutex_unlock(&c->lock);
+	note_refused(c, what, err, msg, 0, "");
+}
+
+static void note_refused(vctx_t *c, const char *what, int err, const char *msg, int check,
 			 const char *why)
 {
 	pthread_mutex_lock(&c->lock);
@@ -334,6 +361,10 @@ static int refused_err(vctx_t *c)
 	char later[512];
 	/* What failed since (credential_reads' own request) is not the news. */
 	chunkstore_remote_error(c->st->cs, later, sizeof(later));
+	if (c->no_bucket)
+		return store_err(c->st, c->refused,
+				 "%s.  No chunk was judged, nothing was changed (reading %s)",
+				 c->refused_msg, c->refused_what);
 	/* A check that failed otherwise (503s past the budget, the bucket
 	 * out of reach) says nothing about the credential. */
 	if (c->unchecked)
@@ -424,6 +455,15 @@ static void warn_snapshot(vctx_t *c, const char *what, int err)
 	c->o->warn(obj, err, c->o->arg);
 }
 
+/* A stream walk that failed on a missing bucket: the verify's error. */
+static int stream_no_bucket(vctx_t *c, const chunk_ref_t *failed, const char *stream, int err)
+{
+	char what[400];
+	refused_what(c, failed->plain_len ? &failed->digest : NULL, stream, what, sizeof(what));
+	note_no_bucket(c, what, err);
+	return refused_err(c);
+}
+
 static int collect_source(vctx_t *c, gc_idxwalk_t *w)
 {
 	gc_source_t *src = c->src;
@@ -447,6 +487,8 @@ static int collect_source(vctx_t *c, gc_idxwalk_t *w)
 		note_good(c, &first.digest);
 		return 0;
 	}
+	if (bucket_missing(c, r))
+		return stream_no_bucket(c, &failed, "index stream", r);
 	/* A 403 for one index chunk is judged with the others (read_range
 	 * reads it again); one the credential gets everywhere ends it here. */
 	if (access_refused(c, r) && judge_stream_refusal(c, &failed, "index stream", r))
@@ -456,6 +498,8 @@ static int collect_source(vctx_t *c, gc_idxwalk_t *w)
 	r = gc_tree_refs(c->st->cs, &src->tree, collect_refs, c, &failed);
 	if (c->fatal)
 		return c->fatal;
+	if (bucket_missing(c, r))
+		return stream_no_bucket(c, &failed, "tree stream", r);
 	if (access_refused(c, r) && judge_stream_refusal(c, &failed, "tree stream", r))
 		return refused_err(c);
 	if (r < 0 && c->first) {
@@ -566,7 +610,11 @@ static void *reader(void *arg)
 		for (; i < end && !atomic_load(&c->stop); i++) {
 			const vitem_t *it = &c->items[i];
 			int r = read_one(c, it, &out);
-			if (access_refused(c, r))
+			if (bucket_missing(c, r)) {
+				char what[400];
+				refused_what(c, &it->d, NULL, what, sizeof(what));
+				note_no_bucket(c, what, r);
+			} else if (access_refused(c, r))
 				judge_refusal(c, &it->d, NULL, r, true);
 			else if (r < 0)
 				record_bad(c, &it->d, r, false);

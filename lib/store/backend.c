@@ -131,6 +131,8 @@ const char *backend_errmsg(backend_t *be)
 }
 
 static __thread char thread_err[512];
+/* The calling thread's last failure was a missing bucket. */
+static __thread bool thread_no_bucket;
 
 const char *backend_thread_errmsg(void)
 {
@@ -140,6 +142,17 @@ const char *backend_thread_errmsg(void)
 void backend_note_error(const char *msg)
 {
 	snprintf(thread_err, sizeof(thread_err), "%s", msg);
+	thread_no_bucket = false;
+}
+
+void backend_note_no_bucket(void)
+{
+	thread_no_bucket = true;
+}
+
+bool backend_thread_no_bucket(void)
+{
+	return thread_no_bucket;
 }
 
 void backend_get_stats(backend_t *be, backend_stats *out)

@@ -79,6 +79,12 @@ const char *backend_errmsg(backend_t *be);
 const char *backend_thread_errmsg(void);
 /* For backends: records msg as the calling thread's last failure. */
 void backend_note_error(const char *msg);
+/* Whether the calling thread's last failure was the bucket not existing
+ * (S3 only; its message begins "no such bucket NAME"): the whole store
+ * is out of reach, not the object asked for.  backend_note_no_bucket
+ * says so, for backends, after backend_note_error. */
+bool backend_thread_no_bucket(void);
+void backend_note_no_bucket(void);
 void backend_get_stats(backend_t *be, backend_stats *out);
 
 /* Stores n chunk blobs (parallel where the backend can).  errs (may be

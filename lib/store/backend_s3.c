@@ -46,8 +46,11 @@ static s3_t *borrow(s3be_t *b, int *slot)
 /* Gives the handle back, keeping its error message when r failed. */
 static int give_back(s3be_t *b, int slot, int r)
 {
-	if (r < 0) /* the handle is still ours */
+	if (r < 0) { /* the handle is still ours */
 		backend_note_error(s3_errmsg(b->h[slot]));
+		if (s3_no_bucket(b->h[slot]))
+			backend_note_no_bucket();
+	}
 	pthread_mutex_lock(&b->lock);
 	if (r < 0)
 		snprintf(b->err, sizeof(b->err), "%s", s3_errmsg(b->h[slot]));

@@ -48,6 +48,8 @@ struct s3 {
 	int64_t failing_since;
 	s3_stats st;
 	char err[512];
+	/* The last call failed because the bucket does not exist. */
+	bool no_bucket;
 };
 
 enum kind { K_PUT, K_GET, K_HEAD, K_LIST, K_DELETE, K_OTHER };
@@ -653,7 +655,14 @@ static void settle(s3_t *s, struct req *q)
 		    : no_cond	 ? -EOPNOTSUPP
 		    : q->status == 403 ? -EACCES
 				       : -EIO;
-		if (!no_key)
+		/* (The bucket's name first: one reading of many failures sees
+		 * at once that the store, not an object, is out of reach.) */
+		bool no_bucket = q->status == 404 && !strcmp(code, "NoSuchBucket");
+		s->no_bucket |= no_bucket;
+		if (no_bucket)
+			set_err(s, "no such bucket %s (%s %s: HTTP %ld %s%s%s)", s->bucket, q->method,
+				q->url, q->status, code, msg[0] ? ": " : "", msg);
+		else if (!no_key)
 			set_err(s, "%s %s: HTTP %ld%s%s%s%s", q->method, q->url, q->status,
 				code[0] ? " " : "", code, msg[0] ? ": " : "", msg);
 		/* An answer that is the request's result (absent, taken, no
@@ -716,6 +725,7 @@ static int detach_all(s3_t *s, int r)
 static int run(s3_t *s, struct req *q, size_t n)
 {
 	s->failing_since = 0;
+	s->no_bucket = false;
 	for (size_t i = 0; i < n; i++) {
 		if (!q[i].out)
 			q[i].out = &q[i].own_out;
@@ -944,6 +954,34 @@ int s3_get(s3_t *s, const char *key, buf_t *out)
 	return s3_get_max(s, key, out, 0);
 }
 
+/* After a HEAD's 404, which has no body to say whether the key or the
+ * bucket is missing: 0 when the bucket is there (HEAD of the bucket), else
+ * -EIO ("no such bucket NAME", s3_no_bucket) or the check's error.  A
+ * missing bucket must not pass for missing objects: its reader would
+ * report every chunk gone, or upload into nothing. */
+static int bucket_check(s3_t *s)
+{
+	struct req q = {.method = "HEAD", .kind = K_HEAD};
+	q.url = make_url(s, NULL, NULL);
+	if (!q.url)
+		return -ENOMEM;
+	int r = run(s, &q, 1);
+	if (r == 0)
+		r = q.result;
+	if (r == -ENOENT) {
+		set_err(s, "no such bucket %s (HEAD %s: HTTP 404)", s->bucket, q.url);
+		s->no_bucket = true;
+		r = -EIO;
+	}
+	req_free(&q, 1);
+	return r;
+}
+
+bool s3_no_bucket(const s3_t *s)
+{
+	return s->no_bucket;
+}
+
 int s3_have_many(s3_t *s, size_t n, char *const *keys, bool *have)
 {
 	if (!n)
@@ -960,14 +998,16 @@ int s3_have_many(s3_t *s, size_t n, char *const *keys, bool *have)
 	}
 	if (!r)
 		r = run(s, q, n);
+	bool absent = false;
 	for (size_t i = 0; i < n && !r; i++) {
 		have[i] = q[i].result == 0;
+		absent |= q[i].result == -ENOENT;
 		if (q[i].result < 0 && q[i].result != -ENOENT)
 			r = q[i].result;
 	}
 	req_free(q, n);
 	free(q);
-	return r;
+	return r == 0 && absent ? bucket_check(s) : r;
 }
 
 /* Appends text with the five XML special characters escaped. */

@@ -95,8 +95,14 @@ int s3_get_fd(s3_t *s, const char *key, int fd, uint64_t max);
 int s3_get_many(s3_t *s, size_t n, char *const *keys, buf_t *outs, int *errs);
 
 /* Asks whether n objects exist (parallel HEAD): have[i] set.  Returns 0
- * or the first error that is not "missing". */
+ * or the first error that is not "missing".  A HEAD's 404 cannot tell a
+ * missing key from a missing bucket, so after any, the bucket is asked
+ * too: a missing one is -EIO (s3_no_bucket), not n missing objects. */
 int s3_have_many(s3_t *s, size_t n, char *const *keys, bool *have);
+/* Whether the last call failed because the bucket does not exist (a 404
+ * NoSuchBucket, or s3_have_many's check); s3_errmsg then begins "no such
+ * bucket NAME". */
+bool s3_no_bucket(const s3_t *s);
 
 /* Deletes n objects with DeleteObjects, 1000 keys a request.  A key that
  * does not exist counts as deleted.  Returns 0 or the first error. */

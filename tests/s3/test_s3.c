@@ -120,6 +120,16 @@ int main(void)
 		s3_t *n = open_client(nobucket, NULL, false, NULL);
 		CHECK(s3_get(n, "p/missing", &b) == -EIO);
 		CHECK(strstr(s3_errmsg(n), "NoSuchBucket") != NULL);
+		CHECK(s3_no_bucket(n));
+		/* A HEAD's 404 has no body to tell which is missing: the
+		 * bucket is asked, and its absence is no answer "missing". */
+		bool nb_have[2] = {true, true};
+		char *nb_keys[2] = {"p/missing", "p/other"};
+		CHECK(s3_have_many(n, 2, nb_keys, nb_have) == -EIO);
+		CHECK(s3_no_bucket(n));
+		char want[120];
+		snprintf(want, sizeof(want), "no such bucket %s ", nobucket);
+		CHECK(strncmp(s3_errmsg(n), want, strlen(want)) == 0);
 		s3_close(n);
 	}
 
@@ -127,6 +137,7 @@ int main(void)
 	char *hk[3] = {keys[0], "p/none", keys[N - 1]};
 	CHECK(s3_have_many(s, 3, hk, have) == 0);
 	CHECK(have[0] && !have[1] && have[2]);
+	CHECK(!s3_no_bucket(s));
 
 	/* Pages of 1000: 3 pages for 2500. */
 	char *tok = NULL;
