@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -444,6 +445,20 @@ static int key_use_range(int64_t id, int32_t key, short type, struct flock *fl)
 	return 0;
 }
 
+/* A file system without OFD locks (F_OFD_* fail with EINVAL there: some
+ * FUSE and network file systems, kernels before 3.15) gets flock() on the
+ * whole file instead: read lock LOCK_SH, write lock LOCK_EX.  Coarser, as
+ * safe: every command there takes the same fallback, so a destroy or
+ * unload-key still finds any command holding a key, only also those of
+ * other roots and keys (it refuses as busy until they end).  Without it
+ * no destroy of an encryption root could ever take its lock there. */
+static int key_use_flock(int fd, short type)
+{
+	if (flock(fd, (type == F_RDLCK ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0)
+		return 0;
+	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+}
+
 /* Locks (type) that range (key_use_range) in the lock file fd: 0, -EAGAIN
  * (held elsewhere) or -errno.  Never waits: a wait is key_use_lock_within's,
  * bounded. */
@@ -455,6 +470,9 @@ static int key_use_lock(int fd, int64_t id, int32_t key, short type)
 		return r;
 	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
 		return 0;
+	/* (The range is valid: EINVAL is the file system's.) */
+	if (errno == EINVAL)
+		return key_use_flock(fd, type);
 	return errno == EACCES || errno == EAGAIN ? -EAGAIN : -errno;
 }
 
@@ -491,9 +509,12 @@ static int key_use_check(int fd, int64_t id, int32_t key)
 	int r = key_use_range(id, key, F_WRLCK, &fl);
 	if (r < 0)
 		return r;
-	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
-		return -errno;
-	return fl.l_type == F_UNLCK ? 0 : -EAGAIN;
+	if (fcntl(fd, F_OFD_GETLK, &fl) == 0)
+		return fl.l_type == F_UNLCK ? 0 : -EAGAIN;
+	/* No OFD locks: flock() needs no write access for LOCK_EX, so the
+	 * fallback takes the lock itself (held until the fd is closed, after
+	 * the unload). */
+	return errno == EINVAL ? key_use_flock(fd, F_WRLCK) : -errno;
 }
 
 /* For a refusal: who holds the lock on root id's byte for key serial key
