@@ -34,6 +34,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -380,17 +381,39 @@ static int refused_err(vctx_t *c)
 			 c->refused_what, c->refused_msg);
 }
 
-/* Notes a chunk read from the bucket, for credential_reads. */
-static void note_good(vctx_t *c, const digest_t *d)
+/* Notes d, read from the bucket, for credential_reads. */
+static void note_object(vctx_t *c, const digest_t *d)
 {
-	if (!chunkstore_backend(c->st->cs))
-		return;
 	pthread_mutex_lock(&c->lock);
 	if (!c->have_good) {
 		c->good = *d;
 		c->have_good = true;
 	}
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* Notes d, just read by this thread, for credential_reads: only when its
+ * blob came from the bucket.  One kept whole in its local file may have
+ * no object (or one this credential may not read): a HEAD of it says
+ * nothing about whether the credential reads the bucket (t1531). */
+static void note_good(vctx_t *c, const digest_t *d)
+{
+	if (chunkstore_read_from_bucket(c->st->cs))
+		note_object(c, d);
+}
+
+/* Whether d's local file is a bare marker (no data blocks: its blob can
+ * only have come from the bucket; verify bypasses the chunk cache).  For
+ * a chunk read in a walk, whose reads note_good does not see one by one. */
+static bool only_in_bucket(const vctx_t *c, const digest_t *d)
+{
+	char hex[DIGEST_HEX_LEN + 1], name[70];
+	digest_to_hex(d, hex);
+	snprintf(name, sizeof(name), "%.4s/%s", hex, hex);
+	struct stat st;
+	return chunkstore_backend(c->st->cs) &&
+	       fstatat(c->chunkfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	       st.st_blocks == 0;
 }
 
 /* After a 403 for one object: whether this credential still reads the
@@ -484,7 +507,8 @@ static int collect_source(vctx_t *c, gc_idxwalk_t *w)
 	if (r == 0) {
 		chunk_ref_t first;
 		chunk_ref_unpack(src->idx.data, &first);
-		note_good(c, &first.digest);
+		if (only_in_bucket(c, &first.digest))
+			note_object(c, &first.digest);
 		return 0;
 	}
 	if (bucket_missing(c, r))

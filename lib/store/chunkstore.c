@@ -134,6 +134,10 @@ static __thread const chunkstore_t *tls_bypass;
  * from a local file's EACCES, which carry the same errno. */
 static __thread const chunkstore_t *tls_read_remote_fail;
 
+/* The store whose backend answered this thread's last chunk read with the
+ * blob (not a local file, nor the chunk cache), or NULL. */
+static __thread const chunkstore_t *tls_read_remote_ok;
+
 /* ---- per-thread buffers ---- */
 
 /* This thread's last backend failure, and in which store: what
@@ -1288,6 +1292,8 @@ static int read_remote(chunkstore_t *cs, const struct cpath *p, buf_t *out, bool
 	int r = backend_get(cs->be, &p->d, out);
 	if (r < 0)
 		tls_read_remote_fail = cs;
+	else
+		tls_read_remote_ok = cs;
 	if (r < 0 && r != -ENOENT)
 		remote_failed(cs);
 	/* Bypassing, nothing is kept either: a verify reads every chunk once,
@@ -1369,7 +1375,7 @@ int chunkstore_get(chunkstore_t *cs, const digest_t *d, buf_t *out)
 
 int chunkstore_get_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *d, buf_t *out)
 {
-	tls_read_remote_fail = NULL;
+	tls_read_remote_fail = tls_read_remote_ok = NULL;
 	buf_t *raw = &tls_get()->raw;
 	int r = read_blob_checked(cs, k, d, raw, out);
 	tls_trim(raw);
@@ -1378,13 +1384,18 @@ int chunkstore_get_key(chunkstore_t *cs, const crypt_keys_t *k, const digest_t *
 
 int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out)
 {
-	tls_read_remote_fail = NULL;
+	tls_read_remote_fail = tls_read_remote_ok = NULL;
 	return read_blob_checked(cs, NULL, d, out, NULL);
 }
 
 bool chunkstore_read_failed_remotely(const chunkstore_t *cs)
 {
 	return cs && tls_read_remote_fail == cs;
+}
+
+bool chunkstore_read_from_bucket(const chunkstore_t *cs)
+{
+	return cs && tls_read_remote_ok == cs;
 }
 
 /* ---- small accessors ---- */

@@ -71,6 +71,11 @@ int chunkstore_get_raw(chunkstore_t *cs, const digest_t *d, buf_t *out);
  * error is the bucket's answer (-EACCES: HTTP 403), not a local file's
  * (-EACCES: a file this process may not open). */
 bool chunkstore_read_failed_remotely(const chunkstore_t *cs);
+/* Whether the calling thread's last read of cs got the blob from the
+ * backend itself: not from a local file holding it whole, nor from the
+ * chunk cache (a read may end with the blob of either while the bucket
+ * has no such object). */
+bool chunkstore_read_from_bucket(const chunkstore_t *cs);
 
 /* Touches one chunk's atime; returns 0 or -ENOENT.  A file at the chunk's
  * name that is not a non-empty regular file is damage and counts as
