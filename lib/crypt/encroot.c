@@ -517,29 +517,45 @@ static int key_use_check(int fd, int64_t id, int32_t key)
 	return errno == EINVAL ? key_use_flock(fd, F_WRLCK) : -errno;
 }
 
+/* Whether the lock file fd is where key_use_lock falls back to flock()
+ * (no OFD locks: key_use_flock). */
+static bool key_use_flocked(int fd)
+{
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+	return fcntl(fd, F_OFD_GETLK, &fl) < 0 && errno == EINVAL;
+}
+
 /* For a refusal: who holds the lock on root id's byte for key serial key
  * (key < 0: its range) in the lock file fd, into buf.  OFD locks name no
  * process (l_pid is -1), and anyone who may read the store may take one,
  * so the message tells where to look: the holders this user may see
- * (lock_holders), or else how root finds them. */
+ * (lock_holders), or else how root finds them.  Where the marks are
+ * flock()s of the whole file, their holders (the OFD ones there are
+ * none of: t1762). */
 static void key_use_holders(cairn_store *st, int fd, int64_t id, int32_t key, char *buf,
 			    size_t len)
 {
 	struct flock fl;
 	struct stat sb;
-	char who[512]; /* 4 holders, each comm up to 60 bytes escaped */
+	char who[512], where[64]; /* 4 holders, each comm up to 60 bytes escaped */
 	buf[0] = 0;
 	if (key_use_range(id, key, F_WRLCK, &fl) < 0 || fstat(fd, &sb) < 0)
 		return;
 	long long first = (long long)fl.l_start, last = first + (long long)fl.l_len - 1;
-	if (lock_holders(sb.st_dev, sb.st_ino, fl.l_start, fl.l_len, who, sizeof(who)))
-		snprintf(buf, len, "the lock on %s/%s (bytes %lld-%lld) is held by %s", st->path,
-			 KEYUSERS_FILE, first, last, who);
+	bool whole = key_use_flocked(fd);
+	if (whole)
+		snprintf(where, sizeof(where), "whole file, flock");
+	else
+		snprintf(where, sizeof(where), "bytes %lld-%lld", first, last);
+	if (whole ? flock_holders(sb.st_dev, sb.st_ino, who, sizeof(who))
+		  : lock_holders(sb.st_dev, sb.st_ino, fl.l_start, fl.l_len, who, sizeof(who)))
+		snprintf(buf, len, "the lock on %s/%s (%s) is held by %s", st->path, KEYUSERS_FILE,
+			 where, who);
 	else
 		snprintf(buf, len,
-			 "the lock on %s/%s (bytes %lld-%lld) is held by no process this user may "
-			 "see; as root, grep -l ':%llu ' /proc/[0-9]*/fdinfo/* finds the holders",
-			 st->path, KEYUSERS_FILE, first, last, (unsigned long long)sb.st_ino);
+			 "the lock on %s/%s (%s) is held by no process this user may see; as root, "
+			 "grep -l ':%llu ' /proc/[0-9]*/fdinfo/* finds the holders",
+			 st->path, KEYUSERS_FILE, where, (unsigned long long)sb.st_ino);
 }
 
 /* Marks root's key of serial key (0: a key file's) in use: *fd holding the

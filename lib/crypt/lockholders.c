@@ -21,8 +21,10 @@
  * lock conflicts with: a POSIX or OFD (fcntl) one.  flock() locks and
  * leases are apart from those on Linux: a process holding flock on the
  * file keeps nothing from being locked, and naming it would send the
- * user after the wrong process (t1386). */
-static bool line_covers(const char *line, dev_t dev, ino_t ino, off_t start, off_t end)
+ * user after the wrong process (t1386).  With flock, the reverse: only
+ * a flock() lock, which covers the whole file, counts (t1762). */
+static bool line_covers(const char *line, dev_t dev, ino_t ino, off_t start, off_t end,
+			bool flock)
 {
 	char kind[16], mode[16], type[16], last[32];
 	unsigned maj, min;
@@ -31,11 +33,11 @@ static bool line_covers(const char *line, dev_t dev, ino_t ino, off_t start, off
 	if (sscanf(line, "lock: %*d: %15s %15s %15s %*d %x:%x:%llu %lld %31s", kind, mode, type,
 		   &maj, &min, &i, &s, last) != 8)
 		return false; /* a waiter's line ("->" shifts the fields), or another */
-	if (strcmp(kind, "OFDLCK") && strcmp(kind, "POSIX"))
+	if (flock ? strcmp(kind, "FLOCK") != 0 : strcmp(kind, "OFDLCK") && strcmp(kind, "POSIX"))
 		return false;
 	long long e = strcmp(last, "EOF") ? strtoll(last, NULL, 10) : INT64_MAX;
 	return maj == major(dev) && min == minor(dev) && i == (unsigned long long)ino &&
-	       s <= (long long)end && e >= (long long)start;
+	       (flock || (s <= (long long)end && e >= (long long)start));
 }
 
 /* Whether descriptor fd of process pid (a directory fd of /proc/PID)
@@ -44,7 +46,8 @@ static bool line_covers(const char *line, dev_t dev, ino_t ino, off_t start, off
  * no filesystem.  A stat of fd/N would follow it to its file and wait on
  * that file's server: one descriptor anywhere on a stalled FUSE or NFS
  * mount, and the refusal never came (t1387). */
-static bool fd_holds(int piddir, const char *fd, dev_t dev, ino_t ino, off_t start, off_t end)
+static bool fd_holds(int piddir, const char *fd, dev_t dev, ino_t ino, off_t start, off_t end,
+		     bool flock)
 {
 	char path[300];
 	snprintf(path, sizeof(path), "fdinfo/%s", fd);
@@ -61,7 +64,7 @@ static bool fd_holds(int piddir, const char *fd, dev_t dev, ino_t ino, off_t sta
 	 * first piece may be a lock line. */
 	while (!held && fgets(line, sizeof(line), in)) {
 		held = at_start && !strncmp(line, "lock:", 5) &&
-		       line_covers(line, dev, ino, start, end);
+		       line_covers(line, dev, ino, start, end, flock);
 		at_start = strchr(line, '\n') != NULL;
 	}
 	fclose(in);
@@ -69,7 +72,8 @@ static bool fd_holds(int piddir, const char *fd, dev_t dev, ino_t ino, off_t sta
 }
 
 /* Whether process pid holds such a lock through any descriptor. */
-static bool pid_holds(int proc, const char *pid, dev_t dev, ino_t ino, off_t start, off_t end)
+static bool pid_holds(int proc, const char *pid, dev_t dev, ino_t ino, off_t start, off_t end,
+		      bool flock)
 {
 	int piddir = openat(proc, pid, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (piddir < 0)
@@ -79,7 +83,8 @@ static bool pid_holds(int proc, const char *pid, dev_t dev, ino_t ino, off_t sta
 	bool held = false;
 	struct dirent *de;
 	while (d && !held && (de = readdir(d)))
-		held = de->d_name[0] != '.' && fd_holds(piddir, de->d_name, dev, ino, start, end);
+		held = de->d_name[0] != '.' &&
+		       fd_holds(piddir, de->d_name, dev, ino, start, end, flock);
 	if (d)
 		closedir(d);
 	else if (fds >= 0)
@@ -126,7 +131,9 @@ static void name_holder(int proc, const char *pid, size_t nth, char *buf, size_t
 		snprintf(buf + used, buflen - used, "%spid %s (%s)", nth ? ", " : "", pid, shown);
 }
 
-size_t lock_holders(dev_t dev, ino_t ino, off_t start, off_t len, char *buf, size_t buflen)
+/* lock_holders, or with flock flock_holders. */
+static size_t holders(dev_t dev, ino_t ino, off_t start, off_t len, bool flock, char *buf,
+		      size_t buflen)
 {
 	if (buflen)
 		buf[0] = 0;
@@ -139,7 +146,7 @@ size_t lock_holders(dev_t dev, ino_t ino, off_t start, off_t len, char *buf, siz
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
 		if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
-		    !pid_holds(proc, de->d_name, dev, ino, start, start + len - 1))
+		    !pid_holds(proc, de->d_name, dev, ino, start, start + len - 1, flock))
 			continue;
 		if (found < HOLDERS_NAMED)
 			name_holder(proc, de->d_name, found, buf, buflen);
@@ -154,4 +161,14 @@ size_t lock_holders(dev_t dev, ino_t ino, off_t start, off_t len, char *buf, siz
 	if (d)
 		closedir(d);
 	return found;
+}
+
+size_t lock_holders(dev_t dev, ino_t ino, off_t start, off_t len, char *buf, size_t buflen)
+{
+	return holders(dev, ino, start, len, false, buf, buflen);
+}
+
+size_t flock_holders(dev_t dev, ino_t ino, char *buf, size_t buflen)
+{
+	return holders(dev, ino, 0, 0, true, buf, buflen);
 }

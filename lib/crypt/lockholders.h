@@ -20,5 +20,9 @@
  * Returns how many it found; 0 leaves buf empty (none, or none this user
  * may look at). */
 size_t lock_holders(dev_t dev, ino_t ino, off_t start, off_t len, char *buf, size_t buflen);
+/* The same for the holders of a flock() lock (shared or exclusive) on the
+ * file (dev, ino): for a file locked with flock() where fcntl's OFD locks
+ * are not to be had. */
+size_t flock_holders(dev_t dev, ino_t ino, char *buf, size_t buflen);
 
 #endif
