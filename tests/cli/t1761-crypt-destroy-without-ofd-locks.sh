@@ -14,7 +14,6 @@ build_shim no-ofd
 export NOOFD_LOG=$TESTDIR/noofd.log
 # every cairn command of this test runs on the shim
 cairn() { env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" "$CAIRN" "$@"; }
-CAIRN_SHIMMED() { env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" "$CAIRN" "$@"; }
 
 # (made without the shim: a snapshot registers as a writer through an
 # OFD lock too, which this fallback is not about)
@@ -34,7 +33,10 @@ flock_read && fail "a shared flock on the lock file before any command runs"
 
 # a restore (it decrypts, so it holds the key; its snapshot hold fails
 # here, which it only warns about), stopped once it holds the key
-CAIRN_SHIMMED restore enc@1 "$TESTDIR/out" 2>"$TESTDIR/restore.err" &
+# (env execs cairn: $! is the restore, not a shell running a function,
+# whose stop left the restore running)
+env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" "$CAIRN" restore enc@1 "$TESTDIR/out" \
+	2>"$TESTDIR/restore.err" &
 RESTORE=$!
 for _ in $(seq 1 2000); do
 	flock_read && break
@@ -45,6 +47,7 @@ for _ in $(seq 1 2000); do
 	st=$(sed 's/.*) //' "/proc/$RESTORE/stat" 2>/dev/null | cut -d' ' -f1)
 	[ "$st" = T ] && break
 done
+[ "$(cat "/proc/$RESTORE/comm" 2>/dev/null)" = cairn ] || fail "the process stopped is not the restore"
 [ "$st" = T ] && flock_read ||
 	fail "the restore was not stopped holding a shared flock (the fallback did not mark its key)"
 
