@@ -460,7 +460,7 @@ static int key_use_flock(int fd, short type)
 }
 
 /* Locks (type) that range (key_use_range) in the lock file fd: 0, -EAGAIN
- * (held elsewhere) or -errno.  Never waits: a wait is key_use_lock_within's,
+ * (held elsewhere) or -errno.  Never waits: a wait is key_use_lock_until's,
  * bounded. */
 static int key_use_lock(int fd, int64_t id, int32_t key, short type)
 {
@@ -476,13 +476,13 @@ static int key_use_lock(int fd, int64_t id, int32_t key, short type)
 	return errno == EACCES || errno == EAGAIN ? -EAGAIN : -errno;
 }
 
-/* key_use_lock, tried again for up to ms milliseconds while the range is
- * held elsewhere: 0, -EAGAIN (still held then) or -errno.  Polled, not
- * F_OFD_SETLKW: a blocking wait has no timeout, and whoever may write the
- * store's directory may hold the write lock for ever (t1760). */
-static int key_use_lock_within(int fd, int64_t id, int32_t key, short type, int64_t ms)
+/* key_use_lock, tried again while the range is held elsewhere until
+ * until (mono_ns; once at least): 0, -EAGAIN (still held then) or -errno.
+ * Polled, not F_OFD_SETLKW: a blocking wait has no timeout, and whoever
+ * may write the store's directory may hold the write lock for ever
+ * (t1760). */
+static int key_use_lock_until(int fd, int64_t id, int32_t key, short type, int64_t until)
 {
-	int64_t until = mono_ns() + ms * 1000000;
 	int64_t nap_us = 1000;
 	for (;;) {
 		int r = key_use_lock(fd, id, key, type);
@@ -558,21 +558,37 @@ static void key_use_holders(cairn_store *st, int fd, int64_t id, int32_t key, ch
 			 st->path, KEYUSERS_FILE, where, (unsigned long long)sb.st_ino);
 }
 
+/* How long a command waits for key locks: key_lock_wait_seconds, in all. */
+typedef struct key_wait {
+	int64_t secs;  /* the setting, for the message */
+	int64_t until; /* mono_ns */
+} key_wait_t;
+
+/* A wait of key_lock_wait_seconds from now. */
+static key_wait_t key_wait_start(cairn_store *st)
+{
+	key_wait_t w = {.secs = store_setting(st, "key_lock_wait_seconds")};
+	w.until = mono_ns() + w.secs * 1000000000;
+	return w;
+}
+
 /* Marks root's key of serial key (0: a key file's) in use: *fd holding the
  * read lock, or -1 (best effort: no file this user may open, or no lock
  * it can take there).  Waits while an unload-key or a destroy holds the
- * write lock, but at most key_lock_wait_seconds: a holder that never
- * lets go (anyone who may write the store can take it) must not make
- * every command on the root hang.  Then -EBUSY, naming the holder. */
-static int key_use_begin(cairn_store *st, const ds_row_t *root, int32_t key, int *fd)
+ * write lock, but not past the wait w (key_lock_wait_seconds): a holder
+ * that never lets go (anyone who may write the store can take it) must
+ * not make every command on the root hang.  Then -EBUSY, naming the
+ * holder. */
+static int key_use_begin(cairn_store *st, const ds_row_t *root, int32_t key,
+			 const key_wait_t *w, int *fd)
 {
 	*fd = key_use_open(st, false);
 	if (*fd < 0) {
 		*fd = -1;
 		return 0;
 	}
-	int64_t secs = store_setting(st, "key_lock_wait_seconds");
-	int r = key_use_lock_within(*fd, root->id, key, F_RDLCK, secs * 1000);
+	int64_t secs = w->secs;
+	int r = key_use_lock_until(*fd, root->id, key, F_RDLCK, w->until);
 	if (r == -EAGAIN) {
 		char who[1024];
 		key_use_holders(st, *fd, root->id, key, who, sizeof(who));
@@ -691,7 +707,9 @@ int encroot_key_claim(cairn_store *st, const ds_row_t *root, int *fd)
 	return r;
 }
 
-int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
+/* encroot_keys, waiting for the key's lock within w. */
+static int keys_within(cairn_store *st, const ds_row_t *ds, const key_wait_t *w,
+		       crypt_keys_t **out)
 {
 	*out = NULL;
 	ds_row_t root = {0};
@@ -705,7 +723,7 @@ int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
 	 * the read finds it gone (ENOKEY). */
 	int32_t key = r == 0 ? keyring_key_serial(desc) : 0;
 	int usefd = -1;
-	int busy = key_use_begin(st, &root, key > 0 ? key : 0, &usefd);
+	int busy = key_use_begin(st, &root, key > 0 ? key : 0, w, &usefd);
 	if (busy < 0) {
 		ds_row_clear(&root);
 		return busy;
@@ -747,6 +765,12 @@ int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
 		close(usefd);
 	ds_row_clear(&root);
 	return r;
+}
+
+int encroot_keys(cairn_store *st, const ds_row_t *ds, crypt_keys_t **out)
+{
+	key_wait_t w = key_wait_start(st);
+	return keys_within(st, ds, &w, out);
 }
 
 int encroot_keys_by_name(cairn_store *st, const char *name, crypt_keys_t **out)
@@ -1109,11 +1133,15 @@ int encroot_keyset_load(cairn_store *st, encroot_keyset_t *ks)
 			       -1, &q, NULL))
 		return store_err(st, -EIO, "catalog: %s", catalog_errmsg(st->cat));
 	int r = 0;
+	/* One wait for the whole set: a root each, and a holder of the whole
+	 * lock file kept a verify of N roots waiting N times the setting.
+	 * Past it, each root left is tried once (t1763). */
+	key_wait_t w = key_wait_start(st);
 	while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
 		ds_row_t root = {0};
 		crypt_keys_t *k = NULL;
 		r = catalog_ds_by_id(st->cat, sqlite3_column_int64(q, 0), &root);
-		int e = r == 0 ? encroot_keys(st, &root, &k) : 0;
+		int e = r == 0 ? keys_within(st, &root, &w, &k) : 0;
 		/* The set's one descriptor takes over the key's mark (its
 		 * read lock first, so the key is never unmarked between). */
 		if (r == 0 && e == 0 && k->usefd >= 0) {
@@ -1126,6 +1154,14 @@ int encroot_keyset_load(cairn_store *st, encroot_keyset_t *ks)
 				encroot_keys_unmark(k);
 		}
 		ds_row_clear(&root);
+		/* A loaded key kept busy is not a missing one: checked without
+		 * it, a blob with a forged checksum would pass, and whoever
+		 * may forge one may also hold the lock (t1764).  The set
+		 * fails, naming the holder (errdetail), as a command does. */
+		if (r == 0 && e == -EBUSY) {
+			r = e;
+			break;
+		}
 		if (r < 0 || e < 0) {
 			/* A root without its key is checked without it. */
 			ks->complete = false;

@@ -1,0 +1,63 @@
+#!/bin/bash
+# verify loads every encryption root's key (a key set).  Each root waited
+# key_lock_wait_seconds of its own for its key's lock, and a root whose
+# wait ran out was checked as if its key were not loaded: with the whole
+# lock file held by a process that never lets go, a verify of N roots
+# waited N times the setting (20 roots at the default 30 s: ten minutes),
+# and then passed without using any key (t1764).  The set now has one
+# wait for all its roots, and the first root still busy at its end fails
+# the verify: the file held costs one wait.
+#  With two roots, the lock file write-locked whole, and
+#  CAIRN_KEY_LOCK_WAIT_SECONDS=1, every read-lock attempt logged
+#  (tests/cli/ofd-log.c): verify fails, key busy; the wait was spent on one
+#  root (several attempts) and the other root was not waited for.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/crypt.sh"
+build_shim ofd-log
+export OFDLOG_LOG=$TESTDIR/ofd.log
+
+locked_root
+ok mkroot enc2 "$PASS1" -o source="$SRC"
+ok cairn snapshot enc2@1
+ino=$(stat -c %i "$lock")
+write_locked() {
+	grep -Eq "OFDLCK +ADVISORY +WRITE +-?[0-9]+ [0-9a-f]+:[0-9a-f]+:$ino " /proc/locks
+}
+ready=$TESTDIR/ready
+python3 -c '
+import fcntl, os, struct, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.fcntl(fd, getattr(fcntl, "F_OFD_SETLK", 37),
+	    struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+with open(sys.argv[2] + ".tmp", "w") as f:
+	f.write(str(os.getpid()))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+time.sleep(600)
+' "$lock" "$ready" &
+HOLDER=
+for _ in $(seq 1 500); do
+	[ -s "$ready" ] && break
+	sleep 0.01
+done
+HOLDER=$(cat "$ready" 2>/dev/null)
+trap '[ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
+[ -n "$HOLDER" ] && write_locked || fail "the lock holder did not start holding the lock"
+
+rm -f "$OFDLOG_LOG"
+fails_with 1 "key is busy: .*waited 1 s.*held by pid $HOLDER (python3)" \
+	env CAIRN_KEY_LOCK_WAIT_SECONDS=1 ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" timeout 60 \
+	"$CAIRN" verify
+write_locked || fail "the holder $HOLDER was not holding the lock throughout"
+grep -q -- "-11$" "$OFDLOG_LOG" || fail "no read lock attempt was refused: $(cat "$OFDLOG_LOG")"
+grep -q " 0$" "$OFDLOG_LOG" && fail "a read lock was taken under the holder: $(cat "$OFDLOG_LOG")"
+# attempts per root (its range: the row id is the offset's bits above 31)
+awk '{print int($1 / 2147483648)}' "$OFDLOG_LOG" | sort | uniq -c | sort -n >"$TESTDIR/per-root"
+[ "$(wc -l <"$TESTDIR/per-root")" = 1 ] ||
+	fail "more than one root was waited for: $(cat "$TESTDIR/per-root") (attempts, root)"
+[ "$(awk '{print $1}' "$TESTDIR/per-root")" -gt 1 ] ||
+	fail "the root was not waited for: $(cat "$TESTDIR/per-root")"
+kill "$HOLDER"
+wait "$HOLDER" 2>/dev/null
+HOLDER=
+ok cairn verify >/dev/null
+done_test
