@@ -381,7 +381,7 @@ static int refused_err(vctx_t *c)
 			 c->refused_what, c->refused_msg);
 }
 
-/* Notes d, read from the bucket, for credential_reads. */
+/* Notes d for credential_reads. */
 static void note_object(vctx_t *c, const digest_t *d)
 {
 	pthread_mutex_lock(&c->lock);
@@ -392,13 +392,24 @@ static void note_object(vctx_t *c, const digest_t *d)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Notes d, just read by this thread, for credential_reads: only when its
- * blob came from the bucket.  One kept whole in its local file may have
- * no object (or one this credential may not read): a HEAD of it says
- * nothing about whether the credential reads the bucket (t1531). */
+/* Whether a chunk read (from_bucket: its blob came from the bucket, not
+ * from its local file) may be what credential_reads asks the bucket for.
+ * On S3 only one the bucket answered with: one kept whole locally may
+ * have no object, and S3 answers 403 for a missing key to a credential
+ * without ListBucket, which would blame the credential (t1531).  A local
+ * directory bucket answers a missing object ENOENT, never a refusal, so
+ * there any chunk read will do, and must: the bucket's files may be the
+ * ones this user may not read, while the prefix's claim is not (t1516). */
+static bool probe_worthy(const vctx_t *c, bool from_bucket)
+{
+	backend_t *be = chunkstore_backend(c->st->cs);
+	return be && (from_bucket || strcmp(backend_kind(be), "s3"));
+}
+
+/* Notes d, just read by this thread, for credential_reads (probe_worthy). */
 static void note_good(vctx_t *c, const digest_t *d)
 {
-	if (chunkstore_read_from_bucket(c->st->cs))
+	if (probe_worthy(c, chunkstore_read_from_bucket(c->st->cs)))
 		note_object(c, d);
 }
 
@@ -507,7 +518,7 @@ static int collect_source(vctx_t *c, gc_idxwalk_t *w)
 	if (r == 0) {
 		chunk_ref_t first;
 		chunk_ref_unpack(src->idx.data, &first);
-		if (only_in_bucket(c, &first.digest))
+		if (probe_worthy(c, only_in_bucket(c, &first.digest)))
 			note_object(c, &first.digest);
 		return 0;
 	}
