@@ -1,6 +1,6 @@
 #!/bin/bash
 # On a file system without OFD locks (F_OFD_* fail with EINVAL; here
-# tests/cli/no-ofd.c makes them so) destroy of an encryption root was
+# tests/cli/ofd-shim.c makes them so) destroy of an encryption root was
 # refused for ever: "cannot claim the encryption root's key for the
 # destroy: locking .../keyusers.lock: Invalid argument", and commands
 # marked no key in use.  Now the key marks fall back to flock() on the
@@ -10,8 +10,8 @@
 # still cannot be taken there: it registers as a writer with an OFD lock.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
-build_shim no-ofd
-export NOOFD_LOG=$TESTDIR/noofd.log
+build_shim ofd-shim
+export OFD_SHIM=refuse OFD_SHIM_LOG=$TESTDIR/noofd.log
 # every cairn command of this test runs on the shim
 cairn() { env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" "$CAIRN" "$@"; }
 
@@ -24,7 +24,7 @@ head -c 64000000 /dev/urandom >"$SRC/big"
 ok mkroot enc "$PASS1" -o compression=off -o source="$SRC"
 ok "$CAIRN" snapshot enc@1
 ok cairn diff enc@1 enc@1 >/dev/null
-[ -s "$NOOFD_LOG" ] || fail "the shim did not act (no OFD lock was refused)"
+[ -s "$OFD_SHIM_LOG" ] || fail "the shim did not act (no OFD lock was refused)"
 lock=$CAIRN_STORE/keyusers.lock
 ino=$(stat -c %i "$lock") || fail "no lock file"
 # flock_read: some process holds a shared flock on keyusers.lock

@@ -10,8 +10,8 @@
 # for a holder of the exclusive flock names that holder.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
-build_shim no-ofd
-export NOOFD_LOG=$TESTDIR/noofd.log
+build_shim ofd-shim
+export OFD_SHIM=refuse OFD_SHIM_LOG=$TESTDIR/noofd.log
 
 # (made without the shim: a snapshot registers as a writer through an
 # OFD lock, which the fallback is not about)
@@ -21,7 +21,7 @@ big_root enc 1
 cairn() { env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" "$CAIRN" "$@"; }
 lock=$CAIRN_STORE/keyusers.lock
 ok cairn diff enc@1 enc@1 >/dev/null
-[ -s "$NOOFD_LOG" ] || fail "the shim did not act (no OFD lock was refused)"
+[ -s "$OFD_SHIM_LOG" ] || fail "the shim did not act (no OFD lock was refused)"
 ino=$(stat -c %i "$lock") || fail "no lock file"
 # flock_held KIND: some process holds a flock of KIND (READ/WRITE) on the file
 flock_held() { grep -Eq "FLOCK +ADVISORY +$1 +[0-9]+ [0-9a-f]+:[0-9a-f]+:$ino " /proc/locks; }

@@ -9,12 +9,12 @@
 # the verify: the file held costs one wait.
 #  With two roots, the lock file write-locked whole, and
 #  CAIRN_KEY_LOCK_WAIT_SECONDS=1, every read-lock attempt logged
-#  (tests/cli/ofd-log.c): verify fails, key busy; the wait was spent on one
+#  (tests/cli/ofd-shim.c): verify fails, key busy; the wait was spent on one
 #  root (several attempts) and the other root was not waited for.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crypt.sh"
-build_shim ofd-log
-export OFDLOG_LOG=$TESTDIR/ofd.log
+build_shim ofd-shim
+export OFD_SHIM=log OFD_SHIM_LOG=$TESTDIR/ofd.log
 
 locked_root
 ok mkroot enc2 "$PASS1" -o source="$SRC"
@@ -43,15 +43,15 @@ HOLDER=$(cat "$ready" 2>/dev/null)
 trap '[ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
 [ -n "$HOLDER" ] && write_locked || fail "the lock holder did not start holding the lock"
 
-rm -f "$OFDLOG_LOG"
+rm -f "$OFD_SHIM_LOG"
 fails_with 1 "key is busy: .*waited 1 s.*held by pid $HOLDER (python3)" \
 	env CAIRN_KEY_LOCK_WAIT_SECONDS=1 ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" timeout 60 \
 	"$CAIRN" verify
 write_locked || fail "the holder $HOLDER was not holding the lock throughout"
-grep -q -- "-11$" "$OFDLOG_LOG" || fail "no read lock attempt was refused: $(cat "$OFDLOG_LOG")"
-grep -q " 0$" "$OFDLOG_LOG" && fail "a read lock was taken under the holder: $(cat "$OFDLOG_LOG")"
+grep -q -- "-11$" "$OFD_SHIM_LOG" || fail "no read lock attempt was refused: $(cat "$OFD_SHIM_LOG")"
+grep -q " 0$" "$OFD_SHIM_LOG" && fail "a read lock was taken under the holder: $(cat "$OFD_SHIM_LOG")"
 # attempts per root (its range: the row id is the offset's bits above 31)
-awk '{print int($1 / 2147483648)}' "$OFDLOG_LOG" | sort | uniq -c | sort -n >"$TESTDIR/per-root"
+awk '{print int($1 / 2147483648)}' "$OFD_SHIM_LOG" | sort | uniq -c | sort -n >"$TESTDIR/per-root"
 [ "$(wc -l <"$TESTDIR/per-root")" = 1 ] ||
 	fail "more than one root was waited for: $(cat "$TESTDIR/per-root") (attempts, root)"
 [ "$(awk '{print $1}' "$TESTDIR/per-root")" -gt 1 ] ||
