@@ -12,7 +12,7 @@ if [ -z "${CAIRN_CRYPT_SESSION:-}" ]; then
 	exec keyctl session - bash "$0" "$@" 2>&1
 fi
 export CAIRN_KEYRING=session CAIRN_TEST_SCRYPT_LOGN=12
-trap '"$CAIRN" unload-key -a >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR" ${XATTR_DIRS:-}' EXIT
+trap '[ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null; "$CAIRN" unload-key -a >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR" ${XATTR_DIRS:-}' EXIT
 
 PASS1="correct horse battery"
 PASS2="another long passphrase"
@@ -53,12 +53,24 @@ big_root() {
 	rm -rf "$src"
 }
 
-# key_marked: some command holds a key of this store (a read lock on
-# keyusers.lock, as /proc/locks lists it).
-key_marked() {
+# lock_listed FILE TYPE KIND: /proc/locks lists a lock of TYPE (OFDLCK,
+# FLOCK) and KIND (READ, WRITE) on FILE.
+lock_listed() {
 	local ino
-	ino=$(stat -c %i "$CAIRN_STORE/keyusers.lock" 2>/dev/null) || return 1
-	grep -Eq "OFDLCK +ADVISORY +READ +-?[0-9]+ [0-9a-f]+:[0-9a-f]+:$ino " /proc/locks
+	ino=$(stat -c %i "$1" 2>/dev/null) || return 1
+	grep -Eq "$2 +ADVISORY +$3 +-?[0-9]+ [0-9a-f]+:[0-9a-f]+:$ino " /proc/locks
+}
+
+# key_marked: some command holds a key of this store (a read lock on
+# keyusers.lock, as /proc/locks lists it): an OFD one, or where the test
+# refuses OFD locks (OFD_SHIM=refuse, tests/cli/ofd-shim.c) the shared
+# flock on the whole file that marks a key there.
+key_marked() {
+	if [ "${OFD_SHIM:-}" = refuse ]; then
+		lock_listed "$CAIRN_STORE/keyusers.lock" FLOCK READ
+	else
+		lock_listed "$CAIRN_STORE/keyusers.lock" OFDLCK READ
+	fi
 }
 
 # start_stopped_restore SNAP DIR [PREFIX...]: starts a restore of SNAP
@@ -168,4 +180,70 @@ readonly_for_other() {
 	chmod 755 "$TESTDIR"
 	chmod -R go+rX "$CAIRN_STORE"
 	as_other touch "$CAIRN_STORE/x" 2>/dev/null && fail "OTHER can write the store"
+}
+
+# ---- a process holding the lock file ($lock) ----
+# hold_lock HOW SECONDS READY [PREFIX...]: a python3 process (PREFIX runs
+# it) that locks all of $lock (length 0: to its end), HOW: "read" (an OFD
+# read lock, taken on the file opened read-only, as a reader of the store
+# can), "write" (an OFD write lock) or "flock" (flock LOCK_EX, what a key
+# mark is where there are no OFD locks); then writes its pid to READY and
+# keeps the lock for SECONDS.  HOLDER is its pid and HOLDER_JOB the job
+# around it, once /proc/locks lists its lock for certain (holder_holds).
+# crypt.sh's EXIT trap kills a $HOLDER left running.
+hold_lock() {
+	local ready=$3
+	HOLDER_HOW=$1
+	rm -f "$ready"
+	# a subshell that outlives it: bash reports no job killed
+	( "${@:4}" python3 -c '
+import fcntl, os, struct, sys, time
+how, path, ready, seconds = sys.argv[1:5]
+fd = os.open(path, os.O_RDONLY if how == "read" else os.O_RDWR)
+if how == "flock":
+	fcntl.flock(fd, fcntl.LOCK_EX)
+else:
+	kind = fcntl.F_RDLCK if how == "read" else fcntl.F_WRLCK
+	fcntl.fcntl(fd, getattr(fcntl, "F_OFD_SETLK", 37),
+		    struct.pack("hhqqi", kind, os.SEEK_SET, 0, 0, 0))
+with open(ready + ".tmp", "w") as f:
+	f.write(str(os.getpid()))
+os.rename(ready + ".tmp", ready)
+time.sleep(float(seconds))
+' "$1" "$lock" "$ready" "$2"; true ) 2>/dev/null &
+	HOLDER_JOB=$!
+	HOLDER=
+	for _ in $(seq 1 500); do
+		[ -s "$ready" ] && break
+		sleep 0.01
+	done
+	HOLDER=$(cat "$ready" 2>/dev/null)
+	[ -n "$HOLDER" ] && holder_holds || fail "the lock holder did not start holding the lock"
+}
+
+# holder_holds: /proc/locks lists a lock of the kind hold_lock took on $lock.
+holder_holds() {
+	case $HOLDER_HOW in
+	read) lock_listed "$lock" OFDLCK READ ;;
+	write) lock_listed "$lock" OFDLCK WRITE ;;
+	flock) lock_listed "$lock" FLOCK WRITE ;;
+	esac
+}
+
+# held_throughout: the holder still holds its lock (checked after the
+# commands it was to keep busy).
+held_throughout() {
+	holder_holds || fail "the holder $HOLDER was not holding the lock throughout"
+}
+
+# stop_holder: kills the holder; its lock must be gone with it.  (A
+# holder still holding stays in $HOLDER, for the EXIT trap to kill.)
+stop_holder() {
+	kill "$HOLDER" 2>/dev/null
+	wait "$HOLDER_JOB" 2>/dev/null
+	if holder_holds; then
+		fail "the lock holder $HOLDER still holds the lock"
+	else
+		HOLDER=
+	fi
 }

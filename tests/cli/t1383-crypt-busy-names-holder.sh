@@ -17,42 +17,10 @@ readonly_for_other
 mkdir "$TESTDIR/o"
 chown $OTHER "$TESTDIR/o"
 
-# hold_lock READY [PREFIX...]: a process (PREFIX runs it) that opens the
-# lock file read-only and read-locks all of it (length 0: to its end),
-# then writes its pid to READY and sleeps; HOLDER is its pid, once it
-# holds the lock for certain (/proc/locks lists it).
-hold_lock() {
-	local ready=$1
-	shift
-	# a subshell that outlives it: bash reports no job killed
-	( "$@" python3 -c '
-import fcntl, os, struct, sys, time
-fd = os.open(sys.argv[1], os.O_RDONLY)
-fcntl.fcntl(fd, getattr(fcntl, "F_OFD_SETLK", 37),
-	    struct.pack("hhqqi", fcntl.F_RDLCK, os.SEEK_SET, 0, 0, 0))
-with open(sys.argv[2] + ".tmp", "w") as f:
-	f.write(str(os.getpid()))
-os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-time.sleep(600)
-' "$lock" "$ready"; true ) 2>/dev/null &
-	HOLDER_JOB=$!
-	HOLDER=
-	for _ in $(seq 1 500); do
-		[ -s "$ready" ] && break
-		sleep 0.01
-	done
-	HOLDER=$(cat "$ready" 2>/dev/null)
-	[ -n "$HOLDER" ] && key_marked || fail "the lock holder did not start holding the lock"
-}
-stop_holder() {
-	kill "$HOLDER" 2>/dev/null
-	wait "$HOLDER_JOB" 2>/dev/null
-	! key_marked || fail "the lock holder $HOLDER still holds the lock"
-}
 trap '[ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null; as_other "$CAIRN" unload-key enc >/dev/null 2>&1; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
 
 # a reader (OTHER, not a cairn command) holds it: root sees who
-hold_lock "$TESTDIR/o/ready1" as_other
+hold_lock read 600 "$TESTDIR/o/ready1" as_other
 before=$(cairn list -H -o name -t all)
 fails_with 1 "enc: key is busy: .*the lock on $lock (bytes [0-9]*-[0-9]*) is held by pid $HOLDER (python3)" \
 	cairn unload-key enc
@@ -65,7 +33,7 @@ stop_holder
 # root holds it: OTHER's unload-key of OTHER's own key cannot see root's
 # process, and says how root finds it; that way finds it
 printf '%s\n' "$PASS1" | as_other "$CAIRN" load-key -t 600 enc || fail "load-key as uid $OTHER"
-hold_lock "$TESTDIR/ready2"
+hold_lock read 600 "$TESTDIR/ready2"
 ino=$(stat -c %i "$lock")
 fails_with 1 "enc: key is busy: .*held by no process this user may see; as root, grep -l ':$ino ' /proc/\[0-9\]\*/fdinfo/\* finds" \
 	as_other "$CAIRN" unload-key enc
@@ -74,7 +42,6 @@ grep -l ":$ino " /proc/[0-9]*/fdinfo/* 2>/dev/null | grep -q "^/proc/$HOLDER/fdi
 [ "$(as_other "$CAIRN" get -H -o value keystatus enc)" = available ] ||
 	fail "OTHER's refused unload-key took the key"
 stop_holder
-HOLDER=
 ok as_other "$CAIRN" unload-key enc
 ok cairn unload-key enc
 done_test

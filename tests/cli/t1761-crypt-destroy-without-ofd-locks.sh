@@ -25,31 +25,14 @@ ok mkroot enc "$PASS1" -o compression=off -o source="$SRC"
 ok "$CAIRN" snapshot enc@1
 ok cairn diff enc@1 enc@1 >/dev/null
 [ -s "$OFD_SHIM_LOG" ] || fail "the shim did not act (no OFD lock was refused)"
-lock=$CAIRN_STORE/keyusers.lock
-ino=$(stat -c %i "$lock") || fail "no lock file"
-# flock_read: some process holds a shared flock on keyusers.lock
-flock_read() { grep -Eq "FLOCK +ADVISORY +READ +[0-9]+ [0-9a-f]+:[0-9a-f]+:$ino " /proc/locks; }
-flock_read && fail "a shared flock on the lock file before any command runs"
+[ -f "$CAIRN_STORE/keyusers.lock" ] || fail "no lock file"
+# (key_marked: a shared flock on keyusers.lock, here)
+key_marked && fail "a shared flock on the lock file before any command runs"
 
 # a restore (it decrypts, so it holds the key; its snapshot hold fails
-# here, which it only warns about), stopped once it holds the key
-# (env execs cairn: $! is the restore, not a shell running a function,
-# whose stop left the restore running)
-env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" "$CAIRN" restore enc@1 "$TESTDIR/out" \
-	2>"$TESTDIR/restore.err" &
-RESTORE=$!
-for _ in $(seq 1 2000); do
-	flock_read && break
-	kill -0 "$RESTORE" 2>/dev/null || break
-done
-kill -STOP "$RESTORE" 2>/dev/null || fail "the restore ended before it was stopped"
-for _ in $(seq 1 2000); do
-	st=$(sed 's/.*) //' "/proc/$RESTORE/stat" 2>/dev/null | cut -d' ' -f1)
-	[ "$st" = T ] && break
-done
-[ "$(cat "/proc/$RESTORE/comm" 2>/dev/null)" = cairn ] || fail "the process stopped is not the restore"
-[ "$st" = T ] && flock_read ||
-	fail "the restore was not stopped holding a shared flock (the fallback did not mark its key)"
+# here, which it only warns about), stopped once it holds the key: a
+# shared flock, or the fallback did not mark its key
+start_stopped_restore enc@1 "$TESTDIR/out" env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM"
 
 before=$(cairn list -H -o name -t all)
 fails_with 1 "enc: dataset is busy" cairn destroy -r enc
@@ -58,8 +41,7 @@ fails_with 1 "enc: key is busy" cairn unload-key enc
 [ "$(keystatus enc)" = available ] || fail "a refused command took the key"
 
 # the restore finishes, and then the same destroy works
-kill -CONT "$RESTORE"
-wait "$RESTORE" || fail "the restore failed: $(cat "$TESTDIR/restore.err")"
+resume_restore || fail "the restore failed"
 cmp -s "$SRC/big" "$TESTDIR/out/big" || fail "the restore under the shim differs"
 ok cairn destroy -r enc
 cairn list enc >/dev/null 2>&1 && fail "enc still there after destroy"

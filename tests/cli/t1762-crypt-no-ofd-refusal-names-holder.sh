@@ -22,59 +22,26 @@ cairn() { env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" "$CAIRN" "$@"; }
 lock=$CAIRN_STORE/keyusers.lock
 ok cairn diff enc@1 enc@1 >/dev/null
 [ -s "$OFD_SHIM_LOG" ] || fail "the shim did not act (no OFD lock was refused)"
-ino=$(stat -c %i "$lock") || fail "no lock file"
-# flock_held KIND: some process holds a flock of KIND (READ/WRITE) on the file
-flock_held() { grep -Eq "FLOCK +ADVISORY +$1 +[0-9]+ [0-9a-f]+:[0-9a-f]+:$ino " /proc/locks; }
-flock_held READ && fail "a shared flock on the lock file before any command runs"
+[ -f "$lock" ] || fail "no lock file"
+# (key_marked: a shared flock on keyusers.lock, here)
+key_marked && fail "a shared flock on the lock file before any command runs"
 
-# a restore stopped once it holds the key (a shared flock); env execs
-# cairn, so $! is the restore itself (not a shell around it)
-env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" "$CAIRN" restore enc@1 "$TESTDIR/out" \
-	2>"$TESTDIR/restore.err" &
-RESTORE=$!
-trap 'kill -CONT "$RESTORE" 2>/dev/null; [ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
-for _ in $(seq 1 2000); do
-	flock_held READ && break
-	kill -0 "$RESTORE" 2>/dev/null || break
-done
-kill -STOP "$RESTORE" 2>/dev/null || fail "the restore ended before it was stopped"
-for _ in $(seq 1 2000); do
-	st=$(sed 's/.*) //' "/proc/$RESTORE/stat" 2>/dev/null | cut -d' ' -f1)
-	[ "$st" = T ] && break
-done
-[ "$st" = T ] && flock_held READ || fail "the restore was not stopped holding a shared flock"
+# a restore stopped once it holds the key (a shared flock)
+trap 'kill -CONT "$RESTORE_PID" 2>/dev/null; [ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
+start_stopped_restore enc@1 "$TESTDIR/out" env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM"
 
-held="the lock on $lock (whole file, flock) is held by pid $RESTORE (cairn)"
+held="the lock on $lock (whole file, flock) is held by pid $RESTORE_PID (cairn)"
 fails_with 1 "enc: dataset is busy: .*$held" cairn destroy -r enc
 fails_with 1 "enc: key is busy: .*$held" cairn unload-key enc
 [ "$(keystatus enc)" = available ] || fail "a refused command took the key"
-kill -CONT "$RESTORE"
-wait "$RESTORE" || fail "the restore failed: $(cat "$TESTDIR/restore.err")"
+resume_restore || fail "the restore failed"
 
 # a holder of the exclusive flock that never lets go: a command that
 # needs the key waits key_lock_wait_seconds, then names it
-ready=$TESTDIR/ready
-python3 -c '
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.flock(fd, fcntl.LOCK_EX)
-with open(sys.argv[2] + ".tmp", "w") as f:
-	f.write(str(os.getpid()))
-os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-time.sleep(600)
-' "$lock" "$ready" &
-HOLDER=
-for _ in $(seq 1 500); do
-	[ -s "$ready" ] && break
-	sleep 0.01
-done
-HOLDER=$(cat "$ready" 2>/dev/null)
-[ -n "$HOLDER" ] && flock_held WRITE || fail "the holder did not take the exclusive flock"
+hold_lock flock 600 "$TESTDIR/ready"
 fails_with 1 "enc: key is busy: .*waited 1 s.*the lock on $lock (whole file, flock) is held by pid $HOLDER (python3)" \
 	env CAIRN_KEY_LOCK_WAIT_SECONDS=1 timeout 20 env ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" "$CAIRN" diff enc@1 enc@1
-flock_held WRITE || fail "the holder was not holding the lock throughout"
-kill "$HOLDER"
-wait "$HOLDER" 2>/dev/null
-HOLDER=
+held_throughout
+stop_holder
 ok cairn diff enc@1 enc@1 >/dev/null
 done_test

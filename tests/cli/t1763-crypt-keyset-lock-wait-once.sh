@@ -19,35 +19,13 @@ export OFD_SHIM=log OFD_SHIM_LOG=$TESTDIR/ofd.log
 locked_root
 ok mkroot enc2 "$PASS1" -o source="$SRC"
 ok cairn snapshot enc2@1
-ino=$(stat -c %i "$lock")
-write_locked() {
-	grep -Eq "OFDLCK +ADVISORY +WRITE +-?[0-9]+ [0-9a-f]+:[0-9a-f]+:$ino " /proc/locks
-}
-ready=$TESTDIR/ready
-python3 -c '
-import fcntl, os, struct, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.fcntl(fd, getattr(fcntl, "F_OFD_SETLK", 37),
-	    struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
-with open(sys.argv[2] + ".tmp", "w") as f:
-	f.write(str(os.getpid()))
-os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-time.sleep(600)
-' "$lock" "$ready" &
-HOLDER=
-for _ in $(seq 1 500); do
-	[ -s "$ready" ] && break
-	sleep 0.01
-done
-HOLDER=$(cat "$ready" 2>/dev/null)
-trap '[ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
-[ -n "$HOLDER" ] && write_locked || fail "the lock holder did not start holding the lock"
+hold_lock write 600 "$TESTDIR/ready"
 
 rm -f "$OFD_SHIM_LOG"
 fails_with 1 "key is busy: .*waited 1 s.*held by pid $HOLDER (python3)" \
 	env CAIRN_KEY_LOCK_WAIT_SECONDS=1 ASAN_OPTIONS="$SHIM_ASAN" LD_PRELOAD="$SHIM" timeout 60 \
 	"$CAIRN" verify
-write_locked || fail "the holder $HOLDER was not holding the lock throughout"
+held_throughout
 grep -q -- "-11$" "$OFD_SHIM_LOG" || fail "no read lock attempt was refused: $(cat "$OFD_SHIM_LOG")"
 grep -q " 0$" "$OFD_SHIM_LOG" && fail "a read lock was taken under the holder: $(cat "$OFD_SHIM_LOG")"
 # attempts per root (its range: the row id is the offset's bits above 31)
@@ -56,8 +34,6 @@ awk '{print int($1 / 2147483648)}' "$OFD_SHIM_LOG" | sort | uniq -c | sort -n >"
 	fail "more than one root was waited for: $(cat "$TESTDIR/per-root") (attempts, root)"
 [ "$(awk '{print $1}' "$TESTDIR/per-root")" -gt 1 ] ||
 	fail "the root was not waited for: $(cat "$TESTDIR/per-root")"
-kill "$HOLDER"
-wait "$HOLDER" 2>/dev/null
-HOLDER=
+stop_holder
 ok cairn verify >/dev/null
 done_test
