@@ -214,6 +214,36 @@ second_store() {
 ca() { "$CAIRN" "$@"; }
 cb() { "$CAIRN" -s "$B" "$@"; }
 
+# third_store: a new, empty store at $C (a second sender, or a second
+# receiver); from then on cc runs cairn on it.  (Defined only here, not
+# for every test: cc is also the C compiler, which build_shim runs.)
+third_store() {
+	C=$TESTDIR/c
+	rm -rf "$C"
+	"$CAIRN" -s "$C" init >/dev/null || fail "init $C"
+	cc() { "$CAIRN" -s "$C" "$@"; }
+}
+
+# recv_state DS: each dataset and snapshot at or under DS on the second
+# store with its guid, then each one's resume token: what a refused
+# receive must leave as it was.
+recv_state() {
+	cb list -H -p -o name,guid -t all -r "$1"
+	cb get -r -H -o name,value receive_resume_token "$1"
+}
+
+# cut_recv DS STREAM [STORE]: recv -s of the first half of the stream in
+# the file STREAM into DS, on the second store (or on STORE: a function
+# like cb), is refused and leaves partial state there; $tok is DS's
+# resume token.
+cut_recv() {
+	local ds=$1 stream=$2 on=${3:-cb}
+	head -c $(($(stat -c %s "$stream") / 2)) "$stream" | "$on" recv -s "$ds" >/dev/null 2>&1 &&
+		fail "the cut stream into $ds was received"
+	tok=$("$on" get -H -o value receive_resume_token "$ds")
+	case $tok in 3-* | 2-*) ;; *) fail "the cut left no partial state on $ds: $tok" ;; esac
+}
+
 # top_and_kid: a new store and a second one ($B), and a source $S with a
 # file at its top and one in $S/k (for a dataset p over $S, p/k over $S/k).
 top_and_kid() {

@@ -9,9 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 new_store
 second_store
-C=$TESTDIR/c
-"$CAIRN" -s "$C" init >/dev/null || fail "init $C"
-cc() { "$CAIRN" -s "$C" "$@"; }
+third_store
 token() { cb get -H -o value receive_resume_token "$1"; }
 
 # the source
@@ -29,10 +27,7 @@ cc send other@x | ok cb recv un
 head -c 3000000 /dev/urandom >"$O/g"
 ok cc snapshot other@y
 cc send -i @x other@y >"$TESTDIR/inc"
-head -c $(($(stat -c %s "$TESTDIR/inc") / 2)) "$TESTDIR/inc" | cb recv -s un >/dev/null 2>&1 &&
-	fail "the cut stream was received"
-tok=$(token un)
-case $tok in 3-* | 2-*) ;; *) fail "the cut left no partial state on un: $tok" ;; esac
+cut_recv un "$TESTDIR/inc"
 before=$(cb list -H -p -o name,guid -t all -r un)
 
 for opt in "" -R "-R -F" -F; do

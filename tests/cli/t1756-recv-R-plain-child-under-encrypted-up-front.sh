@@ -37,18 +37,17 @@ ok ca snapshot -r tank2@2
 ca send -w -R tank2@2 >"$TESTDIR/raw"
 
 nchunks() { find "$B/.chunks" -type f | wc -l; }
-state() { cb list -H -p -o name,guid -t all -r bk; cb get -r -H -o name,value receive_resume_token bk; }
 why() { echo "$1: cannot receive unencrypted data below encryption root $2"; }
 unchanged() {
 	[ "$(nchunks)" = "$base" ] || fail "$1: $(($(nchunks) - base)) chunks stored before the refusal"
-	[ "$(state)" = "$before" ] || fail "$1: bk changed: $(state)"
+	[ "$(recv_state bk)" = "$before" ] || fail "$1: bk changed: $(recv_state bk)"
 }
 
 # bk/c, the copy of tank/c, is destroyed there and made an encryption root
 ok cb destroy -r bk/c
 printf '%s\n' "$PASS1" | ok cb create -o encryption=on -o keyformat=passphrase bk/c
 base=$(nchunks)
-before=$(state)
+before=$(recv_state bk)
 for opt in "" -s -F -n; do
 	# shellcheck disable=SC2086
 	fails_with 1 "$(why bk/c bk/c)" cb recv $opt bk <"$TESTDIR/inc"
@@ -62,7 +61,7 @@ unchanged "sync -R"
 # a new child of the stream below a root there: judged on that root
 ok cb create -o source="$T" bk2
 printf '%s\n' "$PASS1" | ok cb create -o encryption=on -o keyformat=passphrase bk2/c
-before=$(state)
+before=$(recv_state bk)
 fails_with 1 "$(why bk2/c bk2/c)" cb recv -F bk2 <"$TESTDIR/full"
 unchanged "recv -F of a full stream"
 # a raw stream whose child c is plain: at its first snapshot record
