@@ -204,6 +204,22 @@ new_store() {
 	"$CAIRN" init >/dev/null || fail "init"
 }
 
+# random_volume SIZE SNAP: the volume vol over SIZE random bytes (the
+# image $TESTDIR/vol.img), and its snapshot vol@SNAP.
+random_volume() {
+	head -c "$1" /dev/urandom >"$TESTDIR/vol.img"
+	ok cairn create -V -o source="$TESTDIR/vol.img" vol
+	ok cairn snapshot "vol@$2"
+}
+
+# loop_target: $loop, a loop device (root only) over $TESTDIR/tgt.img,
+# 4 MiB of random bytes, whose first contents $TESTDIR/tgt.orig keeps.
+loop_target() {
+	head -c 4194304 /dev/urandom >"$TESTDIR/tgt.img"
+	cp "$TESTDIR/tgt.img" "$TESTDIR/tgt.orig"
+	loop=$(losetup -f --show "$TESTDIR/tgt.img") || fail "losetup"
+}
+
 # second_store: a new, empty store at $B for replication tests; ca runs
 # cairn on the first store, cb on this one.
 second_store() {

@@ -10,16 +10,12 @@
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "needs root for a loop device"; exit 77; }
 new_store
-head -c 3000000 /dev/urandom >"$TESTDIR/vol.img"
-ok cairn create -V -o source="$TESTDIR/vol.img" vol
-ok cairn snapshot vol@a
+random_volume 3000000 a
 one_file_src
 ok cairn create -o source="$SRC" fs
 ok cairn snapshot fs@a
 
-head -c 4194304 /dev/urandom >"$TESTDIR/tgt.img"
-cp "$TESTDIR/tgt.img" "$TESTDIR/tgt.orig"
-loop=$(losetup -f --show "$TESTDIR/tgt.img") || fail "losetup"
+loop_target
 if [ -n "$loop" ]; then
 	fails_with 1 "$loop: target is a block device, whose contents would be overwritten (use --force)" \
 		cairn restore vol@a "$loop"

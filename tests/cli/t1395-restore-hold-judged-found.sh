@@ -16,9 +16,7 @@ SRC=$XDIR/src
 rich_tree "$SRC"
 ok cairn create -o source="$SRC" tank
 ok cairn snapshot tank@1
-head -c 100000 /dev/urandom >"$TESTDIR/vol.img"
-ok cairn create -V -o source="$TESTDIR/vol.img" vol
-ok cairn snapshot vol@1
+random_volume 100000 1
 
 # (2) the name moves to another snapshot between the lookup and the hold
 cp -a "$SRC" "$XDIR/old"

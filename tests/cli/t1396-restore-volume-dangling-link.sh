@@ -9,9 +9,7 @@
 # full fidelity.
 . "$(dirname "$0")/lib.sh"
 new_store
-head -c 300000 /dev/urandom >"$TESTDIR/vol.img"
-ok cairn create -V -o source="$TESTDIR/vol.img" vol
-ok cairn snapshot vol@1
+random_volume 300000 1
 
 ln -s "$TESTDIR/nothere" "$TESTDIR/dangling"
 ln -s "$TESTDIR/loop" "$TESTDIR/loop"

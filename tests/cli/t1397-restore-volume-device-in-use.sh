@@ -9,12 +9,8 @@
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "needs root for a loop device"; exit 77; }
 new_store
-head -c 3000000 /dev/urandom >"$TESTDIR/vol.img"
-ok cairn create -V -o source="$TESTDIR/vol.img" vol
-ok cairn snapshot vol@a
-head -c 4194304 /dev/urandom >"$TESTDIR/tgt.img"
-cp "$TESTDIR/tgt.img" "$TESTDIR/tgt.orig"
-loop=$(losetup -f --show "$TESTDIR/tgt.img") || fail "losetup"
+random_volume 3000000 a
+loop_target
 [ -n "$loop" ] || { done_test; exit; }
 trap 'losetup -d "$loop" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TESTDIR"' EXIT
 mkfifo "$TESTDIR/go"

@@ -9,9 +9,7 @@
 # same bytes).
 . "$(dirname "$0")/lib.sh"
 new_store
-head -c 300000 /dev/urandom >"$TESTDIR/vol.img"
-ok cairn create -V -o source="$TESTDIR/vol.img" vol
-ok cairn snapshot vol@1
+random_volume 300000 1
 build_shim run-before
 
 # made_meanwhile NAME CMD: restores onto $TESTDIR/NAME, which CMD makes
