@@ -730,12 +730,56 @@ static int read_xattrs_at(const bctx_t *c, const char *path, tree_entry_t *e)
 	return read_xattrs(&(xsrc_t){.path = full}, e);
 }
 
+/* Whether the open fd is still the object the walk stat'ed: of type
+ * `type` (S_IFREG, S_IFDIR), on dev with inode number ino, and ctime_ns
+ * the stat's ctime.  The name may have been renamed over (another object
+ * swapped in) or mounted on since: a directory's entries would then be
+ * recorded below the old one's metadata, a file's bytes under the old
+ * file's mode, owner, times and size (a file that never existed). */
+static int same_object(int fd, mode_t type, dev_t dev, ino_t ino, int64_t ctime_ns)
+{
+	struct statx now;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+		  STATX_TYPE | STATX_INO | STATX_CTIME | STATX_BTIME, &now) < 0) {
+		/* No statx (an old kernel, a sandbox refusing it): the inode. */
+		struct stat old;
+		if ((errno != ENOSYS && errno != EPERM) || fstat(fd, &old) < 0)
+			return -errno;
+		return (old.st_mode & S_IFMT) == type && old.st_ino == ino && old.st_dev == dev
+			? 0 : CAIRN_ECHANGED;
+	}
+	if ((now.stx_mode & S_IFMT) != type || now.stx_ino != ino ||
+	    makedev(now.stx_dev_major, now.stx_dev_minor) != dev)
+		return CAIRN_ECHANGED;
+	/* The inode number alone does not tell: one removed and made again
+	 * (rm; mkdir, or a file unlinked and created anew) gets the freed
+	 * number back at once on ext4.  An object that has not changed since
+	 * the stat is the one stat'ed; one that has is another if it was born
+	 * after the stat's ctime (ctime is never before birth, and a changed
+	 * directory's entries or a file written in place are no replacement,
+	 * so ctime alone would not do).  Without a birth time (tmpfs before
+	 * Linux 5.x, NFS) the inode is all there is. */
+	int64_t c = (int64_t)now.stx_ctime.tv_sec * 1000000000 + now.stx_ctime.tv_nsec;
+	if (c == ctime_ns || !(now.stx_mask & STATX_BTIME))
+		return 0;
+	int64_t born = (int64_t)now.stx_btime.tv_sec * 1000000000 + now.stx_btime.tv_nsec;
+	return born > ctime_ns ? CAIRN_ECHANGED : 0;
+}
+
+/* same_object for a directory the walk stat'ed as st. */
+static int same_dir(int fd, const struct stat *st)
+{
+	return same_object(fd, S_IFDIR, st->st_dev, st->st_ino,
+			   (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec);
+}
+
 /* Opens a file of the source: relative to the root, so the kernel walks
  * only the part of the path below it.  The walk saw a regular file, but
  * the name may be another object by now: O_NONBLOCK keeps the open of a
  * FIFO from waiting for a writer forever, and anything but a regular file
  * is refused before it is read.  So is another regular file (one renamed
- * over the name since the stat, as editors and atomic writers do): the
+ * over the name since the stat, as editors and atomic writers do, or one
+ * removed and made again under the freed inode number: see same_object): the
  * entry holds the stat's mode, owner, times and size, and reading the new
  * file's bytes into it would record a file that never existed (the old
  * one's metadata, the new one's content cut to the old size). */
@@ -749,10 +793,7 @@ static int source_open(int at, const char *name, const tree_entry_t *want)
 	}
 	if (fd < 0)
 		return -errno;
-	struct stat st;
-	int r = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : CAIRN_ECHANGED;
-	if (r == 0 && (st.st_ino != want->ino || st.st_dev != want->dev))
-		r = CAIRN_ECHANGED;
+	int r = same_object(fd, S_IFREG, want->dev, want->ino, want->ctime_ns);
 	/* Local filesystems ignore O_NONBLOCK on a regular file; a FUSE or
 	 * network one may pass it on, so reads go without it. */
 	if (r == 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
@@ -1327,41 +1368,6 @@ static size_t path_join(char *buf, size_t size, const char *dir, size_t dirlen, 
 		buf[at++] = '/';
 	memcpy(buf + at, name, namelen + 1);
 	return need;
-}
-
-/* Whether the opened directory fd is the one the walk stat'ed as st.  The
- * name may have been renamed over (another directory of the source
- * swapped in) or mounted on since: its entries would then be recorded
- * below the old directory's metadata, and a new mount's would be read
- * although the walk stays on one filesystem. */
-static int same_dir(int fd, const struct stat *st)
-{
-	struct statx now;
-	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_CTIME | STATX_BTIME,
-		  &now) < 0) {
-		/* No statx (an old kernel, a sandbox refusing it): the inode. */
-		struct stat old;
-		if ((errno != ENOSYS && errno != EPERM) || fstat(fd, &old) < 0)
-			return -errno;
-		return old.st_ino == st->st_ino && old.st_dev == st->st_dev ? 0 : CAIRN_ECHANGED;
-	}
-	if (now.stx_ino != st->st_ino || makedev(now.stx_dev_major, now.stx_dev_minor) != st->st_dev)
-		return CAIRN_ECHANGED;
-	/* The inode number alone does not tell: one removed and made again
-	 * (rm -r; mkdir) gets the freed number back at once on ext4.  A
-	 * directory that has not changed since the stat is the one stat'ed;
-	 * one that has is another if it was born after the stat's ctime (a
-	 * directory's ctime is never before its birth, and its entries
-	 * changing is no replacement, so ctime alone would not do). */
-	struct timespec c = {now.stx_ctime.tv_sec, now.stx_ctime.tv_nsec};
-	if (c.tv_sec == st->st_ctim.tv_sec && c.tv_nsec == st->st_ctim.tv_nsec)
-		return 0;
-	if (!(now.stx_mask & STATX_BTIME))
-		return 0;
-	bool born_after = now.stx_btime.tv_sec > st->st_ctim.tv_sec ||
-			  (now.stx_btime.tv_sec == st->st_ctim.tv_sec &&
-			   now.stx_btime.tv_nsec > (uint32_t)st->st_ctim.tv_nsec);
-	return born_after ? CAIRN_ECHANGED : 0;
 }
 
 /* Enters subdirectory i of d (stat'ed as st); one that cannot be opened or
