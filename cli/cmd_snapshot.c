@@ -8,6 +8,34 @@
 
 static const char *u = "snapshot [-r] [-v [-p]] [--strict] [-o PROP=VALUE]... DATASET@NAME...";
 
+/* "1 file", "2 files": counts a user reads. */
+static const char *noun(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* What the backup left out, as "2 files and 1 directory " VERB: a
+ * directory stands for all it holds, so it is not counted as one more
+ * file, and a note after VERB says nothing below it is in the snapshot
+ * (the directory itself may be, when only listing it failed). */
+static void left_out(char *buf, size_t size, const cairn_snapshot_opts *o, const char *verb)
+{
+	int n = 0;
+	buf[0] = 0;
+	if (o->skipped)
+		n = snprintf(buf, size, "%llu %s", (unsigned long long)o->skipped,
+			     noun(o->skipped, "file", "files"));
+	if (o->skipped_dirs && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - n, "%s%llu %s", o->skipped ? " and " : "",
+			      (unsigned long long)o->skipped_dirs,
+			      noun(o->skipped_dirs, "directory", "directories"));
+	if (n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - n, " %s", verb);
+	if (o->skipped_dirs && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - n, " (nothing below %s is in the snapshot)",
+			 noun(o->skipped_dirs, "the directory", "those directories"));
+}
+
 /* -p prints the sizes as exact byte counts, for scripts. */
 static void summary(const cairn_snapshot_opts *o, double secs, bool exact)
 {
@@ -23,8 +51,11 @@ static void summary(const cairn_snapshot_opts *o, double secs, bool exact)
 	fprintf(stderr, "%llu files, %s read, %s reused unread, %llu new chunks, %s new stored, %s, %.2fs\n",
 		(unsigned long long)o->files, rd, reused, (unsigned long long)o->chunks_new, st, ratio,
 		secs);
-	if (o->skipped)
-		fprintf(stderr, "%llu files skipped\n", (unsigned long long)o->skipped);
+	if (o->skipped || o->skipped_dirs) {
+		char what[200];
+		left_out(what, sizeof(what), o, "skipped");
+		fprintf(stderr, "%s\n", what);
+	}
 	if (o->excluded)
 		fprintf(stderr, "%llu paths excluded (exclude, exclude_caches, .cairnignore)\n",
 			(unsigned long long)o->excluded);
@@ -77,8 +108,9 @@ int cmd_snapshot(int argc, char **argv)
 	cli_progress_done();
 	int rc = 0;
 	if (r == CAIRN_EPARTIAL) {
-		cli_err(NULL, "snapshot taken, but %llu files could not be read",
-			(unsigned long long)o.skipped);
+		char what[200];
+		left_out(what, sizeof(what), &o, "could not be read");
+		cli_err(NULL, "snapshot taken, but %s", what);
 		rc = 1;
 	} else if (r < 0) {
 		rc = cli_fail(st, argv[optind], r);

@@ -228,8 +228,14 @@ typedef struct cairn_snapshot_opts {
 	cairn_warn_fn warn;
 	void *arg;                 /**< passed to progress and warn */
 	/* results, summed over all snapshots taken */
+	/* files: objects recorded; skipped: objects (not directories) left
+	 * out as unreadable, reported through warn */
 	uint64_t files, bytes_read, bytes_reused, chunks_new, stored_new, skipped;
 	uint64_t excluded;         /**< entries left out by exclude rules (a directory counts once) */
+	/** directories whose entries were left out (unreadable, or changed
+	 * during the backup), each counted once however much was below it;
+	 * the directory itself is recorded when only listing it failed */
+	uint64_t skipped_dirs;
 	/** Worker threads that hash, compress and store chunks and bundles
 	 * (0 = the number of cores plus one, for the time a worker waits for
 	 * its write).  Only speed depends on it: the trees and

@@ -148,7 +148,9 @@ typedef struct bctx {
 	size_t qhead, qn, qcap;
 	uint64_t qbytes;
 	int64_t last_progress;
-	uint64_t files, bytes_read, bytes_reused, skipped;
+	uint64_t files, bytes_read, bytes_reused;
+	uint64_t skipped;      /* objects left out, directories not counted */
+	uint64_t skipped_dirs; /* directories whose entries were left out */
 	int err;
 	excl_t *excl;       /* exclude properties and .cairnignore files */
 	uint64_t excluded;  /* entries left out by it */
@@ -202,17 +204,31 @@ static void progress(bctx_t *c, bool force)
 	c->opts->progress(&p, c->opts->arg);
 }
 
-/* An unreadable item: fatal with --strict, else reported and skipped. */
-static int skip_item(bctx_t *c, const char *path, int err)
+/* An unreadable item: fatal with --strict, else reported and counted in
+ * *count. */
+static int skip_counted(bctx_t *c, const char *path, int err, uint64_t *count)
 {
 	char obj[PATH_MAX + 64];
 	snprintf(obj, sizeof(obj), "%s/%s", c->root, path);
 	if (c->opts->strict)
 		return store_err(c->st, err, "%s: %s", obj, cairn_strerror(err));
-	c->skipped++;
+	(*count)++;
 	if (c->opts->warn)
 		c->opts->warn(obj, err, c->opts->arg);
 	return 0;
+}
+
+/* An object (not a directory) that could not be read. */
+static int skip_item(bctx_t *c, const char *path, int err)
+{
+	return skip_counted(c, path, err, &c->skipped);
+}
+
+/* A directory whose entries could not be read: counted apart, as it
+ * stands for everything below it, which one "file" in the summary hid. */
+static int skip_dir(bctx_t *c, const char *path, int err)
+{
+	return skip_counted(c, path, err, &c->skipped_dirs);
 }
 
 /* ---- hardlinks ---- */
@@ -984,6 +1000,7 @@ static int pack_members(bctx_t *c, group_t *g, buf_t *into, bool carried)
 		int r = read_small(c, p, into);
 		if (r < 0 && r != -ENOMEM) {
 			p->dropped = true;
+			c->files--; /* counted as recorded when visited */
 			hardlink_lost(c, &p->e, r);
 			r = skip_item(c, p->e.path, r);
 		}
@@ -1084,10 +1101,12 @@ static int emit_ready(bctx_t *c)
 				e->type == TREE_HARDLINK ? hardlink_first(c, e) : NULL;
 			if (g->pend[i].dropped)
 				continue;
-			if (h && h->lost)
+			if (h && h->lost) {
+				c->files--; /* counted as recorded when visited */
 				r = skip_later_name(c, e, h->lost);
-			else
+			} else {
 				r = emit(c, e);
+			}
 		}
 		group_free(g);
 		if (r < 0 && !c->err)
@@ -1313,7 +1332,6 @@ static __attribute__((noinline)) int visit(bctx_t *c, int dfd, const char *name,
 			r = large_file(c, dfd, name, st, p, prev);
 		}
 	}
-	c->files++;
 	if (c->err)
 		return c->err;
 	if (r < 0 && r != -ENOMEM) {
@@ -1330,7 +1348,7 @@ static __attribute__((noinline)) int visit(bctx_t *c, int dfd, const char *name,
 		if (S_ISDIR(st->st_mode) && !c->opts->strict) {
 			char obj[PATH_MAX + 64];
 			snprintf(obj, sizeof(obj), "%s (a directory, left out with everything below it)", path);
-			r = skip_item(c, obj, r);
+			r = skip_dir(c, obj, r);
 		} else {
 			r = skip_item(c, path, r);
 		}
@@ -1338,6 +1356,7 @@ static __attribute__((noinline)) int visit(bctx_t *c, int dfd, const char *name,
 	}
 	if (r < 0)
 		return r;
+	c->files++; /* recorded (one left out counts as skipped instead) */
 	/* The file name, not the whole path: the same files backed up under
 	 * another root (a child dataset, another host) cut into the same
 	 * bundles and deduplicate. */
@@ -1378,11 +1397,11 @@ static int walk_into(bctx_t *c, sa_dir_t *d, size_t i, const char *path, const s
 	sa_dir_t *sub;
 	int r = sa_enter(c->sa, d, i, &sub);
 	if (r < 0)
-		return r == -ENOMEM ? r : skip_item(c, path, r);
+		return r == -ENOMEM ? r : skip_dir(c, path, r);
 	r = same_dir(sub->dfd, st);
 	if (r < 0) {
 		sa_leave(c->sa, sub);
-		return skip_item(c, path, r);
+		return skip_dir(c, path, r);
 	}
 	r = walk(c, sub, path);
 	sa_leave(c->sa, sub);
@@ -1463,7 +1482,7 @@ static int walk_root(bctx_t *c, int fd)
 	sa_dir_t *d;
 	int r = sa_root(c->sa, fd, &d);
 	if (r < 0) {
-		r = r == -ENOMEM ? r : skip_item(c, "", r);
+		r = r == -ENOMEM ? r : skip_dir(c, "", r);
 	} else {
 		r = walk(c, d, "");
 		sa_leave(c->sa, d);
@@ -1682,6 +1701,7 @@ static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 	opts->bytes_read += c.bytes_read;
 	opts->bytes_reused += c.bytes_reused;
 	opts->skipped += c.skipped;
+	opts->skipped_dirs += c.skipped_dirs;
 	opts->excluded += c.excluded;
 	ctx_free(&c);
 	return r;
@@ -1827,7 +1847,7 @@ int cairn_snapshot_create(cairn_store *st, const char *const *names, size_t n,
 		buf_free(&jobs[i].index_roots);
 	}
 	free(jobs);
-	if (r == 0 && opts->skipped)
+	if (r == 0 && (opts->skipped || opts->skipped_dirs))
 		return CAIRN_EPARTIAL;
 	return r;
 }
