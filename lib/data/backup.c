@@ -4,7 +4,9 @@
  * bytewise), which is also the order of the previous snapshot's tree
  * stream, so the previous entry of a path is found by advancing a cursor,
  * never by a lookup.  A file whose size, mtime, ctime and inode match its
- * previous entry is not opened: its chunk references are reused.
+ * previous entry is not opened: its chunk references are reused.  A file
+ * changed about when the backup ran is recorded so that the next backup
+ * reads it again (see racy_since).
  *
  * Small files (below the minimum chunk size) are packed into bundles.  A
  * bundle closes after a file whose path hash hits a mask (once the bundle
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -152,6 +155,7 @@ typedef struct bctx {
 	uint64_t skipped;      /* objects left out, directories not counted */
 	uint64_t skipped_dirs; /* directories whose entries were left out */
 	int err;
+	int64_t racy_ns;    /* files changed since are recorded as racy (see racy_since) */
 	excl_t *excl;       /* exclude properties and .cairnignore files */
 	uint64_t excluded;  /* entries left out by it */
 } bctx_t;
@@ -631,10 +635,84 @@ static int read_volume(bctx_t *c, int fd, tree_entry_t *e)
 
 /* ---- tree output ---- */
 
+/* Filesystems whose timestamps come from another host's clock (or a
+ * FUSE daemon's choice), which may be coarse and is not this clock. */
+static bool foreign_clock(long type)
+{
+	switch ((unsigned long)type) {
+	case 0x6969:     /* NFS */
+	case 0x517b:     /* SMB */
+	case 0xff534d42: /* CIFS */
+	case 0xfe534d42: /* SMB2 */
+	case 0x65735546: /* FUSE */
+	case 0x00c36400: /* Ceph */
+	case 0x01021997: /* 9p */
+	case 0x5346414f: /* AFS */
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The granularity of the source's timestamps (ns), as far as can be told:
+ * one with a foreign clock 2 s, as is a local one whose root has whole
+ * seconds for mtime or ctime (FAT keeps 2 s); otherwise the largest power
+ * of ten dividing both (exFAT keeps 10 ms, ext4 and tmpfs 1 ns).  A guess
+ * that is too coarse only makes more files racy. */
+static int64_t time_granularity(bool foreign, const struct stat *root)
+{
+	long a = root->st_mtim.tv_nsec, b = root->st_ctim.tv_nsec;
+	if (foreign || !a || !b)
+		return 2000000000;
+	int64_t g = 1;
+	while (g < 1000000000 && a % (g * 10) == 0 && b % (g * 10) == 0)
+		g *= 10;
+	return g;
+}
+
+/* The ctime from which a file's stat cannot be trusted by the next
+ * backup's unchanged shortcut, for a backup whose walk starts now.  A
+ * write in the same timestamp tick as this backup's read of a file leaves
+ * its size, mtime and ctime as recorded, and the shortcut would keep the
+ * old content for good (git's "racy" index entries): on a filesystem
+ * with coarse timestamps (FAT: 2 s; FUSE, NFS, some others: 1 s) that is
+ * a whole second, and even ns timestamps come from the kernel's coarse
+ * clock (a tick of up to 10 ms).  A write moves mtime and ctime to the
+ * current tick, so only a file whose mtime or ctime is no older than the
+ * tick holding the walk's start, on that coarse clock, can hide one
+ * (ctime alone would do where it is a change time, but FAT has none; an
+ * mtime set into the future only costs reading the file again).  A
+ * foreign clock (a file server's) is allowed a further 2 s of difference
+ * from this one. */
+static int64_t racy_since(int rootfd, const struct stat *root)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME_COARSE, &now);
+	struct statfs sf;
+	bool foreign = fstatfs(rootfd, &sf) == 0 && foreign_clock(sf.f_type);
+	int64_t g = time_granularity(foreign, root);
+	int64_t t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec - (foreign ? 2000000000 : 0);
+	return t - t % g;
+}
+
+/* A racy file is recorded with its ctime 1 ns early: the next backup's
+ * stat then differs from it, and the file is read again (the snapshot
+ * itself restores the same; ctime is not restored). */
+static bool racy(const bctx_t *c, const tree_entry_t *e)
+{
+	return e->type == TREE_REG && (e->ctime_ns >= c->racy_ns || e->mtime_ns >= c->racy_ns);
+}
+
 static int emit(bctx_t *c, const tree_entry_t *e)
 {
 	buf_t rec = {0};
 	int r = 0;
+	tree_entry_t smudged;
+	if (racy(c, e)) {
+		smudged = *e; /* shallow: only read by the writer below */
+		smudged.ctime_ns--;
+		e = &smudged;
+	}
 	if (e->type == TREE_REG && e->content == TREE_CONTENT_EXTENTS &&
 	    e->nextent > TREE_MAX_EXTENTS) {
 		/* Long extent lists continue in TREE_CONT records. */
@@ -1600,6 +1678,7 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 	struct stat st;
 	fstat(fd, &st);
 	c->rootdev = st.st_dev;
+	c->racy_ns = racy_since(fd, &st); /* before the walk's first stat */
 	pending_t *p;
 	if (j->ds.type == CAIRN_TYPE_VOLUME) {
 		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {

@@ -366,6 +366,12 @@ open(sys.argv[2], "wb").write(data[:12] + b"".join(r for i, (_, _, r) in enumera
 PY
 }
 
+# past_racy_tick: waits out the timestamp tick of the source's last change
+# (the kernel's coarse clock, at most 10 ms), so that a backup taken next
+# does not record a file changed in it as racy (docs/DESIGN.md, "Writing a
+# snapshot"), which the backup after it would read again although unchanged.
+past_racy_tick() { sleep 0.1; }
+
 # ---- LD_PRELOAD shims that disturb a backup (dir-swap.c, link-swap.c) ----
 
 # build_shim NAME: compiles tests/cli/NAME.c into $SHIM.  ASan insists on

@@ -46,6 +46,7 @@ ln -P "$SRC/link" "$SRC/hd/link2" && ln "$SRC/fifo" "$SRC/fifo2" && ln "$SRC/nul
 chown -h 1234:5678 "$SRC/link" "$SRC/d1/d2/d3/f"
 chown 42:43 "$SRC/fifo"
 ok cairn create -o source="$SRC" tank
+past_racy_tick
 ok cairn snapshot tank@one
 cp -a "$SRC" "$XDIR/copy1"
 
@@ -63,6 +64,7 @@ head -c 100000 /dev/urandom >>"$SRC/big2.bin"
 # the three bundles they (and the removed file) were packed in; a bundle
 # closes at the average chunk size (1M), after a file below 64K
 changed=$(($(stat -c %s "$SRC/linux/kernel.h") + 4 + 6100000))
+past_racy_tick
 out=$(cairn snapshot -v -p tank@two 2>&1) || fail "incremental backup failed: $out"
 read_bytes=$(echo "$out" | sed -n 's/.* files, \([0-9]*\) read,.*/\1/p')
 [ -n "$read_bytes" ] && [ "$read_bytes" -ge $changed ] &&

@@ -14,6 +14,7 @@ done
 ok cairn create -o source="$TESTDIR/src" tank
 for s in 1 2 3 4 5; do
 	head -c 200000 /dev/urandom >"$TESTDIR/src/g$s"
+	past_racy_tick
 	ok cairn snapshot tank@$s >/dev/null
 done
 written() { "$CAIRN" list -Hp -o written "$1"; }

@@ -13,6 +13,7 @@ mkdir -p "$SRC"
 for i in $(seq -w 1 400); do head -c $((1000 + RANDOM % 2000)) /dev/urandom >"$SRC/f$i"; done
 total=$(cat "$SRC"/f* | wc -c)
 ok cairn create -o source="$SRC" -o chunksize=64K -o compression=off tank
+past_racy_tick
 out=$(cairn snapshot -v -p tank@1 2>&1) || fail "first backup: $out"
 nchunks=$(find "$CAIRN_STORE/.chunks" -type f | wc -l)
 echo "400 files, $total bytes: $nchunks chunk files"
@@ -24,6 +25,7 @@ bundles=$(find "$CAIRN_STORE/.chunks" -type f -size +40k | wc -l)
 
 # change one file in the middle: only that file is read and stored anew
 printf 'changed' >>"$SRC/f200"
+past_racy_tick
 out=$(cairn snapshot -v -p tank@2 2>&1) || fail "incremental backup: $out"
 read_bytes=$(echo "$out" | sed -n 's/.* files, \([0-9]*\) read,.*/\1/p')
 new_chunks=$(echo "$out" | sed -n 's/.* \([0-9]*\) new chunks,.*/\1/p')
@@ -43,6 +45,7 @@ for i in $(seq 5 10 395); do
 	printf 'scattered' >>"$f"
 	scattered=$((scattered + $(stat -c %s "$f")))
 done
+past_racy_tick
 out=$(cairn snapshot -v -p tank@2b 2>&1) || fail "backup after scattered changes: $out"
 read_s=$(echo "$out" | sed -n 's/.* files, \([0-9]*\) read,.*/\1/p')
 new_s=$(echo "$out" | sed -n 's/.* \([0-9]*\) new chunks,.*/\1/p')
@@ -67,6 +70,7 @@ for i in $(seq 301 399); do
 	printf 'x' >>"$SRC/f$i"
 	changed=$((changed + $(stat -c %s "$SRC/f$i")))
 done
+past_racy_tick
 out=$(cairn snapshot -v -p tank@4 2>&1) || fail "backup after 90 changes: $out"
 out4=$out
 read4=$(echo "$out" | sed -n 's/.* files, \([0-9]*\) read,.*/\1/p')

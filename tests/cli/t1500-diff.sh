@@ -14,6 +14,7 @@ echo s >"$S/same"
 echo x >"$S/replaced"
 echo o >"$S/old/file"
 ok cairn create -o source="$S" ds
+past_racy_tick
 ok cairn snapshot ds@1
 sleep 0.01 # distinct ctimes
 
@@ -28,6 +29,7 @@ mkfifo "$S/fifo"
 ln -s a "$S/sym"
 python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$S/sock"
 rm -r "$S/old"
+past_racy_tick
 ok cairn snapshot ds@2
 
 out=$(cairn diff ds@1 ds@2) || fail "diff exited $?"
@@ -88,16 +90,19 @@ out=$(cairn diff ds@2 ds@2) || fail "diff of a snapshot with itself"
 if [ "$(id -u)" = 0 ]; then
 	mknod "$S/null" c 1 3
 	mknod "$S/loop" b 7 200
+	past_racy_tick
 	ok cairn snapshot ds@3
 	out=$(cairn diff -F ds@2 ds@3 | grep -v "	$S/\$") || fail "diff devices"
 	exp=$(printf '+\tB\t%s\n+\tC\t%s' "$S/loop" "$S/null")
 	[ "$out" = "$exp" ] || fail "diff devices: $out"
 	rm "$S/null" "$S/loop"
+	past_racy_tick
 	ok cairn snapshot ds@3b
 fi
 
 # Escapes: space, backslash, tab and non-ASCII bytes as \0ooo; -h leaves them.
 touch "$S/sp ace" "$S/back\\slash" "$S/$(printf 'tab\there')" "$S/caf$(printf '\303\251')"
+past_racy_tick
 ok cairn snapshot ds@4
 out=$(cairn diff ds@2 ds@4 | grep '^+') || fail "diff escapes"
 exp=$(cat <<EOF
@@ -114,6 +119,7 @@ out=$(cairn diff -h ds@2 ds@4 | grep '^+	.*sp ace$') || fail "diff -h keeps the 
 # paths carry the same escapes (so any name survives), or with -h the name
 # itself (U+FFFD for bytes that are not UTF-8).  --json-int: numbers.
 touch "$S/bad$(printf '\377')"
+past_racy_tick
 ok cairn snapshot ds@4j
 for to in ds@2 ds@4j; do
 	cairn diff -F -t ds@1 $to >"$TESTDIR/diff.txt" || fail "diff -F -t ds@1 $to"
@@ -176,12 +182,14 @@ out2=$(cairn diff ds@4) || fail "live diff, one argument"
 
 # Second names of a symlink and a FIFO read the same in a snapshot and live.
 ln -P "$S/sym" "$S/sym2" && ln "$S/fifo" "$S/fifo2" || fail "cannot hardlink a symlink or FIFO"
+past_racy_tick
 ok cairn snapshot ds@5
 out=$(cairn diff ds@5 ds) || fail "live diff after hardlinking a symlink"
 [ -z "$out" ] || fail "live diff of an unchanged tree with a hardlinked symlink: $out"
 # New first names (sorting before the old ones) of the same symlink and FIFO:
 # each object changed (+1), reported once with its own type.
 ln -P "$S/sym" "$S/0sym" && ln "$S/fifo" "$S/0fifo" || fail "cannot hardlink a symlink or FIFO"
+past_racy_tick
 ok cairn snapshot ds@6
 out=$(cairn diff -F ds@5 ds@6) || fail "diff after new first names"
 exp=$(printf 'M\t/\t%s/\nM\t|\t%s/fifo\t(+1)\nM\t@\t%s/sym\t(+1)' "$S" "$S" "$S")
@@ -191,8 +199,10 @@ out=$(cairn diff -F ds@6 ds) || fail "live diff after new first names"
 # A directory rename moves a symlink's first name without changing it: only
 # the directory is listed.
 mkdir "$S/lz" && ln -s tgt "$S/lsym" && ln -P "$S/lsym" "$S/lz/lsym2" || fail "setup lz"
+past_racy_tick
 ok cairn snapshot ds@7
 mv "$S/lz" "$S/la"
+past_racy_tick
 ok cairn snapshot ds@8
 for to in ds@8 ds; do
 	out=$(cairn diff -F ds@7 $to) || fail "diff after renaming lz"

@@ -52,6 +52,7 @@ listing() { (cd "$1" && find . | LC_ALL=C sort); }
 ok cairn create -o source="$S" ds
 ok cairn set 'exclude=*.o, build/, logs/*.log, !logs/important.log, /top.txt, doc/**/*.tmp, q?.txt, [ab].dat, comma\,name' ds
 ok cairn set exclude_caches=on ds
+past_racy_tick
 err=$(cairn snapshot -v ds@1 2>&1) || fail "snapshot: $err"
 echo "$err" | grep -q '^14 paths excluded' || fail "snapshot -v excluded count: $err"
 ok cairn restore ds@1 "$TESTDIR/r1"
@@ -116,6 +117,7 @@ ok cairn restore ds@3 "$TESTDIR/r5"
 
 # Changing the rules keeps the rest reused: a large file is not read again.
 head -c 4000000 /dev/urandom >"$S/big.bin"
+past_racy_tick
 ok cairn snapshot ds@4
 ok cairn set 'exclude=*.o, *.c' ds
 out=$(cairn snapshot -v ds@5 2>&1) || fail "snapshot after an exclude change"

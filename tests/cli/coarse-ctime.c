@@ -1,0 +1,159 @@
+/* coarse-ctime.c - LD_PRELOAD shim that makes a source look as it would
+ * on a filesystem with 1 s timestamps (as FUSE or NFS may have), with every
+ * change to one file landing in one tick: stats of objects below
+ * $COARSE_ROOT (by name, or by an fd open on them) report whole seconds for
+ * mtime and ctime, and those of the file named $FREEZE_NAME there report
+ * as its ctime the second in which this shim first stat'ed it, kept in the
+ * file $FREEZE_STATE so that later runs report the same.  A first run notes
+ * "froze NAME" in $SWAP_LOG, later ones "frozen NAME", so a test can see
+ * the shim acted.  mtime is only truncated (a test sets it back with touch
+ * -d, as a write within the tick would leave it on such a filesystem). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note(const char *what, const char *name)
+{
+	const char *log = getenv("SWAP_LOG");
+	FILE *f = log ? fopen(log, "a") : NULL;
+	if (f) {
+		fprintf(f, "%s %s\n", what, name);
+		fclose(f);
+	}
+}
+
+/* The whole path of path relative to fd (or of what fd is open on, when
+ * path is empty) into buf; 0 when it cannot be told. */
+static int resolve(int fd, const char *path, char *buf, size_t size)
+{
+	if (*path == '/') {
+		snprintf(buf, size, "%s", path);
+		return 1;
+	}
+	char dir[PATH_MAX], link[64];
+	if (fd == AT_FDCWD) {
+		if (!getcwd(dir, sizeof(dir)))
+			return 0;
+	} else {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, dir, sizeof(dir) - 1);
+		if (n < 0)
+			return 0;
+		dir[n] = 0;
+	}
+	snprintf(buf, size, "%s%s%s", dir, *path ? "/" : "", path);
+	return 1;
+}
+
+/* Whether the whole path p is $COARSE_ROOT or below it. */
+static int coarse(const char *p)
+{
+	const char *root = getenv("COARSE_ROOT");
+	size_t n = root ? strlen(root) : 0;
+	return n && !strncmp(p, root, n) && (p[n] == 0 || p[n] == '/');
+}
+
+/* Whether the whole path p is the frozen file. */
+static int is_frozen(const char *p)
+{
+	const char *want = getenv("FREEZE_NAME");
+	const char *base = strrchr(p, '/');
+	return want && getenv("FREEZE_STATE") && !strcmp(base ? base + 1 : p, want);
+}
+
+/* The frozen ctime (seconds): the state file's, or now, stored there. */
+static long long frozen_sec(void)
+{
+	const char *state = getenv("FREEZE_STATE"), *name = getenv("FREEZE_NAME");
+	static int noted;
+	long long sec = -1;
+	pthread_mutex_lock(&lock);
+	FILE *f = fopen(state, "r");
+	if (f) {
+		if (fscanf(f, "%lld", &sec) != 1)
+			sec = -1;
+		fclose(f);
+	}
+	if (sec < 0) {
+		sec = (long long)time(NULL);
+		f = fopen(state, "w");
+		if (f) {
+			fprintf(f, "%lld\n", sec);
+			fclose(f);
+		}
+		if (!noted++)
+			note("froze", name);
+	} else if (!noted++) {
+		note("frozen", name);
+	}
+	pthread_mutex_unlock(&lock);
+	return sec;
+}
+
+/* Truncates the times of an object below $COARSE_ROOT to the second, and
+ * freezes the frozen file's ctime. */
+static void adjust(int fd, const char *path, int reg, struct timespec *m, struct timespec *c)
+{
+	char p[PATH_MAX * 2];
+	if (!resolve(fd, path, p, sizeof(p)) || !coarse(p))
+		return;
+	m->tv_nsec = 0;
+	c->tv_nsec = 0;
+	if (reg && is_frozen(p))
+		c->tv_sec = frozen_sec();
+}
+
+int fstatat64(int fd, const char *path, struct stat64 *st, int flags)
+{
+	static int (*real)(int, const char *, struct stat64 *, int);
+	if (!real)
+		real = (int (*)(int, const char *, struct stat64 *, int))dlsym(RTLD_NEXT, "fstatat64");
+	int r = real(fd, path, st, flags);
+	if (r == 0)
+		adjust(fd, path, S_ISREG(st->st_mode), &st->st_mtim, &st->st_ctim);
+	return r;
+}
+
+int fstat64(int fd, struct stat64 *st)
+{
+	static int (*real)(int, struct stat64 *);
+	if (!real)
+		real = (int (*)(int, struct stat64 *))dlsym(RTLD_NEXT, "fstat64");
+	int r = real(fd, st);
+	if (r == 0)
+		adjust(fd, "", S_ISREG(st->st_mode), &st->st_mtim, &st->st_ctim);
+	return r;
+}
+
+int fstat(int fd, struct stat *st)
+{
+	return fstat64(fd, (struct stat64 *)st);
+}
+
+int statx(int fd, const char *path, int flags, unsigned int mask, struct statx *stx)
+{
+	static int (*real)(int, const char *, int, unsigned int, struct statx *);
+	if (!real)
+		real = (int (*)(int, const char *, int, unsigned int, struct statx *))dlsym(RTLD_NEXT, "statx");
+	int r = real(fd, path, flags, mask, stx);
+	if (r == 0) {
+		struct timespec m = {stx->stx_mtime.tv_sec, stx->stx_mtime.tv_nsec};
+		struct timespec c = {stx->stx_ctime.tv_sec, stx->stx_ctime.tv_nsec};
+		adjust(fd, path, S_ISREG(stx->stx_mode), &m, &c);
+		stx->stx_mtime.tv_sec = m.tv_sec;
+		stx->stx_mtime.tv_nsec = m.tv_nsec;
+		stx->stx_ctime.tv_sec = c.tv_sec;
+		stx->stx_ctime.tv_nsec = c.tv_nsec;
+	}
+	return r;
+}
