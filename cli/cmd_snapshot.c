@@ -56,6 +56,9 @@ static void summary(const cairn_snapshot_opts *o, double secs, bool exact)
 		left_out(what, sizeof(what), o, "skipped");
 		fprintf(stderr, "%s\n", what);
 	}
+	if (o->torn)
+		fprintf(stderr, "%llu %s written while read (recorded as read)\n",
+			(unsigned long long)o->torn, noun(o->torn, "file", "files"));
 	if (o->excluded)
 		fprintf(stderr, "%llu paths excluded (exclude, exclude_caches, .cairnignore)\n",
 			(unsigned long long)o->excluded);

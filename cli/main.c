@@ -271,11 +271,13 @@ void cli_progress_done(void)
 /* A warning, not a failure: as zfs it must not read "cannot VERB". */
 void cli_warn(const char *object, int err, void *arg)
 {
+	/* A file written while it was read is kept, as read. */
+	const char *what = err == CAIRN_ETORN ? "recorded as read" : "skipped";
 	cli_progress_done();
 	if (g_cli.zfs)
-		fprintf(stderr, "warning: %s: %s (skipped)\n", object, cairn_strerror(err));
+		fprintf(stderr, "warning: %s: %s (%s)\n", object, cairn_strerror(err), what);
 	else
-		cli_err(object, "%s (skipped)", cairn_strerror(err));
+		cli_err(object, "%s (%s)", cairn_strerror(err), what);
 }
 
 void cli_size(char *out, size_t len, uint64_t v, bool exact)

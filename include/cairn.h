@@ -54,6 +54,7 @@ extern "C" {
 #define CAIRN_EEXIST_DS -10010 /**< reserved */
 #define CAIRN_ECHANGED -10011  /**< a source file was replaced (another inode or kind of object) before it was read */
 #define CAIRN_EFORBIDDEN -10012 /**< the bucket answered 403 for one object while this credential reads others: missing, or not readable with it */
+#define CAIRN_ETORN -10013     /**< a source file was written in place while it was read (recorded as read; a warning) */
 #define CAIRN_EBADKEY -10020  /**< incorrect key (wrong passphrase or key file) */
 #define CAIRN_ENOKEY -10021   /**< the encryption key is not loaded */
 #define CAIRN_E_LAST -10099
@@ -236,6 +237,11 @@ typedef struct cairn_snapshot_opts {
 	 * during the backup), each counted once however much was below it;
 	 * the directory itself is recorded when only listing it failed */
 	uint64_t skipped_dirs;
+	/** files written in place while they were read (mtime moved, not
+	 * grown): recorded as read, possibly mixing old and new bytes, and
+	 * reported through warn with CAIRN_ETORN; they do not make the call
+	 * fail (the next backup reads them again) */
+	uint64_t torn;
 	/** Worker threads that hash, compress and store chunks and bundles
 	 * (0 = the number of cores plus one, for the time a worker waits for
 	 * its write).  Only speed depends on it: the trees and

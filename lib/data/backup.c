@@ -154,6 +154,7 @@ typedef struct bctx {
 	uint64_t files, bytes_read, bytes_reused;
 	uint64_t skipped;      /* objects left out, directories not counted */
 	uint64_t skipped_dirs; /* directories whose entries were left out */
+	uint64_t torn;         /* files written in place while read (see torn_check) */
 	int err;
 	int64_t racy_ns;    /* files changed since are recorded as racy (see racy_since) */
 	excl_t *excl;       /* exclude properties and .cairnignore files */
@@ -824,17 +825,28 @@ static int read_xattrs_at(const bctx_t *c, const char *path, tree_entry_t *e)
 	return read_xattrs(&(xsrc_t){.path = full}, e);
 }
 
+/* A file's mtime and size as its open saw them (known: they could be
+ * told), to notice it being written while it is read (see torn_check). */
+typedef struct opened {
+	bool known;
+	int64_t mtime_ns;
+	uint64_t size;
+} opened_t;
+
 /* Whether the open fd is still the object the walk stat'ed: of type
  * `type` (S_IFREG, S_IFDIR), on dev with inode number ino, and ctime_ns
  * the stat's ctime.  The name may have been renamed over (another object
  * swapped in) or mounted on since: a directory's entries would then be
  * recorded below the old one's metadata, a file's bytes under the old
- * file's mode, owner, times and size (a file that never existed). */
-static int same_object(int fd, mode_t type, dev_t dev, ino_t ino, int64_t ctime_ns)
+ * file's mode, owner, times and size (a file that never existed).  Fills
+ * *seen (unless NULL) for torn_check. */
+static int same_object(int fd, mode_t type, dev_t dev, ino_t ino, int64_t ctime_ns,
+		       opened_t *seen)
 {
 	struct statx now;
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
-		  STATX_TYPE | STATX_INO | STATX_CTIME | STATX_BTIME, &now) < 0) {
+		  STATX_TYPE | STATX_INO | STATX_CTIME | STATX_BTIME | STATX_MTIME | STATX_SIZE,
+		  &now) < 0) {
 		/* No statx (an old kernel, a sandbox refusing it): the inode. */
 		struct stat old;
 		if ((errno != ENOSYS && errno != EPERM) || fstat(fd, &old) < 0)
@@ -845,6 +857,10 @@ static int same_object(int fd, mode_t type, dev_t dev, ino_t ino, int64_t ctime_
 	if ((now.stx_mode & S_IFMT) != type || now.stx_ino != ino ||
 	    makedev(now.stx_dev_major, now.stx_dev_minor) != dev)
 		return CAIRN_ECHANGED;
+	if (seen && (now.stx_mask & (STATX_MTIME | STATX_SIZE)) == (STATX_MTIME | STATX_SIZE))
+		*seen = (opened_t){.known = true, .size = now.stx_size,
+				   .mtime_ns = (int64_t)now.stx_mtime.tv_sec * 1000000000 +
+					       now.stx_mtime.tv_nsec};
 	/* The inode number alone does not tell: one removed and made again
 	 * (rm; mkdir, or a file unlinked and created anew) gets the freed
 	 * number back at once on ext4.  An object that has not changed since
@@ -864,7 +880,7 @@ static int same_object(int fd, mode_t type, dev_t dev, ino_t ino, int64_t ctime_
 static int same_dir(int fd, const struct stat *st)
 {
 	return same_object(fd, S_IFDIR, st->st_dev, st->st_ino,
-			   (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec);
+			   (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec, NULL);
 }
 
 /* Opens a file of the source: relative to the root, so the kernel walks
@@ -877,7 +893,7 @@ static int same_dir(int fd, const struct stat *st)
  * entry holds the stat's mode, owner, times and size, and reading the new
  * file's bytes into it would record a file that never existed (the old
  * one's metadata, the new one's content cut to the old size). */
-static int source_open(int at, const char *name, const tree_entry_t *want)
+static int source_open(int at, const char *name, const tree_entry_t *want, opened_t *seen)
 {
 	int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOATIME;
 	int fd = openat(at, name, flags);
@@ -887,7 +903,7 @@ static int source_open(int at, const char *name, const tree_entry_t *want)
 	}
 	if (fd < 0)
 		return -errno;
-	int r = same_object(fd, S_IFREG, want->dev, want->ino, want->ctime_ns);
+	int r = same_object(fd, S_IFREG, want->dev, want->ino, want->ctime_ns, seen);
 	/* Local filesystems ignore O_NONBLOCK on a regular file; a FUSE or
 	 * network one may pass it on, so reads go without it. */
 	if (r == 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
@@ -897,6 +913,29 @@ static int source_open(int at, const char *name, const tree_entry_t *want)
 		return r;
 	}
 	return fd;
+}
+
+/* Reports a file written in place while it was read: its mtime moved
+ * since the open while it did not grow, so its copy may mix old and new
+ * bytes.  It stays recorded as read (left out, a file rewritten all the
+ * time would never be backed up), and the next backup reads it again, as
+ * its mtime and ctime are new.  A file appended to (a log) grows: it is
+ * stored up to its size at the stat, a consistent prefix, without a word.
+ * One fstat per file read; the files the shortcut skips cost nothing. */
+static void torn_check(bctx_t *c, int fd, const opened_t *seen, const char *path)
+{
+	struct stat now;
+	if (!seen->known || fstat(fd, &now) < 0)
+		return;
+	int64_t m = (int64_t)now.st_mtim.tv_sec * 1000000000 + now.st_mtim.tv_nsec;
+	if (m == seen->mtime_ns || (uint64_t)now.st_size > seen->size)
+		return;
+	c->torn++;
+	if (c->opts->warn) {
+		char obj[PATH_MAX + 64];
+		snprintf(obj, sizeof(obj), "%s/%s", c->root, path);
+		c->opts->warn(obj, CAIRN_ETORN, c->opts->arg);
+	}
 }
 
 /* Reads a new or changed file's xattrs from its open fd (see visit). */
@@ -910,7 +949,8 @@ static int xattrs_from_fd(pending_t *p, int fd)
 
 static int read_small(bctx_t *c, pending_t *p, buf_t *into)
 {
-	int fd = source_open(c->rootfd, p->e.path, &p->e);
+	opened_t seen = {0};
+	int fd = source_open(c->rootfd, p->e.path, &p->e, &seen);
 	if (fd < 0)
 		return fd;
 	size_t before = into->len;
@@ -918,6 +958,8 @@ static int read_small(bctx_t *c, pending_t *p, buf_t *into)
 	if (r == 0)
 		r = buf_reserve(into, p->e.size);
 	ssize_t k = r < 0 ? r : read_full(fd, into->data + before, p->e.size);
+	if (k >= 0)
+		torn_check(c, fd, &seen, p->e.path);
 	close(fd);
 	if (k < 0)
 		return k;
@@ -1294,13 +1336,16 @@ static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *s
 		}
 		/* A reused chunk is gone (or damaged and renamed): read again. */
 	}
-	int fd = source_open(dfd, name, e);
+	opened_t seen = {0};
+	int fd = source_open(dfd, name, e, &seen);
 	if (fd < 0)
 		return fd;
 	e->content = TREE_CONTENT_EXTENTS;
 	int r = xattrs_from_fd(p, fd);
 	if (r == 0)
 		r = read_large(c, fd, st, e);
+	if (r == 0)
+		torn_check(c, fd, &seen, e->path);
 	close(fd);
 	/* The entry's chunks complete later, in order; only a file left
 	 * out must first see its jobs finish, as they point into it. */
@@ -1781,6 +1826,7 @@ static int backup_one(cairn_store *st, snapjob_t *j, cairn_snapshot_opts *opts)
 	opts->bytes_reused += c.bytes_reused;
 	opts->skipped += c.skipped;
 	opts->skipped_dirs += c.skipped_dirs;
+	opts->torn += c.torn;
 	opts->excluded += c.excluded;
 	ctx_free(&c);
 	return r;

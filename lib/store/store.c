@@ -85,6 +85,8 @@ const char *cairn_strerror(int err)
 		return "the bucket answered 403 for the object though this credential reads "
 		       "others: missing, or this credential may not read it (without the "
 		       "ListBucket right S3 answers 403 for a missing key, so the two look alike)";
+	case CAIRN_ETORN:
+		return "written while it was read (changed during the backup): its copy may mix old and new bytes";
 	case CAIRN_EBADKEY:
 		return "incorrect key";
 	case CAIRN_ENOKEY:
