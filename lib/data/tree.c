@@ -229,6 +229,11 @@ static bool content_equal(const tree_entry_t *a, const tree_entry_t *b)
 	return true;
 }
 
+bool tree_same_data(const tree_entry_t *a, const tree_entry_t *b)
+{
+	return a->size == b->size && xattrs_equal(a, b) && content_equal(a, b);
+}
+
 bool tree_entry_equal(const tree_entry_t *a, const tree_entry_t *b)
 {
 	if (a->type != b->type)

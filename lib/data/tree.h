@@ -127,6 +127,10 @@ int tree_entry_copy(tree_entry_t *dst, const tree_entry_t *src);
 /* True when a and b encode to the same record (fields the record does not
  * carry, like a hole's ref or a NONE entry's extents, are ignored). */
 bool tree_entry_equal(const tree_entry_t *a, const tree_entry_t *b);
+/* Whether a and b hold the same size, xattrs and content (the same chunk
+ * references: the same bytes, though the same bytes can also sit in
+ * another bundle). */
+bool tree_same_data(const tree_entry_t *a, const tree_entry_t *b);
 
 /* Appends the stream header to out. */
 int tree_write_header(buf_t *out);
