@@ -841,7 +841,7 @@ typedef struct opened {
  * file's mode, owner, times and size (a file that never existed).  Fills
  * *seen (unless NULL) for torn_check. */
 static int same_object(int fd, mode_t type, dev_t dev, ino_t ino, int64_t ctime_ns,
-		       opened_t *seen)
+		       int64_t walk_start, opened_t *seen)
 {
 	struct statx now;
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
@@ -868,19 +868,24 @@ static int same_object(int fd, mode_t type, dev_t dev, ino_t ino, int64_t ctime_
 	 * after the stat's ctime (ctime is never before birth, and a changed
 	 * directory's entries or a file written in place are no replacement,
 	 * so ctime alone would not do).  Without a birth time (tmpfs before
-	 * Linux 5.x, NFS) the inode is all there is. */
+	 * Linux 5.x, NFS) the inode is all there is.  One made again since the
+	 * stat was born after the walk started (walk_start, racy_since's
+	 * bound): an object born earlier is the one stat'ed even when its
+	 * birth comes after its ctime, as on vfat, whose ctime is its mtime
+	 * (set back by cp -p or touch -d) while its birth time is real. */
 	int64_t c = (int64_t)now.stx_ctime.tv_sec * 1000000000 + now.stx_ctime.tv_nsec;
 	if (c == ctime_ns || !(now.stx_mask & STATX_BTIME))
 		return 0;
 	int64_t born = (int64_t)now.stx_btime.tv_sec * 1000000000 + now.stx_btime.tv_nsec;
-	return born > ctime_ns ? CAIRN_ECHANGED : 0;
+	return born > ctime_ns && born >= walk_start ? CAIRN_ECHANGED : 0;
 }
 
 /* same_object for a directory the walk stat'ed as st. */
-static int same_dir(int fd, const struct stat *st)
+static int same_dir(const bctx_t *c, int fd, const struct stat *st)
 {
 	return same_object(fd, S_IFDIR, st->st_dev, st->st_ino,
-			   (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec, NULL);
+			   (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec,
+			   c->racy_ns, NULL);
 }
 
 /* Opens a file of the source: relative to the root, so the kernel walks
@@ -893,7 +898,8 @@ static int same_dir(int fd, const struct stat *st)
  * entry holds the stat's mode, owner, times and size, and reading the new
  * file's bytes into it would record a file that never existed (the old
  * one's metadata, the new one's content cut to the old size). */
-static int source_open(int at, const char *name, const tree_entry_t *want, opened_t *seen)
+static int source_open(const bctx_t *c, int at, const char *name, const tree_entry_t *want,
+		       opened_t *seen)
 {
 	int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOATIME;
 	int fd = openat(at, name, flags);
@@ -903,7 +909,7 @@ static int source_open(int at, const char *name, const tree_entry_t *want, opene
 	}
 	if (fd < 0)
 		return -errno;
-	int r = same_object(fd, S_IFREG, want->dev, want->ino, want->ctime_ns, seen);
+	int r = same_object(fd, S_IFREG, want->dev, want->ino, want->ctime_ns, c->racy_ns, seen);
 	/* Local filesystems ignore O_NONBLOCK on a regular file; a FUSE or
 	 * network one may pass it on, so reads go without it. */
 	if (r == 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
@@ -950,7 +956,7 @@ static int xattrs_from_fd(pending_t *p, int fd)
 static int read_small(bctx_t *c, pending_t *p, buf_t *into)
 {
 	opened_t seen = {0};
-	int fd = source_open(c->rootfd, p->e.path, &p->e, &seen);
+	int fd = source_open(c, c->rootfd, p->e.path, &p->e, &seen);
 	if (fd < 0)
 		return fd;
 	size_t before = into->len;
@@ -1337,7 +1343,7 @@ static int large_file(bctx_t *c, int dfd, const char *name, const struct stat *s
 		/* A reused chunk is gone (or damaged and renamed): read again. */
 	}
 	opened_t seen = {0};
-	int fd = source_open(dfd, name, e, &seen);
+	int fd = source_open(c, dfd, name, e, &seen);
 	if (fd < 0)
 		return fd;
 	e->content = TREE_CONTENT_EXTENTS;
@@ -1521,7 +1527,7 @@ static int walk_into(bctx_t *c, sa_dir_t *d, size_t i, const char *path, const s
 	int r = sa_enter(c->sa, d, i, &sub);
 	if (r < 0)
 		return r == -ENOMEM ? r : skip_dir(c, path, r);
-	r = same_dir(sub->dfd, st);
+	r = same_dir(c, sub->dfd, st);
 	if (r < 0) {
 		sa_leave(c->sa, sub);
 		return skip_dir(c, path, r);
