@@ -696,12 +696,15 @@ static int64_t racy_since(int rootfd, const struct stat *root)
 	return t - t % g;
 }
 
-/* A racy file is recorded with its ctime 1 ns early: the next backup's
- * stat then differs from it, and the file is read again (the snapshot
- * itself restores the same; ctime is not restored). */
+/* A racy object is recorded with its ctime 1 ns early: the next backup's
+ * stat then differs from it, and the object is read again (the snapshot
+ * itself restores the same; ctime is not restored).  Not only a regular
+ * file: the shortcut keeps any object's xattrs (a directory's ACL) from
+ * the previous snapshot.  A later name of an inode (TREE_HARDLINK) has
+ * nothing kept: its xattrs are read every time. */
 static bool racy(const bctx_t *c, const tree_entry_t *e)
 {
-	return e->type == TREE_REG && (e->ctime_ns >= c->racy_ns || e->mtime_ns >= c->racy_ns);
+	return e->type != TREE_HARDLINK && (e->ctime_ns >= c->racy_ns || e->mtime_ns >= c->racy_ns);
 }
 
 static int emit(bctx_t *c, const tree_entry_t *e)

@@ -394,16 +394,17 @@ static bool same_kind(uint8_t a, uint8_t b)
 	return type_bits(a) == type_bits(b);
 }
 
-/* Whether the ctimes of two records of a regular file differ only by the
- * nanosecond a backup takes off a racy file's (backup.c, racy) so that
+/* Whether the ctimes of two records of an object differ only by the
+ * nanosecond a backup takes off a racy object's (backup.c, racy) so that
  * the next one reads it again: with the same content and xattrs it is
- * the same file.  A write the racy rule was for (in the tick of the read,
- * times unchanged) shows in the content.  A live side has no content to
- * compare (but an empty file's), so there it still counts as a change. */
+ * the same object.  A write the racy rule was for (in the tick of the
+ * read, times unchanged) shows in the content or xattrs.  A live side has
+ * neither (an empty file's content aside), so there a racy file still
+ * counts as changed. */
 static bool racy_mark_only(const tree_entry_t *a, const tree_entry_t *b)
 {
 	int64_t d = a->ctime_ns - b->ctime_ns;
-	return (d == 1 || d == -1) && a->type == TREE_REG && b->type == TREE_REG &&
+	return (d == 1 || d == -1) && a->type == b->type && a->type != TREE_HARDLINK &&
 	       tree_same_data(a, b);
 }
 

@@ -2,7 +2,9 @@
  * on a filesystem with 1 s timestamps (as FUSE or NFS may have), with every
  * change to one file landing in one tick: stats of objects below
  * $COARSE_ROOT (by name, or by an fd open on them) report whole seconds for
- * mtime and ctime, and those of the file named $FREEZE_NAME there report
+ * mtime and ctime, and those of the object named $FREEZE_NAME there (a
+ * regular file, or with $FREEZE_ANY any object: a directory whose xattrs
+ * change) report
  * as its ctime the second in which this shim first stat'ed it, kept in the
  * file $FREEZE_STATE so that later runs report the same.  A first run notes
  * "froze NAME" in $SWAP_LOG, later ones "frozen NAME", so a test can see
@@ -109,7 +111,7 @@ static void adjust(int fd, const char *path, int reg, struct timespec *m, struct
 		return;
 	m->tv_nsec = 0;
 	c->tv_nsec = 0;
-	if (reg && is_frozen(p))
+	if ((reg || getenv("FREEZE_ANY")) && is_frozen(p))
 		c->tv_sec = frozen_sec();
 }
 
