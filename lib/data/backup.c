@@ -157,6 +157,7 @@ typedef struct bctx {
 	uint64_t torn;         /* files written in place while read (see torn_check) */
 	int err;
 	int64_t racy_ns;    /* files changed since are recorded as racy (see racy_since) */
+	int64_t ahead_ns;   /* how far a file's stamp may run ahead of this clock (see racy) */
 	excl_t *excl;       /* exclude properties and .cairnignore files */
 	uint64_t excluded;  /* entries left out by it */
 } bctx_t;
@@ -636,6 +637,14 @@ static int read_volume(bctx_t *c, int fd, tree_entry_t *e)
 
 /* ---- tree output ---- */
 
+/* The clock that stamps file times (ns). */
+static int64_t coarse_now(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME_COARSE, &now);
+	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
 /* Filesystems whose timestamps come from another host's clock (or a
  * FUSE daemon's choice), which may be coarse and is not this clock. */
 static bool foreign_clock(long type)
@@ -682,18 +691,19 @@ static int64_t time_granularity(bool foreign, const struct stat *root)
  * current tick, so only a file whose mtime or ctime is no older than the
  * tick holding the walk's start, on that coarse clock, can hide one
  * (ctime alone would do where it is a change time, but FAT has none; an
- * mtime set into the future only costs reading the file again).  A
- * foreign clock (a file server's) is allowed a further 2 s of difference
- * from this one. */
-static int64_t racy_since(int rootfd, const struct stat *root)
+ * mtime set into the future is left to racy).  A foreign clock (a file
+ * server's) is allowed a further 2 s of difference from this one, either
+ * way: c->ahead_ns is how far a stamp may run ahead of this clock. */
+static void racy_since(bctx_t *c, int rootfd, const struct stat *root)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME_COARSE, &now);
 	struct statfs sf;
 	bool foreign = fstatfs(rootfd, &sf) == 0 && foreign_clock(sf.f_type);
 	int64_t g = time_granularity(foreign, root);
-	int64_t t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec - (foreign ? 2000000000 : 0);
-	return t - t % g;
+	int64_t t = coarse_now() - (foreign ? 2000000000 : 0);
+	c->racy_ns = t - t % g;
+	/* a tick of g, and a second for a fine-grained stamp (multigrain
+	 * timestamps) taken ahead of the coarse clock */
+	c->ahead_ns = g + 1000000000 + (foreign ? 2000000000 : 0);
 }
 
 /* A racy object is recorded with its ctime 1 ns early: the next backup's
@@ -704,7 +714,16 @@ static int64_t racy_since(int rootfd, const struct stat *root)
  * nothing kept: its xattrs are read every time. */
 static bool racy(const bctx_t *c, const tree_entry_t *e)
 {
-	return e->type != TREE_HARDLINK && (e->ctime_ns >= c->racy_ns || e->mtime_ns >= c->racy_ns);
+	if (e->type == TREE_HARDLINK)
+		return false;
+	if (e->ctime_ns >= c->racy_ns)
+		return true;
+	/* mtime for a filesystem whose ctime is no change time.  One later
+	 * than any write could have stamped by now was set (touch -d, an
+	 * archive's date): it cannot hide a write, which would move it back
+	 * to now, and counting it would read the file again every backup
+	 * until that date. */
+	return e->mtime_ns >= c->racy_ns && e->mtime_ns <= coarse_now() + c->ahead_ns;
 }
 
 static int emit(bctx_t *c, const tree_entry_t *e)
@@ -1732,7 +1751,7 @@ static int backup_source(bctx_t *c, snapjob_t *j)
 	struct stat st;
 	fstat(fd, &st);
 	c->rootdev = st.st_dev;
-	c->racy_ns = racy_since(fd, &st); /* before the walk's first stat */
+	racy_since(c, fd, &st); /* before the walk's first stat */
 	pending_t *p;
 	if (j->ds.type == CAIRN_TYPE_VOLUME) {
 		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
