@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shim.h"
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void note(const char *what, const char *name)
@@ -32,29 +34,6 @@ static void note(const char *what, const char *name)
 		fprintf(f, "%s %s\n", what, name);
 		fclose(f);
 	}
-}
-
-/* The whole path of path relative to fd (or of what fd is open on, when
- * path is empty) into buf; 0 when it cannot be told. */
-static int resolve(int fd, const char *path, char *buf, size_t size)
-{
-	if (*path == '/') {
-		snprintf(buf, size, "%s", path);
-		return 1;
-	}
-	char dir[PATH_MAX], link[64];
-	if (fd == AT_FDCWD) {
-		if (!getcwd(dir, sizeof(dir)))
-			return 0;
-	} else {
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-		ssize_t n = readlink(link, dir, sizeof(dir) - 1);
-		if (n < 0)
-			return 0;
-		dir[n] = 0;
-	}
-	snprintf(buf, size, "%s%s%s", dir, *path ? "/" : "", path);
-	return 1;
 }
 
 /* Whether the whole path p is $COARSE_ROOT or below it. */
@@ -107,7 +86,7 @@ static long long frozen_sec(void)
 static void adjust(int fd, const char *path, int reg, struct timespec *m, struct timespec *c)
 {
 	char p[PATH_MAX * 2];
-	if (!resolve(fd, path, p, sizeof(p)) || !coarse(p))
+	if (!shim_path(fd, path, p, sizeof(p)) || !coarse(p))
 		return;
 	m->tv_nsec = 0;
 	c->tv_nsec = 0;
@@ -115,47 +94,4 @@ static void adjust(int fd, const char *path, int reg, struct timespec *m, struct
 		c->tv_sec = frozen_sec();
 }
 
-int fstatat64(int fd, const char *path, struct stat64 *st, int flags)
-{
-	static int (*real)(int, const char *, struct stat64 *, int);
-	if (!real)
-		real = (int (*)(int, const char *, struct stat64 *, int))dlsym(RTLD_NEXT, "fstatat64");
-	int r = real(fd, path, st, flags);
-	if (r == 0)
-		adjust(fd, path, S_ISREG(st->st_mode), &st->st_mtim, &st->st_ctim);
-	return r;
-}
-
-int fstat64(int fd, struct stat64 *st)
-{
-	static int (*real)(int, struct stat64 *);
-	if (!real)
-		real = (int (*)(int, struct stat64 *))dlsym(RTLD_NEXT, "fstat64");
-	int r = real(fd, st);
-	if (r == 0)
-		adjust(fd, "", S_ISREG(st->st_mode), &st->st_mtim, &st->st_ctim);
-	return r;
-}
-
-int fstat(int fd, struct stat *st)
-{
-	return fstat64(fd, (struct stat64 *)st);
-}
-
-int statx(int fd, const char *path, int flags, unsigned int mask, struct statx *stx)
-{
-	static int (*real)(int, const char *, int, unsigned int, struct statx *);
-	if (!real)
-		real = (int (*)(int, const char *, int, unsigned int, struct statx *))dlsym(RTLD_NEXT, "statx");
-	int r = real(fd, path, flags, mask, stx);
-	if (r == 0) {
-		struct timespec m = {stx->stx_mtime.tv_sec, stx->stx_mtime.tv_nsec};
-		struct timespec c = {stx->stx_ctime.tv_sec, stx->stx_ctime.tv_nsec};
-		adjust(fd, path, S_ISREG(stx->stx_mode), &m, &c);
-		stx->stx_mtime.tv_sec = m.tv_sec;
-		stx->stx_mtime.tv_nsec = m.tv_nsec;
-		stx->stx_ctime.tv_sec = c.tv_sec;
-		stx->stx_ctime.tv_nsec = c.tv_nsec;
-	}
-	return r;
-}
+SHIM_STAT(adjust)

@@ -16,6 +16,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "shim.h"
+
 static atomic_int done;
 
 /* $SWAP_RECREATE=1: the empty directory $SWAP_A is removed and made again
@@ -46,8 +48,9 @@ static void recreate(int dirfd, const char *a, const char *log)
 	}
 }
 
-static void swap_once(int dirfd, const char *path, int flags)
+static void swap_once(int dirfd, const char *path, int flags, real_fn real)
 {
+	(void)real;
 	const char *a = getenv("SWAP_A"), *b = getenv("SWAP_B"), *log = getenv("SWAP_LOG");
 	const char *again = getenv("SWAP_RECREATE");
 	if (!a || (!b && !again) || !log || getenv("SWAP_AT_XATTR") || !(flags & O_DIRECTORY) ||
@@ -67,25 +70,7 @@ static void swap_once(int dirfd, const char *path, int flags)
 	}
 }
 
-/* The binary may call either name (openat64 with 64-bit offsets). */
-#define OPEN_SHIM(fn)                                                                \
-	int fn(int dirfd, const char *path, int flags, ...)                          \
-	{                                                                            \
-		static int (*real)(int, const char *, int, ...);                     \
-		if (!real)                                                           \
-			real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, #fn); \
-		mode_t mode = 0;                                                     \
-		if (flags & (O_CREAT | O_TMPFILE)) {                                 \
-			va_list ap;                                                  \
-			va_start(ap, flags);                                         \
-			mode = va_arg(ap, mode_t);                                   \
-			va_end(ap);                                                  \
-		}                                                                    \
-		swap_once(dirfd, path, flags);                                       \
-		return real(dirfd, path, flags, mode);                               \
-	}
-OPEN_SHIM(openat)
-OPEN_SHIM(openat64)
+SHIM_OPENAT(swap_once)
 
 /* $SWAP_AT_XATTR=1: the exchange is made at the first llistxattr of a
  * path ending in /$SWAP_A instead (a new or changed directory's xattrs are

@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shim.h"
+
 static atomic_int done;
 
 /* Whether path relative to fd (or what fd is open on, path empty) is
@@ -27,68 +29,22 @@ static atomic_int done;
 static int below_root(int fd, const char *path)
 {
 	const char *root = getenv("FAT_ROOT");
-	char dir[PATH_MAX], link[64], p[PATH_MAX * 2];
-	if (!root)
+	char p[PATH_MAX * 2];
+	if (!root || !shim_path(fd, path, p, sizeof(p)))
 		return 0;
-	if (*path == '/') {
-		snprintf(p, sizeof(p), "%s", path);
-	} else {
-		if (fd == AT_FDCWD) {
-			if (!getcwd(dir, sizeof(dir)))
-				return 0;
-		} else {
-			snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-			ssize_t n = readlink(link, dir, sizeof(dir) - 1);
-			if (n < 0)
-				return 0;
-			dir[n] = 0;
-		}
-		snprintf(p, sizeof(p), "%s%s%s", dir, *path ? "/" : "", path);
-	}
 	size_t n = strlen(root);
 	return !strncmp(p, root, n) && p[n] == '/';
 }
 
-int fstatat64(int fd, const char *path, struct stat64 *st, int flags)
+/* vfat keeps no change time: a regular file's shown ctime is its mtime. */
+static void no_ctime(int fd, const char *path, int reg, struct timespec *m, struct timespec *c)
 {
-	static int (*real)(int, const char *, struct stat64 *, int);
-	if (!real)
-		real = (int (*)(int, const char *, struct stat64 *, int))dlsym(RTLD_NEXT, "fstatat64");
-	int r = real(fd, path, st, flags);
-	if (r == 0 && S_ISREG(st->st_mode) && below_root(fd, path))
-		st->st_ctim = st->st_mtim;
-	return r;
+	if (reg && below_root(fd, path))
+		*c = *m;
 }
+SHIM_STAT(no_ctime)
 
-int fstat64(int fd, struct stat64 *st)
-{
-	static int (*real)(int, struct stat64 *);
-	if (!real)
-		real = (int (*)(int, struct stat64 *))dlsym(RTLD_NEXT, "fstat64");
-	int r = real(fd, st);
-	if (r == 0 && S_ISREG(st->st_mode) && below_root(fd, ""))
-		st->st_ctim = st->st_mtim;
-	return r;
-}
-
-int fstat(int fd, struct stat *st)
-{
-	return fstat64(fd, (struct stat64 *)st);
-}
-
-int statx(int fd, const char *path, int flags, unsigned int mask, struct statx *stx)
-{
-	static int (*real)(int, const char *, int, unsigned int, struct statx *);
-	if (!real)
-		real = (int (*)(int, const char *, int, unsigned int, struct statx *))dlsym(RTLD_NEXT, "statx");
-	int r = real(fd, path, flags, mask, stx);
-	if (r == 0 && S_ISREG(stx->stx_mode) && below_root(fd, path))
-		stx->stx_ctime = stx->stx_mtime;
-	return r;
-}
-
-static void write_in_place(int dirfd, const char *name, const char *log,
-			   int (*real)(int, const char *, int, ...))
+static void write_in_place(int dirfd, const char *name, const char *log, real_fn real)
 {
 	int fd = real(dirfd, name, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -102,25 +58,11 @@ static void write_in_place(int dirfd, const char *name, const char *log,
 	}
 }
 
-/* The binary may call either name (openat64 with 64-bit offsets). */
-#define OPEN_SHIM(fn)                                                                \
-	int fn(int dirfd, const char *path, int flags, ...)                          \
-	{                                                                            \
-		static int (*real)(int, const char *, int, ...);                     \
-		if (!real)                                                           \
-			real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, #fn); \
-		mode_t mode = 0;                                                     \
-		if (flags & (O_CREAT | O_TMPFILE)) {                                 \
-			va_list ap;                                                  \
-			va_start(ap, flags);                                         \
-			mode = va_arg(ap, mode_t);                                   \
-			va_end(ap);                                                  \
-		}                                                                    \
-		const char *want = getenv("WRITE_FILE"), *log = getenv("SWAP_LOG"); \
-		if (want && log && !(flags & (O_CREAT | O_DIRECTORY)) &&             \
-		    !strcmp(path, want) && !atomic_exchange(&done, 1))               \
-			write_in_place(dirfd, path, log, real);                      \
-		return real(dirfd, path, flags, mode);                               \
-	}
-OPEN_SHIM(openat)
-OPEN_SHIM(openat64)
+/* Writes $WRITE_FILE in place at its first plain open. */
+static void write_once(int dirfd, const char *path, int flags, real_fn real)
+{
+	const char *log = getenv("SWAP_LOG");
+	if (log && first_plain_open(path, flags, getenv("WRITE_FILE"), &done))
+		write_in_place(dirfd, path, log, real);
+}
+SHIM_OPENAT(write_once)

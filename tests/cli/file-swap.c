@@ -17,10 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shim.h"
+
 static atomic_int done;
 
-static void recreate(int dirfd, const char *name, const char *log,
-		     int (*real)(int, const char *, int, ...))
+static void recreate(int dirfd, const char *name, const char *log, real_fn real)
 {
 	struct stat before, after;
 	if (fstatat(dirfd, name, &before, AT_SYMLINK_NOFOLLOW) < 0 || unlinkat(dirfd, name, 0) < 0)
@@ -47,25 +48,11 @@ static void recreate(int dirfd, const char *name, const char *log,
 	}
 }
 
-/* The binary may call either name (openat64 with 64-bit offsets). */
-#define OPEN_SHIM(fn)                                                                \
-	int fn(int dirfd, const char *path, int flags, ...)                          \
-	{                                                                            \
-		static int (*real)(int, const char *, int, ...);                     \
-		if (!real)                                                           \
-			real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, #fn); \
-		mode_t mode = 0;                                                     \
-		if (flags & (O_CREAT | O_TMPFILE)) {                                 \
-			va_list ap;                                                  \
-			va_start(ap, flags);                                         \
-			mode = va_arg(ap, mode_t);                                   \
-			va_end(ap);                                                  \
-		}                                                                    \
-		const char *want = getenv("SWAP_FILE"), *log = getenv("SWAP_LOG");  \
-		if (want && log && !(flags & (O_CREAT | O_DIRECTORY)) &&             \
-		    !strcmp(path, want) && !atomic_exchange(&done, 1))               \
-			recreate(dirfd, path, log, real);                            \
-		return real(dirfd, path, flags, mode);                               \
-	}
-OPEN_SHIM(openat)
-OPEN_SHIM(openat64)
+/* Recreates $SWAP_FILE at its first plain open. */
+static void recreate_once(int dirfd, const char *path, int flags, real_fn real)
+{
+	const char *log = getenv("SWAP_LOG");
+	if (log && first_plain_open(path, flags, getenv("SWAP_FILE"), &done))
+		recreate(dirfd, path, log, real);
+}
+SHIM_OPENAT(recreate_once)
