@@ -24,6 +24,9 @@ for kind in small big; do
 		head -c 1000000 /dev/zero | tr '\0' O >"$S/$kind"
 	fi
 	touch -d '@981173106' "$S/$kind"
+	# the shim really shows the file as vfat would: its ctime is its mtime
+	vfat_ctime=$(env LD_PRELOAD="$SHIM" FAT_ROOT="$(realpath "$S")" stat -c %Z "$S/$kind")
+	[ "$vfat_ctime" = 981173106 ] || fail "the shim shows $kind's ctime as $vfat_ctime, not its mtime"
 	ok cairn create -o source="$S" "$kind"
 	past_racy_tick
 	shimmed "$kind@one" "wrote $kind" FAT_ROOT="$(realpath "$S")" WRITE_FILE=$kind
