@@ -82,7 +82,10 @@ key_marked() {
 # found among it and its descendants: the one stopped (stopping a
 # function's subshell left the restore running, and the test's "busy"
 # checks raced its end).  A restore that ended before it was stopped, or
-# that no longer holds the key once stopped, fails the test.
+# that no longer holds the key once stopped, fails the test.  With
+# RESTORE_HELD=1 it is stopped only once it also holds its snapshot
+# (unhold_restore): the restore marks the key before it judges the target
+# and takes that hold, so a stop at the key alone may come before it.
 start_stopped_restore() {
 	local snap=$1 dir=$2 st
 	shift 2
@@ -90,7 +93,8 @@ start_stopped_restore() {
 	RESTORE=$!
 	RESTORE_PID=
 	for _ in $(seq 1 2000); do
-		key_marked && break
+		key_marked && { [ -z "${RESTORE_HELD:-}" ] || [ -n "$(restore_hold_tag "$snap")" ]; } &&
+			break
 		kill -0 "$RESTORE" 2>/dev/null || break
 	done
 	RESTORE_PID=$(cairn_in_tree "$RESTORE")
@@ -114,8 +118,14 @@ start_stopped_restore() {
 # destroy off its encryption root: the tests of that refusal need it gone.
 unhold_restore() {
 	local tag
-	tag=$(cairn holds -H "$1" | awk '$2 ~ /^\.restore-/ {print $2}')
+	tag=$(restore_hold_tag "$1")
 	[ -n "$tag" ] && cairn release "$tag" "$1" || fail "no restore's hold to release on $1"
+}
+
+# restore_hold_tag SNAP: the tag of a running restore's temporary hold on
+# SNAP (none: empty).
+restore_hold_tag() {
+	cairn holds -H "$1" 2>/dev/null | awk '$2 ~ /^\.restore-/ {print $2; exit}'
 }
 
 # resume_restore: the stopped restore goes on; its exit status.

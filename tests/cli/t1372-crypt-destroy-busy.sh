@@ -19,7 +19,7 @@ nkeys() { keyctl show @s | grep -c ' user: cairn:'; }
 [ "$(nkeys)" = 1 ] || fail "the new root's key is not in the keyring"
 
 # a restore of top/enc@1, stopped while it holds the key
-start_stopped_restore top/enc@1 "$TESTDIR/out"
+RESTORE_HELD=1 start_stopped_restore top/enc@1 "$TESTDIR/out"
 # as a restore without its snapshot hold: the key alone is busy
 unhold_restore top/enc@1
 

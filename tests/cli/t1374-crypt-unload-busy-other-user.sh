@@ -20,7 +20,7 @@ printf '%s\n' "$PASS1" | as_other "$CAIRN" load-key -t 600 enc || fail "load-key
 trap 'as_other "$CAIRN" unload-key enc >/dev/null 2>&1; "$CAIRN" unload-key -a >/dev/null 2>&1; rm -rf "$TESTDIR"' EXIT
 mkdir "$TESTDIR/out"
 chown $OTHER "$TESTDIR/out"
-start_stopped_restore enc@1 "$TESTDIR/out" as_other
+RESTORE_HELD=1 start_stopped_restore enc@1 "$TESTDIR/out" as_other
 # as a restore without its snapshot hold: the key alone is busy
 unhold_restore enc@1
 

@@ -21,7 +21,7 @@ done
 # the last root by name: a big snapshot, for a restore to stop in
 big_root top/r40 a
 
-start_stopped_restore top/r40@a "$TESTDIR/out"
+RESTORE_HELD=1 start_stopped_restore top/r40@a "$TESTDIR/out"
 # as a restore without its snapshot hold: the key alone is busy
 unhold_restore top/r40@a
 before=$(cairn list -H -o name -t all -r top)

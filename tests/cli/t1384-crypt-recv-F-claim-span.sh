@@ -36,7 +36,7 @@ nkeys() { keyctl show @s | grep -c ' user: cairn:'; }
 
 # a busy root refuses both (with the restore's own hold gone: the key's
 # claim is what is tested here, not the hold that refuses first)
-start_stopped_restore rtank/x@1 "$TESTDIR/out"
+RESTORE_HELD=1 start_stopped_restore rtank/x@1 "$TESTDIR/out"
 unhold_restore rtank/x@1
 fails_with 1 "rtank/x: dataset is busy" cairn recv -n -F rtank <"$TESTDIR/incr"
 fails_with 1 "rtank/x: dataset is busy" cairn recv -F rtank <"$TESTDIR/incr"
