@@ -230,6 +230,31 @@ second_store() {
 ca() { "$CAIRN" "$@"; }
 cb() { "$CAIRN" -s "$B" "$@"; }
 
+# tank_with_kid: $T (3 MB of random bytes in f, 3 MB more in kid/g) as the
+# source of tank and tank/kid on the first store, snapshot together as @s1.
+tank_with_kid() {
+	T=$TESTDIR/src
+	mkdir -p "$T/kid"
+	head -c 3000000 /dev/urandom >"$T/f"
+	head -c 3000000 /dev/urandom >"$T/kid/g"
+	ok ca create -o source="$T" tank
+	ok ca create tank/kid
+	ok ca snapshot -r tank@s1
+}
+
+# racy_first_snapshot: $SRC/racy, a 41-byte file with an old mtime, taken
+# into tank@one under the coarse-ctime shim, which shows whole-second
+# times below $SRC and freezes racy's ctime at that backup's second.
+racy_first_snapshot() {
+	printf 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n' >"$SRC/racy"
+	touch -d '@981173106' "$SRC/racy"
+	build_shim coarse-ctime
+	ok cairn create -o source="$SRC" tank
+	export COARSE_ROOT=$(realpath "$SRC") FREEZE_NAME=racy FREEZE_STATE=$TESTDIR/frozen
+	shimmed tank@one "froze racy"
+	[ $rc = 0 ] || fail "tank@one: exit $rc: $out"
+}
+
 # third_store: a new, empty store at $C (a second sender, or a second
 # receiver); from then on cc runs cairn on it.  (Defined only here, not
 # for every test: cc is also the C compiler, which build_shim runs.)

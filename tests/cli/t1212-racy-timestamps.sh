@@ -18,13 +18,7 @@ mkdir -p "$SRC" "$R"
 head -c 5000 /dev/urandom >"$SRC/old"
 # its ctime must be older than the second before the backup's start
 sleep 2
-printf 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n' >"$SRC/racy"
-touch -d '@981173106' "$SRC/racy"
-build_shim coarse-ctime
-ok cairn create -o source="$SRC" tank
-export COARSE_ROOT=$(realpath "$SRC") FREEZE_NAME=racy FREEZE_STATE=$TESTDIR/frozen
-shimmed tank@one "froze racy"
-[ $rc = 0 ] || fail "tank@one: exit $rc: $out"
+racy_first_snapshot
 
 # rewritten in place within that tick: same size, mtime set back, and
 # (frozen by the shim) the same ctime and inode

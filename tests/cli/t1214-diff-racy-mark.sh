@@ -11,13 +11,7 @@
 new_store
 SRC=$TESTDIR/src
 mkdir -p "$SRC"
-printf 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n' >"$SRC/racy"
-touch -d '@981173106' "$SRC/racy"
-build_shim coarse-ctime
-ok cairn create -o source="$SRC" tank
-export COARSE_ROOT=$(realpath "$SRC") FREEZE_NAME=racy FREEZE_STATE=$TESTDIR/frozen
-shimmed tank@one "froze racy"
-[ $rc = 0 ] || fail "tank@one: exit $rc: $out"
+racy_first_snapshot
 
 # backup_read SNAP WORD: tank@SNAP under the shim (which logs WORD), asserting the racy file was read
 backup_read() {

@@ -8,13 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 new_store
 second_store
-T=$TESTDIR/src
-mkdir -p "$T/kid"
-head -c 3000000 /dev/urandom >"$T/f"
-head -c 3000000 /dev/urandom >"$T/kid/g"
-ok ca create -o source="$T" tank
-ok ca create tank/kid
-ok ca snapshot -r tank@s1
+tank_with_kid
 nchunks() { find "$B/.chunks" -type f | wc -l; }
 base=$(nchunks)
 msg='nope/tank: parent does not exist (nope; create it first'

@@ -12,13 +12,7 @@
 . "$(dirname "$0")/crypt.sh"
 new_store
 second_store
-T=$TESTDIR/src
-mkdir -p "$T/kid"
-head -c 3000000 /dev/urandom >"$T/f"
-head -c 3000000 /dev/urandom >"$T/kid/g"
-ok ca create -o source="$T" tank
-ok ca create tank/kid
-ok ca snapshot -r tank@s1
+tank_with_kid
 printf '%s\n' "$PASS1" | ok cb create -o encryption=on -o keyformat=passphrase enc
 ok cb create enc/sub
 nchunks() { find "$B/.chunks" -type f | wc -l; }
